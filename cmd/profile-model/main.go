@@ -1,0 +1,81 @@
+// Command profile-model profiles LLM serving engines: it runs concurrency
+// sweeps with the torch profiler on and turns the traces into per-layer
+// kernel tables, inventories and reports. See README.md.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		if !errors.Is(err, errSilent) {
+			fmt.Fprintf(os.Stderr, "profile-model: %v\n", err)
+		}
+		var u usageError
+		if errors.As(err, &u) {
+			os.Exit(2)
+		}
+		os.Exit(1)
+	}
+}
+
+// errSilent is returned when the message was already printed.
+var errSilent = errors.New("failed")
+
+// usageError marks bad command-line use (exit status 2).
+type usageError struct{ msg string }
+
+func (u usageError) Error() string { return u.msg }
+
+type command struct {
+	name    string
+	summary string
+	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+}
+
+// commands lists the subcommands; each lives in its own file.
+func commands() []command {
+	return []command{
+		{"inspect", "summarise a trace: device, kernels, steps, decode batch size, coverage", runInspect},
+		{"layers", "per-layer kernel table of the decode steps of a trace", runLayers},
+		{"kernels", "kernel inventory and category totals of a trace", runKernels},
+		{"synth", "write an ATOM-style synthetic trace and its truth file", runSynth},
+		{"serve-sim", "run the simulated ATOM engine (OpenAI server, no GPU)", runServeSim},
+		{"bench", "streaming OpenAI benchmark client and profiled concurrency sweep", runBench},
+	}
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(stdout)
+		if len(args) == 0 {
+			return usageError{"no command given"}
+		}
+		return nil
+	}
+	for _, c := range commands() {
+		if c.name == args[0] {
+			return c.run(ctx, args[1:], stdout, stderr)
+		}
+	}
+	usage(stderr)
+	return usageError{fmt.Sprintf("unknown command %q", args[0])}
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: profile-model COMMAND [flags]\n\ncommands:")
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintln(w, "\nRun 'profile-model COMMAND -h' for a command's flags.")
+}

@@ -1,0 +1,101 @@
+package inventory
+
+import (
+	"bytes"
+	"encoding/csv"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+)
+
+// LayerHeader is the exact column list of the compatible per-layer CSV (SPEC §3.7).
+var LayerHeader = []string{"pos", "short_name", "kernel", "avg_us", "std_us", "min_us", "max_us", "pct", "count"}
+
+// LayerRow is one kernel position of a per-layer table.
+type LayerRow struct {
+	Pos       int
+	ShortName string
+	Kernel    string
+	AvgUS     float64
+	StdUS     float64
+	MinUS     float64
+	MaxUS     float64
+	Pct       float64
+	Count     int
+}
+
+// ReadLayerCSV reads a per-layer table in the compatible format.
+func ReadLayerCSV(path string) ([]LayerRow, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	rows, err := ParseLayerCSV(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return rows, nil
+}
+
+// ParseLayerCSV parses a per-layer table; errors name the line.
+func ParseLayerCSV(r io.Reader) ([]LayerRow, error) {
+	cr := csv.NewReader(r)
+	cr.FieldsPerRecord = len(LayerHeader)
+	header, err := cr.Read()
+	if err != nil {
+		return nil, fmt.Errorf("line 1: reading header: %w", err)
+	}
+	for i, h := range LayerHeader {
+		if header[i] != h {
+			return nil, fmt.Errorf("line 1: column %d is %q, want %q (expected header %v)", i+1, header[i], h, LayerHeader)
+		}
+	}
+	var rows []LayerRow
+	for {
+		rec, err := cr.Read()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		line, _ := cr.FieldPos(0)
+		var row LayerRow
+		var perr error
+		num := func(i int) float64 {
+			v, err := strconv.ParseFloat(rec[i], 64)
+			if err != nil && perr == nil {
+				perr = fmt.Errorf("line %d: column %s: %q is not a number", line, LayerHeader[i], rec[i])
+			}
+			return v
+		}
+		row.Pos = int(num(0))
+		row.ShortName, row.Kernel = rec[1], rec[2]
+		row.AvgUS, row.StdUS, row.MinUS, row.MaxUS, row.Pct = num(3), num(4), num(5), num(6), num(7)
+		row.Count = int(num(8))
+		if perr != nil {
+			return nil, perr
+		}
+		rows = append(rows, row)
+	}
+	if len(rows) == 0 {
+		return nil, fmt.Errorf("no rows after the header")
+	}
+	return rows, nil
+}
+
+// FormatLayerCSV renders rows in the compatible format: fixed column order,
+// one decimal, as the seed's script writes them.
+func FormatLayerCSV(rows []LayerRow) []byte {
+	var buf bytes.Buffer
+	w := csv.NewWriter(&buf)
+	_ = w.Write(LayerHeader)
+	f1 := func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
+	for _, r := range rows {
+		_ = w.Write([]string{strconv.Itoa(r.Pos), r.ShortName, r.Kernel, f1(r.AvgUS), f1(r.StdUS), f1(r.MinUS), f1(r.MaxUS), f1(r.Pct), strconv.Itoa(r.Count)})
+	}
+	w.Flush()
+	return buf.Bytes()
+}

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Runs every Fuzz* target of the module for the given time each (default 30s).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+t=${1:-30s}
+for pkg in $(go list ./...); do
+  dir=$(go list -f '{{.Dir}}' "$pkg")
+  for f in $(grep -ho '^func Fuzz[A-Za-z0-9_]*' "$dir"/*_test.go 2>/dev/null | awk '{print $2}'); do
+    echo "== $pkg $f ($t)"
+    go test "$pkg" -run '^$' -fuzz "^$f\$" -fuzztime "$t"
+  done
+done

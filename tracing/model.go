@@ -1,0 +1,143 @@
+package tracing
+
+// All times in this package are integer nanoseconds on the trace's own clock
+// (Kineto's microsecond text parsed exactly, plus baseTimeNanoseconds when the
+// trace writes relative timestamps). float64 cannot hold 19-digit timestamps.
+
+// ActivityKind tells a kernel from a copy or a memset.
+type ActivityKind uint8
+
+const (
+	KindKernel ActivityKind = iota
+	KindMemcpy
+	KindMemset
+)
+
+func (k ActivityKind) String() string {
+	switch k {
+	case KindMemcpy:
+		return "memcpy"
+	case KindMemset:
+		return "memset"
+	}
+	return "kernel"
+}
+
+// Kernel is one GPU activity kept from a trace: a kernel, memcpy or memset.
+// It is kept small (a few dozen bytes) because a large trace holds millions.
+type Kernel struct {
+	Name        string // as written in the trace (interned: equal names share memory)
+	Start       int64  // ns
+	Dur         int64  // ns
+	Correlation int64  // links to the runtime launch (or graph launch) that issued it
+	External    int64  // External id, 0 when absent
+	Device      int32
+	Stream      int32
+	Kind        ActivityKind
+	Replayed    bool  // issued by a graph launch (§3.3), no CPU op of its own
+	Graph       int32 // index into Trace.Graphs, -1 when launched eagerly
+	Step        int32 // index into Trace.Steps, -1 when outside every step
+	Grid, Block [3]int32
+}
+
+// End is Start+Dur.
+func (k *Kernel) End() int64 { return k.Start + k.Dur }
+
+// Launch is a runtime call that launches GPU work (cudaLaunchKernel,
+// hipGraphLaunch, ...).
+type Launch struct {
+	Name        string
+	Start, Dur  int64
+	Correlation int64
+	External    int64
+	PID, TID    int64
+	Graph       bool // a graph launch (cudaGraphLaunch / hipGraphLaunch)
+}
+
+// GraphLaunch is one graph replay and the kernels it owns.
+type GraphLaunch struct {
+	Launch  Launch
+	Kernels []int32 // indices into Trace.Kernels, in start order
+}
+
+// Annotation is a user annotation (record_function) on the CPU or the GPU
+// timeline, or a ProfilerStep#N.
+type Annotation struct {
+	Name       string
+	Start, Dur int64
+	GPU        bool // gpu_user_annotation
+	PID, TID   int64
+	External   int64
+}
+
+// StepKind is what an engine step did.
+type StepKind string
+
+const (
+	StepDecode   StepKind = "decode"
+	StepPrefill  StepKind = "prefill"
+	StepMixed    StepKind = "mixed"   // prefill and decode in one step (vLLM chunked prefill)
+	StepDummy    StepKind = "dummy"   // dummy_decode / dummy_prefill warm-up
+	StepDraft    StepKind = "draft"   // speculative draft step
+	StepCapture  StepKind = "capture" // CUDA/HIP graph capture
+	StepProfiler StepKind = "profiler_step"
+	StepGraph    StepKind = "graph" // a graph launch with no label around it
+)
+
+// StepSource says which evidence delimited a step (§3.4, in order of preference).
+type StepSource string
+
+const (
+	SourceGPUAnnotation StepSource = "gpu_annotation"
+	SourceCPUAnnotation StepSource = "cpu_annotation"
+	SourceProfilerStep  StepSource = "profiler_step"
+	SourceGraphLaunch   StepSource = "graph_launch"
+)
+
+// Step is one engine step and the kernels that ran in it.
+type Step struct {
+	Kind     StepKind
+	Label    string // the annotation as written
+	Source   StepSource
+	BS       int  // real batch size, 0 when unknown
+	PaddedBS int  // padded graph batch (decode[bs=R/G]), 0 when none
+	Tokens   int  // tokens processed, 0 when unknown
+	Eager    bool // decode without graph replay (eager_decode, or prefill-labelled decode)
+	Start    int64
+	End      int64
+	Kernels  []int32 // indices into Trace.Kernels, in start order
+}
+
+// Coverage compares the profiled window (CPU step annotations) with the span
+// that GPU kernels actually cover (§3.6).
+type Coverage struct {
+	GPUSpanNS           int64 // first kernel start to last kernel end
+	WindowNS            int64 // first to last CPU step annotation (or trace span when none)
+	Steps               int
+	StepsWithoutKernels int
+	DecodeSteps         int
+	DecodeWithout       int // decode steps without kernels
+}
+
+// Trace is everything profile-model keeps of one trace file.
+type Trace struct {
+	Path    string
+	Device  string // deviceProperties[0].name, "" when absent
+	Era     string // format era, e.g. "kineto-2024-ns", "legacy-2021", "roctracer", "rocprofiler-sdk"
+	Vendor  string // "amd", "nvidia" or ""
+	Events  int64  // every entry of traceEvents
+	ByCat   map[string]int64
+	Meta    map[string]string // scalar top-level keys (schemaVersion, displayTimeUnit, ...)
+	BaseNS  int64             // baseTimeNanoseconds, 0 when absolute
+
+	Kernels     []Kernel // kernels, memcpys and memsets, sorted by (Start, input order)
+	Launches    []Launch // runtime launches with a correlation id
+	Graphs      []GraphLaunch
+	Annotations []Annotation
+	Steps       []Step
+
+	DecodeBS     int         // most frequent decode batch size (§3.5), 0 when no decode step
+	DecodeBSHist map[int]int // decode batch size -> steps
+	Coverage     Coverage
+	Warnings     []string
+}
