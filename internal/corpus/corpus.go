@@ -1,0 +1,62 @@
+// Package corpus locates the reference corpus of real traces and outputs
+// (../shared/corpus beside the project) for tests. A user's fresh clone does
+// not have it, so tests that need it skip with a message.
+package corpus
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// EnvVar overrides where the corpus is looked for.
+const EnvVar = "PROFILE_MODEL_CORPUS"
+
+// Find returns the corpus directory, or "" when there is none: $PROFILE_MODEL_CORPUS,
+// else ../shared/corpus next to the module root (found from the working directory).
+func Find() string {
+	if d := os.Getenv(EnvVar); d != "" {
+		if fi, err := os.Stat(d); err == nil && fi.IsDir() {
+			return d
+		}
+		return ""
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		return ""
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			d := filepath.Join(dir, "..", "shared", "corpus")
+			if fi, err := os.Stat(d); err == nil && fi.IsDir() {
+				return d
+			}
+			return ""
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return ""
+		}
+		dir = parent
+	}
+}
+
+// Dir returns the corpus directory or skips the test, saying why.
+func Dir(t testing.TB) string {
+	t.Helper()
+	d := Find()
+	if d == "" {
+		t.Skipf("reference corpus not found (../shared/corpus beside the project, or $%s): skipping the checks on real traces", EnvVar)
+	}
+	return d
+}
+
+// Path returns a file of the corpus (e.g. "traces/x.json.gz") or skips.
+func Path(t testing.TB, rel string) string {
+	t.Helper()
+	p := filepath.Join(Dir(t), rel)
+	if _, err := os.Stat(p); err != nil {
+		t.Skipf("corpus file %s absent: %v", rel, err)
+	}
+	return p
+}
