@@ -1,0 +1,168 @@
+package inventory
+
+import (
+	"bufio"
+	"bytes"
+	_ "embed"
+	"encoding/csv"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// Other is the category of kernels no rule matches.
+const Other = "Other"
+
+//go:embed rules.csv
+var defaultRulesCSV []byte
+
+// Rule is one row of the category rule table: kernels whose name contains
+// Pattern (or matches it, for a "re:" pattern) get Category, Provider and
+// ShortName.
+type Rule struct {
+	Priority  int
+	Pattern   string
+	Category  string
+	Provider  string
+	ShortName string
+	Line      int // line in the rule file, for messages
+
+	re *regexp.Regexp
+}
+
+// Class is what the rule table says about one kernel name.
+type Class struct {
+	Category  string
+	Provider  string
+	ShortName string // the rule's short name, else ShortName(name)
+}
+
+// Rules is a parsed rule table. It is read-only after parsing and safe for
+// concurrent use.
+type Rules struct {
+	Source string // file name, or "built-in"
+	rules  []Rule
+}
+
+// DefaultRules returns the built-in rule table (rules.csv embedded in the binary).
+func DefaultRules() *Rules {
+	r, err := ParseRules(bytes.NewReader(defaultRulesCSV), "built-in rules.csv")
+	if err != nil {
+		// The embedded table is tested; a bad edit must not go unnoticed.
+		return &Rules{Source: "built-in (invalid: " + err.Error() + ")"}
+	}
+	return r
+}
+
+// LoadRules reads a user rule table (same format as the built-in rules.csv).
+func LoadRules(path string) (*Rules, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading rules: %w", err)
+	}
+	return ParseRules(bytes.NewReader(data), path)
+}
+
+// ParseRules parses a rule table: '#' comment lines, a header line
+// "priority,pattern,category,provider,short_name", then one rule a line.
+// Errors read "name:line: what is wrong".
+func ParseRules(r io.Reader, name string) (*Rules, error) {
+	rs := &Rules{Source: name}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	line := 0
+	header := false
+	for sc.Scan() {
+		line++
+		text := strings.TrimSpace(sc.Text())
+		if text == "" || strings.HasPrefix(text, "#") {
+			continue
+		}
+		cr := csv.NewReader(strings.NewReader(text))
+		rec, err := cr.Read()
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d: not a CSV line: %w", name, line, err)
+		}
+		if !header {
+			want := []string{"priority", "pattern", "category", "provider", "short_name"}
+			if len(rec) != len(want) || strings.Join(rec, ",") != strings.Join(want, ",") {
+				return nil, fmt.Errorf("%s:%d: header is %q, want %q", name, line, text, strings.Join(want, ","))
+			}
+			header = true
+			continue
+		}
+		if len(rec) != 5 {
+			return nil, fmt.Errorf("%s:%d: %d fields, want 5 (priority,pattern,category,provider,short_name)", name, line, len(rec))
+		}
+		prio, err := strconv.Atoi(strings.TrimSpace(rec[0]))
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d: priority %q is not an integer", name, line, rec[0])
+		}
+		rule := Rule{Priority: prio, Pattern: rec[1], Category: strings.TrimSpace(rec[2]),
+			Provider: strings.TrimSpace(rec[3]), ShortName: strings.TrimSpace(rec[4]), Line: line}
+		if rule.Pattern == "" || rule.Pattern == "re:" {
+			return nil, fmt.Errorf("%s:%d: empty pattern", name, line)
+		}
+		if rule.Category == "" {
+			return nil, fmt.Errorf("%s:%d: empty category", name, line)
+		}
+		if expr, ok := strings.CutPrefix(rule.Pattern, "re:"); ok {
+			re, err := regexp.Compile(expr)
+			if err != nil {
+				return nil, fmt.Errorf("%s:%d: bad regular expression %q: %w", name, line, expr, err)
+			}
+			rule.re = re
+		}
+		rs.rules = append(rs.rules, rule)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s:%d: %w", name, line, err)
+	}
+	if !header {
+		return nil, fmt.Errorf("%s: no header line (priority,pattern,category,provider,short_name)", name)
+	}
+	return rs, nil
+}
+
+// Len is the number of rules.
+func (rs *Rules) Len() int { return len(rs.rules) }
+
+func (r *Rule) matches(s string) bool {
+	if r.re != nil {
+		return r.re.MatchString(s)
+	}
+	return strings.Contains(s, r.Pattern)
+}
+
+// Match returns the winning rule for a kernel name (checked as written and
+// demangled), or nil.
+func (rs *Rules) Match(name string) *Rule {
+	demangled := Demangle(name)
+	var best *Rule
+	for i := range rs.rules {
+		r := &rs.rules[i]
+		if best != nil && r.Priority <= best.Priority {
+			continue
+		}
+		if r.matches(name) || (demangled != name && r.matches(demangled)) {
+			best = r
+		}
+	}
+	return best
+}
+
+// Classify returns the category, provider and short name of a kernel name.
+func (rs *Rules) Classify(name string) Class {
+	r := rs.Match(name)
+	if r == nil {
+		return Class{Category: Other, ShortName: ShortName(name)}
+	}
+	c := Class{Category: r.Category, Provider: r.Provider, ShortName: r.ShortName}
+	if c.ShortName == "" {
+		c.ShortName = ShortName(name)
+	}
+	return c
+}

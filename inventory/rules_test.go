@@ -1,0 +1,94 @@
+package inventory
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestDefaultRulesParse(t *testing.T) {
+	t.Parallel()
+	rs, err := ParseRules(strings.NewReader(string(defaultRulesCSV)), "rules.csv")
+	require.NoError(t, err)
+	require.Greater(t, rs.Len(), 50)
+	require.Equal(t, rs.Len(), DefaultRules().Len())
+}
+
+// The seed's template table (corpus README §Categories), one example name per
+// row, and NVIDIA/AMD kernels seen in the corpus traces.
+func TestClassify(t *testing.T) {
+	t.Parallel()
+	rs := DefaultRules()
+	tests := []struct{ name, kernel, category, provider string }{
+		{"embedding (PyTorch)", "void at::native::(anonymous namespace)::indexSelectSmallIndex<c10::BFloat16, long, unsigned int, 2, 2, -2>(x)", "Embedding", "PyTorch"},
+		{"embedding (Triton)", "triton_poi_fused_embedding_0", "Embedding", "Triton"},
+		{"rmsnorm quant", "aiter::add_rmsnorm_quant_kernel<std::bfloat16_t, std::bfloat16_t, 256, 16, true, false, true, 1>(x)", "RMSNorm / LayerNorm", "aiter"},
+		{"rope", "aiter::kn_entry_2c_sbhd_cached_indirect_inplace<aiter::OpCachedFwd, 0>(x)", "RoPE", "aiter"},
+		{"kv cache mangled", "_ZN5aiter45reshape_and_cache_with_per_token_quant_kernelIDF16bDB8_fLb1ELi64EEEvPKT_S4_PT0_S6_PT1_S8_PKliiiiiiii", "KV cache", "aiter"},
+		{"flash attention", "aiter::fmha_fwd_hd128_bf16_causal_group", "Flash attention (prefill)", "aiter ASM"},
+		{"paged attention", "aiter::pa_bf16_pertokenFp8_gqa8_2tg_4w", "Paged attention (decode)", "aiter ASM"},
+		{"pa reduce", "wv_splitk_small_fp16_bf16_kernel<4>", "Attention reduce", "aiter"},
+		{"tensile", "Cijk_Alik_Bljk_BBS_BH_Bias_HA_S_SAV_UserArgs_MT32x32x256", "Dense GEMM (BF16)", "rocBLAS / hipBLASLt"},
+		{"ck fp8 gemm", "ck::kernel_gemm_xdl_cshuffle_v3_multi_d_blockscale_b_preshuffle<x>(y)", "Dense GEMM (FP8/FP4)", "CK"},
+		{"fp8 quant mangled", "_ZN5aiter37dynamic_per_group_scaled_quant_kernelIDF16bDB8_Li32EEEvPT0_PfPKT_PKfiliibPKii", "Activation quant", "aiter"},
+		{"topk gating", "void vllm::moe::topkGatingSoftmax<8, 128>(x)", "MoE gate", "vLLM custom ops"},
+		{"grouped topk", "aiter::grouped_topk_kernel<float, float __vector(4), 1, true, true, false>(x)", "MoE gate", "aiter"},
+		{"moe sort", "ck_tile::kentry<2, ck_tile::MoeSortingKernel<x>, y>(z)", "MoE sort / align", "ck_tile"},
+		{"moe sort multiphase", "ck_tile::kentry<2, ck_tile::MoeSortingMultiPhaseKernel_P23<x>, y>(z)", "MoE sort / align", "ck_tile"},
+		{"moe gemm ck", "ck::kernel_moe_gemm<ck::GridwiseMoeGemmBlockScale<x>>(y)", "MoE expert GEMM", "CK"},
+		{"moe gemm asm", "aiter::fmoe_bf16_blockscaleFp8_g1u1_vs_silu_32x384", "MoE expert GEMM", "aiter ASM"},
+		{"sampling", "aiter::mix_sample_outer_exponential_kernel<std::bfloat16_t, 1024, 64, 4, true>(x)", "Sampling", "aiter"},
+		{"cublas sm90", "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas", "Dense GEMM (BF16)", "cuBLAS / cuBLASLt"},
+		{"nvjet", "nvjet_tst_128x64_64x4_1x2_h_bz_coopA_NTN", "Dense GEMM (BF16)", "cuBLAS / cuBLASLt"},
+		{"flash fwd", "void pytorch_flash::flash_fwd_kernel<pytorch_flash::Flash_fwd_kernel_traits<64, 128>>(x)", "Flash attention (prefill)", "FlashAttention / FlashInfer"},
+		{"nccl", "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)", "All-reduce / collectives", "RCCL / NCCL"},
+		{"cutlass bf16", "void cutlass::Kernel<cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_128x128_32x3_nn_align8>(x)", "Dense GEMM (BF16)", "CUTLASS"},
+		{"cutlass tf32", "void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_128x128_32x3_nn_align4>(x)", "Dense GEMM (FP32/TF32)", "CUTLASS"},
+		{"volta sgemm", "volta_sgemm_64x64_nt", "Dense GEMM (FP32/TF32)", "cuBLAS / cuBLASLt"},
+		{"cudnn conv", "cudnn_infer_volta_scudnn_128x64_relu_medium_nn_v1", "Convolution", "cuDNN"},
+		{"aten elementwise", "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, at::detail::Array<char*, 3> >(x)", "Elementwise / copy", "PyTorch"},
+		{"memcpy", "Memcpy HtoD (Pinned -> Device)", "Memcpy / memset", "runtime"},
+		{"unknown", "my_custom_kernel", Other, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c := rs.Classify(tt.kernel)
+			require.Equal(t, tt.category, c.Category, tt.kernel)
+			require.Equal(t, tt.provider, c.Provider, tt.kernel)
+			require.NotEmpty(t, c.ShortName)
+		})
+	}
+}
+
+func TestParseRulesErrors(t *testing.T) {
+	t.Parallel()
+	const header = "priority,pattern,category,provider,short_name\n"
+	tests := []struct{ name, text, want string }{
+		{"no header", "# only a comment\n", "user.csv: no header"},
+		{"wrong header", "prio,pattern\n", "user.csv:1: header is"},
+		{"bad priority", header + "high,foo,GEMM,x,\n", "user.csv:2: priority \"high\""},
+		{"too few fields", header + "# c\n10,foo,GEMM\n", "user.csv:3: 3 fields"},
+		{"bad regexp", header + "10,re:foo(,GEMM,x,\n", "user.csv:2: bad regular expression"},
+		{"empty category", header + "10,foo,,x,\n", "user.csv:2: empty category"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := ParseRules(strings.NewReader(tt.text), "user.csv")
+			require.Error(t, err)
+			require.Contains(t, err.Error(), tt.want)
+		})
+	}
+}
+
+func TestRulePriority(t *testing.T) {
+	t.Parallel()
+	rs, err := ParseRules(strings.NewReader("priority,pattern,category,provider,short_name\n"+
+		"10,gemm,Low,a,\n20,re:^my_gemm,High,b,mine\n20,my_,Later,c,\n"), "t.csv")
+	require.NoError(t, err)
+	c := rs.Classify("my_gemm_kernel")
+	require.Equal(t, Class{Category: "High", Provider: "b", ShortName: "mine"}, c, "highest priority, earlier line on a tie")
+	require.Equal(t, "Low", rs.Classify("other_gemm").Category)
+}
