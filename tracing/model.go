@@ -121,14 +121,14 @@ type Coverage struct {
 
 // Trace is everything profile-model keeps of one trace file.
 type Trace struct {
-	Path    string
-	Device  string // deviceProperties[0].name, "" when absent
-	Era     string // format era, e.g. "kineto-2024-ns", "legacy-2021", "roctracer", "rocprofiler-sdk"
-	Vendor  string // "amd", "nvidia" or ""
-	Events  int64  // every entry of traceEvents
-	ByCat   map[string]int64
-	Meta    map[string]string // scalar top-level keys (schemaVersion, displayTimeUnit, ...)
-	BaseNS  int64             // baseTimeNanoseconds, 0 when absolute
+	Path   string
+	Device string // deviceProperties[0].name, "" when absent
+	Era    string // format era, e.g. "kineto-2024-ns", "legacy-2021", "roctracer", "rocprofiler-sdk"
+	Vendor string // "amd", "nvidia" or ""
+	Events int64  // every entry of traceEvents
+	ByCat  map[string]int64
+	Meta   map[string]string // scalar top-level keys (schemaVersion, displayTimeUnit, ...)
+	BaseNS int64             // baseTimeNanoseconds, 0 when absolute
 
 	Kernels     []Kernel // kernels, memcpys and memsets, sorted by (Start, input order)
 	Launches    []Launch // runtime launches with a correlation id

@@ -2,11 +2,56 @@ package main
 
 import (
 	"context"
-	"errors"
+	"flag"
+	"fmt"
 	"io"
+
+	"github.com/profile-model/profile-model/tracing"
 )
 
-// runInspect is not written yet; its owner replaces this file.
+// runInspect summarises one or more traces: device, era, event counts,
+// kernels, graph replays, steps, decode batch size, coverage, warnings.
 func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return errors.New("not implemented yet")
+	fs := flag.NewFlagSet("inspect", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	asJSON := fs.Bool("json", false, "print the summary as JSON")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: profile-model inspect TRACE... [--json]\n\nSummarise PyTorch profiler traces (.json or .json.gz).")
+		fs.PrintDefaults()
+	}
+	// Accept flags after the trace names too.
+	var files []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return usageError{err.Error()}
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		files = append(files, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	if len(files) == 0 {
+		fs.Usage()
+		return usageError{"inspect: no trace given"}
+	}
+	for i, f := range files {
+		t, err := tracing.Load(ctx, f, tracing.Options{})
+		if err != nil {
+			return err
+		}
+		s := t.Summarize()
+		if *asJSON {
+			err = s.WriteJSON(stdout)
+		} else {
+			if i > 0 {
+				fmt.Fprintln(stdout)
+			}
+			err = s.WriteText(stdout)
+		}
+		if err != nil {
+			return fmt.Errorf("writing summary: %w", err)
+		}
+	}
+	return nil
 }

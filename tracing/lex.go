@@ -1,0 +1,387 @@
+package tracing
+
+import (
+	"bytes"
+	"errors"
+	"math"
+	"strconv"
+
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// Low-level JSON helpers that work on a byte slice holding one complete value.
+// The Scanner finds the extent of each traceEvents entry first (scanner.go),
+// then these helpers read the few fields it needs without allocating.
+
+// structural marks the bytes the structural skip stops at.
+var structural = func() (t [256]bool) {
+	for _, c := range []byte(`"{}[]`) {
+		t[c] = true
+	}
+	return t
+}()
+
+var errSyntax = errors.New("invalid JSON")
+
+func isSpace(c byte) bool { return c == ' ' || c == '\n' || c == '\r' || c == '\t' }
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && isSpace(b[i]) {
+		i++
+	}
+	return i
+}
+
+// stringEnd returns the index just past the closing quote of the string whose
+// opening quote is at b[i], or -1 when b ends first.
+func stringEnd(b []byte, i int) int {
+	j := i + 1
+	for {
+		k := bytes.IndexByte(b[j:], '"')
+		if k < 0 {
+			return -1
+		}
+		j += k
+		// An odd run of backslashes before the quote escapes it.
+		n := 0
+		for p := j - 1; p > i && b[p] == '\\'; p-- {
+			n++
+		}
+		if n%2 == 0 {
+			return j + 1
+		}
+		j++
+	}
+}
+
+// lexer reads one complete JSON value held in b.
+type lexer struct {
+	b []byte
+	i int
+}
+
+func (l *lexer) ws() { l.i = skipSpace(l.b, l.i) }
+
+// peek returns the next non-space byte, 0 at the end.
+func (l *lexer) peek() byte {
+	l.ws()
+	if l.i >= len(l.b) {
+		return 0
+	}
+	return l.b[l.i]
+}
+
+// expect consumes c (after spaces).
+func (l *lexer) expect(c byte) bool {
+	if l.peek() != c {
+		return false
+	}
+	l.i++
+	return true
+}
+
+// str reads a string and returns its raw contents (escapes not decoded).
+func (l *lexer) str() ([]byte, bool) {
+	if l.peek() != '"' {
+		return nil, false
+	}
+	e := stringEnd(l.b, l.i)
+	if e < 0 {
+		return nil, false
+	}
+	s := l.b[l.i+1 : e-1]
+	l.i = e
+	return s, true
+}
+
+// scalar reads a number or literal and returns its text.
+func (l *lexer) scalar() ([]byte, bool) {
+	l.ws()
+	j := l.i
+	for j < len(l.b) {
+		c := l.b[j]
+		if c == ',' || c == '}' || c == ']' || c == ':' || isSpace(c) || c == '"' || c == '{' || c == '[' {
+			break
+		}
+		j++
+	}
+	if j == l.i {
+		return nil, false
+	}
+	s := l.b[l.i:j]
+	l.i = j
+	return s, validScalar(s)
+}
+
+func validScalar(s []byte) bool {
+	switch s[0] {
+	case 't':
+		return string(s) == "true"
+	case 'f':
+		return string(s) == "false"
+	case 'n':
+		return string(s) == "null"
+	}
+	return validNumber(s)
+}
+
+// validNumber checks JSON number grammar.
+func validNumber(s []byte) bool {
+	i := 0
+	if i < len(s) && s[i] == '-' {
+		i++
+	}
+	d := i
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	if i == d {
+		return false
+	}
+	if i < len(s) && s[i] == '.' {
+		i++
+		d = i
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+		}
+		if i == d {
+			return false
+		}
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		d = i
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+		}
+		if i == d {
+			return false
+		}
+	}
+	return i == len(s)
+}
+
+// skip reads over any value, checking bracket nesting.
+func (l *lexer) skip() bool {
+	switch l.peek() {
+	case '"':
+		_, ok := l.str()
+		return ok
+	case '{', '[':
+		e := compositeEnd(l.b, l.i)
+		if e < 0 {
+			return false
+		}
+		l.i = e
+		return true
+	case 0:
+		return false
+	}
+	_, ok := l.scalar()
+	return ok
+}
+
+// Results of compositeEnd besides an end index.
+const (
+	incomplete = -1 // b ends before the value does
+	invalid    = -2 // brackets do not match
+)
+
+// compositeEnd returns the index past the object or array starting at b[i],
+// or incomplete/invalid. It checks that brackets match but not the grammar
+// between them: the skipped parts of a trace are only counted, never read.
+func compositeEnd(b []byte, i int) int {
+	var stack [64]byte
+	depth := 0
+	var deep []byte
+	for i < len(b) {
+		c := b[i]
+		if !structural[c] {
+			i++
+			continue
+		}
+		switch c {
+		case '"':
+			e := stringEnd(b, i)
+			if e < 0 {
+				return incomplete
+			}
+			i = e
+			continue
+		case '{', '[':
+			if depth < len(stack) {
+				stack[depth] = c
+			} else {
+				deep = append(deep, c)
+			}
+			depth++
+		case '}', ']':
+			if depth == 0 {
+				return invalid
+			}
+			depth--
+			var open byte
+			if depth < len(stack) {
+				open = stack[depth]
+			} else {
+				open = deep[len(deep)-1]
+				deep = deep[:len(deep)-1]
+			}
+			if (open == '{') != (c == '}') {
+				return invalid
+			}
+			if depth == 0 {
+				return i + 1
+			}
+		}
+		i++
+	}
+	return incomplete
+}
+
+// scalarEnd returns the index past the number or literal starting at b[i],
+// or incomplete when b ends first.
+func scalarEnd(b []byte, i int) int {
+	for j := i; j < len(b); j++ {
+		switch c := b[j]; c {
+		case ',', '}', ']', ':', ' ', '\n', '\r', '\t', '"', '{', '[':
+			return j
+		}
+	}
+	return incomplete
+}
+
+// unquote decodes a raw JSON string body; raw is returned as is when it has
+// no escapes.
+func unquote(raw []byte, scratch []byte) ([]byte, bool) {
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return raw, true
+	}
+	q := append(append(append(scratch[:0], '"'), raw...), '"')
+	out, err := jsontext.AppendUnquote(nil, q)
+	if err != nil {
+		return nil, false
+	}
+	return out, true
+}
+
+// parseMicros converts Kineto's microsecond text (integer, 3-decimal, or
+// 19-significant-digit) to exact integer nanoseconds. Digits past the third
+// decimal are rounded half up; exponents fall back to float arithmetic.
+func parseMicros(s []byte) (int64, bool) {
+	if len(s) == 0 {
+		return 0, false
+	}
+	neg := false
+	i := 0
+	if s[0] == '-' {
+		neg = true
+		i++
+	}
+	var us int64
+	d := i
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		if us > (math.MaxInt64/1000-9)/10 {
+			return 0, false
+		}
+		us = us*10 + int64(s[i]-'0')
+		i++
+	}
+	if i == d {
+		return 0, false
+	}
+	var frac int64
+	if i < len(s) && s[i] == '.' {
+		i++
+		d = i
+		n := 0
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			switch {
+			case n < 3:
+				frac = frac*10 + int64(s[i]-'0')
+			case n == 3 && s[i] >= '5':
+				frac++ // round half up on the fourth decimal
+			}
+			n++
+			i++
+		}
+		if i == d {
+			return 0, false
+		}
+		for ; n < 3; n++ {
+			frac *= 10
+		}
+	}
+	if i < len(s) {
+		if s[i] != 'e' && s[i] != 'E' {
+			return 0, false
+		}
+		if !validNumber(s) {
+			return 0, false
+		}
+		f, err := strconv.ParseFloat(string(s), 64)
+		if err != nil || math.IsInf(f, 0) || math.Abs(f) > math.MaxInt64/1000 {
+			return 0, false
+		}
+		return int64(math.Round(f * 1000)), true
+	}
+	ns := us*1000 + frac
+	if neg {
+		ns = -ns
+	}
+	return ns, true
+}
+
+// parseInt reads an integer; a fractional part is dropped (Kineto writes
+// some ids as floats in old eras).
+func parseInt(s []byte) (int64, bool) {
+	if len(s) == 0 {
+		return 0, false
+	}
+	neg := false
+	i := 0
+	if s[0] == '-' {
+		neg = true
+		i++
+	}
+	var v int64
+	d := i
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		if v > (math.MaxInt64-9)/10 {
+			return 0, false
+		}
+		v = v*10 + int64(s[i]-'0')
+		i++
+	}
+	if i == d {
+		return 0, false
+	}
+	if i < len(s) && !validNumber(s) {
+		return 0, false
+	}
+	if neg {
+		v = -v
+	}
+	return v, true
+}
+
+// idText reads a pid or tid written as a number or a string ("stream 7",
+// "25738"): the trailing digits of a string, 0 when it has none.
+func idText(raw []byte, quoted bool) int64 {
+	if !quoted {
+		v, _ := parseInt(raw)
+		return v
+	}
+	j := len(raw)
+	for j > 0 && raw[j-1] >= '0' && raw[j-1] <= '9' {
+		j--
+	}
+	if j == len(raw) {
+		return 0
+	}
+	v, _ := parseInt(raw[j:])
+	return v
+}

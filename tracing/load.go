@@ -1,0 +1,312 @@
+package tracing
+
+import (
+	"bufio"
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/klauspost/compress/gzip"
+)
+
+// Options tune Load and Read.
+type Options struct {
+	// NoReadAhead decompresses and scans on one goroutine (benchmarks
+	// compare the two).
+	NoReadAhead bool
+}
+
+// Load reads the trace file at path (JSON or gzip) into a Trace.
+func Load(ctx context.Context, path string, opts Options) (*Trace, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("opening trace: %w", err)
+	}
+	defer f.Close()
+	return Read(ctx, f, path, opts)
+}
+
+// Read reads a trace from r; name is used in messages and as Trace.Path.
+// A truncated trace gives the analysis of what was read plus a warning, or
+// an error when no kernel was read.
+func Read(ctx context.Context, r io.Reader, name string, opts Options) (*Trace, error) {
+	sc, closeFn, err := openScanner(ctx, r, opts)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	defer closeFn()
+	var b builder
+	for n := 0; sc.Scan(); n++ {
+		if n&4095 == 0 && ctx.Err() != nil {
+			return nil, fmt.Errorf("%s: %w", name, ctx.Err())
+		}
+		b.add(sc.Event())
+	}
+	if ctx.Err() != nil {
+		return nil, fmt.Errorf("%s: %w", name, ctx.Err())
+	}
+	var warnings []string
+	if err := sc.Err(); err != nil {
+		var te *TruncatedError
+		if !errors.As(err, &te) {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		if len(b.kernels) == 0 {
+			return nil, fmt.Errorf("%s: %w; no GPU kernel was read before the cut, so there is nothing to analyse", name, err)
+		}
+		warnings = append(warnings, fmt.Sprintf("%s; analysed the %d kernels read before the cut", err.Error(), len(b.kernels)))
+	} else if sc.Events() == 0 {
+		return nil, fmt.Errorf("%s: traceEvents is empty: the profiler recorded nothing (was the workload run between start and stop of the profiler?)", name)
+	}
+	t := b.finish(sc, name)
+	t.Warnings = append(warnings, t.Warnings...)
+	return t, nil
+}
+
+// openScanner detects gzip and, unless disabled, moves decompression to a
+// read-ahead goroutine.
+func openScanner(ctx context.Context, r io.Reader, opts Options) (*Scanner, func(), error) {
+	if opts.NoReadAhead {
+		s := NewScanner(r)
+		return s, func() {}, s.err
+	}
+	cnt := &countingReader{r: r}
+	br := bufio.NewReaderSize(cnt, 64<<10)
+	var src io.Reader = br
+	magic, _ := br.Peek(2)
+	if len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, nil, fmt.Errorf("reading gzip header: %w", err)
+		}
+		src = zr
+	} else {
+		cnt = nil
+	}
+	ra := newReadAhead(ctx, src)
+	return newScannerFrom(ra, cnt), ra.Close, nil
+}
+
+// builder collects the kept events of one pass.
+type builder struct {
+	kernels  []Kernel
+	launches []Launch
+	anns     []Annotation
+	legacy   bool // 2021 category names seen
+	cuda     bool
+	hip      bool
+	fracTS   bool // timestamps with decimals
+	minTS    int64
+	maxTS    int64
+	any      bool
+}
+
+func (b *builder) span(start, end int64) {
+	if !b.any || start < b.minTS {
+		b.minTS = start
+	}
+	if !b.any || end > b.maxTS {
+		b.maxTS = end
+	}
+	b.any = true
+}
+
+func (b *builder) add(ev *Event) {
+	switch ev.Type {
+	case EventKernel, EventMemcpy, EventMemset:
+		k := Kernel{
+			Name: ev.Name, Start: ev.TS, Dur: ev.Dur, Correlation: ev.Correlation,
+			External: ev.External, Device: ev.Device, Stream: ev.Stream,
+			Replayed: ev.Replay, Graph: -1, Step: -1, Grid: ev.Grid, Block: ev.Block,
+		}
+		if k.Device < 0 {
+			k.Device = int32(ev.PID)
+		}
+		if k.Stream < 0 {
+			k.Stream = int32(ev.TID)
+		}
+		switch ev.Type {
+		case EventMemcpy:
+			k.Kind = KindMemcpy
+		case EventMemset:
+			k.Kind = KindMemset
+		}
+		if ev.Cat == "Kernel" || ev.Cat == "Memcpy" || ev.Cat == "Memset" {
+			b.legacy = true
+		}
+		if ev.TS%1000 != 0 {
+			b.fracTS = true
+		}
+		b.kernels = append(b.kernels, k)
+	case EventLaunch:
+		b.launches = append(b.launches, Launch{
+			Name: ev.Name, Start: ev.TS, Dur: ev.Dur, Correlation: ev.Correlation,
+			External: ev.External, PID: ev.PID, TID: ev.TID, Graph: ev.Graph,
+		})
+		switch {
+		case strings.HasPrefix(ev.Name, "hip"):
+			b.hip = true
+		case strings.HasPrefix(ev.Name, "cu"):
+			b.cuda = true
+		}
+		if ev.Cat == "Runtime" {
+			b.legacy = true
+		}
+	case EventAnnotation, EventGPUAnnotation:
+		b.anns = append(b.anns, Annotation{
+			Name: ev.Name, Start: ev.TS, Dur: ev.Dur, GPU: ev.Type == EventGPUAnnotation,
+			PID: ev.PID, TID: ev.TID, External: ev.External,
+		})
+		if ev.Cat == "Operator" {
+			b.legacy = true
+		}
+	}
+	b.span(ev.TS, ev.TS+ev.Dur)
+}
+
+// finish turns the collected events into a Trace.
+func (b *builder) finish(sc *Scanner, name string) *Trace {
+	h := sc.Header()
+	t := &Trace{
+		Path:        name,
+		Events:      sc.Events(),
+		ByCat:       sc.Categories(),
+		Meta:        h.Meta,
+		Kernels:     b.kernels,
+		Launches:    b.launches,
+		Annotations: b.anns,
+	}
+	for _, d := range h.Devices {
+		if d != "" {
+			t.Device = d
+			break
+		}
+	}
+	if h.HasBase {
+		// Kineto writes ts relative to baseTimeNanoseconds (it comes after
+		// traceEvents, so it is added here).
+		t.BaseNS = h.BaseNS
+		for i := range t.Kernels {
+			t.Kernels[i].Start += h.BaseNS
+		}
+		for i := range t.Launches {
+			t.Launches[i].Start += h.BaseNS
+		}
+		for i := range t.Annotations {
+			t.Annotations[i].Start += h.BaseNS
+		}
+		b.minTS += h.BaseNS
+		b.maxTS += h.BaseNS
+	}
+	t.Vendor, t.Era = b.era(h)
+	slices.SortStableFunc(t.Kernels, func(x, y Kernel) int { return cmp.Compare(x.Start, y.Start) })
+	slices.SortStableFunc(t.Launches, func(x, y Launch) int { return cmp.Compare(x.Start, y.Start) })
+	slices.SortStableFunc(t.Annotations, func(x, y Annotation) int { return cmp.Compare(x.Start, y.Start) })
+	idx := newCorrIndex(t.Kernels)
+	linkGraphs(t, idx)
+	segmentSteps(t, idx)
+	decodeBS(t)
+	measureCoverage(t, b.minTS, b.maxTS)
+	if len(t.Kernels) == 0 {
+		t.Warnings = append(t.Warnings, "no GPU kernels in the trace: was the profiler started with CUDA/ROCm activities (ProfilerActivity.CUDA)?")
+	}
+	return t
+}
+
+// era names the format era and vendor (SPEC §3.1, corpus README).
+func (b *builder) era(h *Header) (vendor, era string) {
+	_, rocm := h.Meta["roctracer_version"]
+	_, hipRT := h.Meta["hip_runtime_version"]
+	sdk := false
+	for k := range h.Meta {
+		if strings.Contains(k, "rocprofiler") {
+			sdk = true
+		}
+	}
+	_, cupti := h.Meta["cupti_version"]
+	_, cudaRT := h.Meta["cuda_runtime_version"]
+	backend := ""
+	switch {
+	case sdk:
+		vendor, backend = "amd", "rocprofiler-sdk"
+	case rocm || hipRT || b.hip:
+		vendor, backend = "amd", "roctracer"
+	case cupti || cudaRT || b.cuda:
+		vendor, backend = "nvidia", "cupti"
+	}
+	switch {
+	case b.legacy:
+		era = "legacy-2021"
+	case h.HasBase:
+		era = "kineto-relative-ts"
+	case b.fracTS:
+		era = "kineto-absolute-ns"
+	default:
+		era = "kineto-absolute-us"
+	}
+	if backend != "" {
+		era += "/" + backend
+	}
+	return vendor, era
+}
+
+// corrIndex finds kernels by correlation id: kernel indices sorted by
+// (correlation, index). It costs 4 bytes a kernel, unlike a map.
+type corrIndex []int32
+
+func newCorrIndex(ks []Kernel) corrIndex {
+	idx := make(corrIndex, 0, len(ks))
+	for i := range ks {
+		if ks[i].Correlation != 0 {
+			idx = append(idx, int32(i))
+		}
+	}
+	slices.SortFunc(idx, func(a, b int32) int {
+		if c := cmp.Compare(ks[a].Correlation, ks[b].Correlation); c != 0 {
+			return c
+		}
+		return cmp.Compare(a, b)
+	})
+	return idx
+}
+
+// of returns the kernels with correlation c, in start order.
+func (idx corrIndex) of(ks []Kernel, c int64) []int32 {
+	if c == 0 {
+		return nil
+	}
+	lo, _ := slices.BinarySearchFunc(idx, c, func(i int32, c int64) int { return cmp.Compare(ks[i].Correlation, c) })
+	hi := lo
+	for hi < len(idx) && ks[idx[hi]].Correlation == c {
+		hi++
+	}
+	return idx[lo:hi]
+}
+
+// linkGraphs groups replayed kernels under their graph launch (§3.3): a
+// graph launch owns every kernel that shares its correlation id.
+func linkGraphs(t *Trace, idx corrIndex) {
+	for li := range t.Launches {
+		l := &t.Launches[li]
+		if !l.Graph {
+			continue
+		}
+		g := int32(len(t.Graphs))
+		ks := idx.of(t.Kernels, l.Correlation)
+		owned := make([]int32, 0, len(ks))
+		for _, k := range ks {
+			if t.Kernels[k].Graph >= 0 {
+				continue
+			}
+			t.Kernels[k].Graph = g
+			t.Kernels[k].Replayed = true
+			owned = append(owned, k)
+		}
+		t.Graphs = append(t.Graphs, GraphLaunch{Launch: *l, Kernels: owned})
+	}
+}

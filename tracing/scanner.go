@@ -1,0 +1,877 @@
+package tracing
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"sync/atomic"
+
+	"github.com/klauspost/compress/gzip"
+)
+
+// EventType classifies the events the Scanner keeps (SPEC §3.2).
+type EventType uint8
+
+const (
+	EventKernel        EventType = iota // GPU kernel (cat kernel / Kernel)
+	EventMemcpy                         // gpu_memcpy / Memcpy
+	EventMemset                         // gpu_memset / Memset
+	EventLaunch                         // runtime or driver call that launches GPU work
+	EventAnnotation                     // CPU user_annotation, or a ProfilerStep#N op
+	EventGPUAnnotation                  // gpu_user_annotation
+)
+
+func (t EventType) String() string {
+	return [...]string{"kernel", "memcpy", "memset", "launch", "annotation", "gpu_annotation"}[t]
+}
+
+// Event is one kept trace event. Times are integer nanoseconds as written
+// (baseTimeNanoseconds is not added: it may come after traceEvents).
+type Event struct {
+	Type        EventType
+	Cat         string // category as written
+	Name        string // interned: equal names share memory
+	TS, Dur     int64  // ns
+	PID, TID    int64  // a string id ("stream 7") gives its trailing number
+	Device      int32  // args.device, -1 when absent
+	Stream      int32  // args.stream, -1 when absent
+	Correlation int64  // args.correlation, 0 when absent
+	External    int64  // args["External id"], 0 when absent
+	Grid, Block [3]int32
+	Replay      bool  // ROCm "kind": "Dispatch Task": replayed from a graph
+	Graph       bool  // a graph launch (cudaGraphLaunch, hipGraphLaunch)
+	Index       int64 // position in traceEvents
+	Offset      int64 // byte offset of the event in the uncompressed JSON
+}
+
+// Header holds the top-level keys besides traceEvents. Kineto writes some of
+// them after traceEvents, so it is complete only once Scan returned false.
+type Header struct {
+	Devices        []string          // deviceProperties[i].name
+	BaseNS         int64             // baseTimeNanoseconds
+	HasBase        bool              // baseTimeNanoseconds was given
+	Meta           map[string]string // scalar top-level keys, as text
+	HasTraceEvents bool
+}
+
+// SyntaxError reports input that is not a Kineto trace, with where.
+type SyntaxError struct {
+	Offset int64 // byte offset in the uncompressed JSON
+	Event  int64 // index in traceEvents, -1 outside it
+	Msg    string
+}
+
+func (e *SyntaxError) Error() string {
+	if e.Event >= 0 {
+		return fmt.Sprintf("byte %d (traceEvents[%d]): %s", e.Offset, e.Event, e.Msg)
+	}
+	return fmt.Sprintf("byte %d: %s", e.Offset, e.Msg)
+}
+
+// TruncatedError reports input that ends before the JSON does: a trace
+// whose export was killed, or a partly copied file.
+type TruncatedError struct {
+	Offset           int64 // uncompressed bytes read
+	CompressedOffset int64 // compressed bytes read, -1 when not gzip
+	Events           int64 // traceEvents entries read completely
+	Err              error // the read error (io.ErrUnexpectedEOF, ...), nil for a clean EOF
+}
+
+func (e *TruncatedError) Error() string {
+	where := fmt.Sprintf("at byte %d", e.Offset)
+	if e.CompressedOffset >= 0 {
+		where = fmt.Sprintf("at uncompressed byte %d (compressed byte %d)", e.Offset, e.CompressedOffset)
+	}
+	msg := fmt.Sprintf("trace is truncated: input ends %s after %d complete events", where, e.Events)
+	if e.Err != nil {
+		msg += " (" + e.Err.Error() + ")"
+	}
+	return msg + "; the export was probably killed or the copy is incomplete"
+}
+
+func (e *TruncatedError) Unwrap() error { return e.Err }
+
+// maxValue bounds one event (or top-level value) held in memory at once.
+const maxValue = 256 << 20
+
+type scanState uint8
+
+const (
+	stStart scanState = iota
+	stFirstKey
+	stNextKey
+	stFirstEvent
+	stNextEvent
+	stDone
+)
+
+type catCount struct {
+	cat string
+	n   int64
+}
+
+// Scanner reads a Kineto trace as a stream, modelled on bufio.Scanner: Scan
+// advances to the next kept event, Event returns it, Err reports why
+// scanning stopped. Gzip input is detected by its magic bytes. Skipped
+// events are counted (Events, Categories) but never decoded.
+type Scanner struct {
+	rd   io.Reader
+	cnt  *countingReader // compressed input, nil when not gzip
+	buf  []byte
+	r, w int   // unread data is buf[r:w]
+	base int64 // stream offset of buf[0]
+	eof  bool
+	rerr error
+
+	state   scanState
+	ev      Event
+	err     error
+	entries int64
+	cats    []catCount
+	names   map[string]string
+	hdr     Header
+	scratch []byte
+}
+
+// NewScanner returns a Scanner reading r, plain JSON or gzip.
+func NewScanner(r io.Reader) *Scanner {
+	s := &Scanner{names: make(map[string]string), hdr: Header{Meta: map[string]string{}}}
+	s.cnt = &countingReader{r: r}
+	br := bufio.NewReaderSize(s.cnt, 64<<10)
+	magic, _ := br.Peek(2)
+	if len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			s.err = fmt.Errorf("reading gzip header: %w", err)
+			s.state = stDone
+			return s
+		}
+		s.rd = zr
+	} else {
+		s.rd = br
+		s.cnt = nil
+	}
+	s.buf = make([]byte, 1<<20)
+	return s
+}
+
+// newScannerFrom reads already decompressed JSON (used with read-ahead).
+func newScannerFrom(r io.Reader, cnt *countingReader) *Scanner {
+	return &Scanner{rd: r, cnt: cnt, buf: make([]byte, 1<<20), names: make(map[string]string), hdr: Header{Meta: map[string]string{}}}
+}
+
+// Event returns the event found by the last successful Scan. It is
+// overwritten by the next Scan.
+func (s *Scanner) Event() *Event { return &s.ev }
+
+// Err returns the error that stopped scanning, nil at a clean end.
+func (s *Scanner) Err() error { return s.err }
+
+// Offset is the uncompressed byte offset reached.
+func (s *Scanner) Offset() int64 { return s.base + int64(s.r) }
+
+// Events counts every entry of traceEvents read so far, kept or not.
+func (s *Scanner) Events() int64 { return s.entries }
+
+// Categories counts traceEvents entries by cat ("" when an event has none).
+func (s *Scanner) Categories() map[string]int64 {
+	m := make(map[string]int64, len(s.cats))
+	for _, c := range s.cats {
+		m[c.cat] += c.n
+	}
+	return m
+}
+
+// Header returns the top-level keys read so far.
+func (s *Scanner) Header() *Header { return &s.hdr }
+
+// Scan advances to the next kept event.
+func (s *Scanner) Scan() bool {
+	for s.err == nil && s.state != stDone {
+		var kept bool
+		switch s.state {
+		case stStart:
+			s.start()
+		case stFirstKey, stNextKey:
+			s.topKey()
+		case stFirstEvent, stNextEvent:
+			kept = s.event()
+		}
+		if kept {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Scanner) fail(msg string, args ...any) {
+	if s.err == nil {
+		s.err = &SyntaxError{Offset: s.Offset(), Event: s.eventIndex(), Msg: fmt.Sprintf(msg, args...)}
+	}
+	s.state = stDone
+}
+
+func (s *Scanner) eventIndex() int64 {
+	if s.state == stFirstEvent || s.state == stNextEvent {
+		return s.entries
+	}
+	return -1
+}
+
+func (s *Scanner) truncated() {
+	if s.err == nil {
+		co := int64(-1)
+		if s.cnt != nil {
+			co = s.cnt.n.Load()
+		}
+		s.err = &TruncatedError{Offset: s.base + int64(s.w), CompressedOffset: co, Events: s.entries, Err: s.rerr}
+	}
+	s.state = stDone
+}
+
+// fill reads more input after buf[r:w], moving the unread part to the front
+// and growing the buffer when that part fills more than half of it. It
+// reports whether any byte was added.
+func (s *Scanner) fill() bool {
+	if s.eof {
+		return false
+	}
+	if s.r > 0 {
+		n := copy(s.buf, s.buf[s.r:s.w])
+		s.base += int64(s.r)
+		s.w, s.r = n, 0
+	}
+	if s.w > len(s.buf)/2 {
+		if len(s.buf) >= maxValue {
+			s.fail("a single value is larger than %d MB; this is not a trace event", maxValue>>20)
+			return false
+		}
+		nb := make([]byte, 2*len(s.buf))
+		copy(nb, s.buf[:s.w])
+		s.buf = nb
+	}
+	added := false
+	for s.w < len(s.buf) {
+		n, err := s.rd.Read(s.buf[s.w:])
+		s.w += n
+		added = added || n > 0
+		if err != nil {
+			s.eof = true
+			if err != io.EOF {
+				s.rerr = err
+			}
+			break
+		}
+		if n == 0 {
+			break
+		}
+	}
+	return added
+}
+
+// peek skips whitespace and returns the next byte without consuming it.
+func (s *Scanner) peek() (byte, bool) {
+	for {
+		for s.r < s.w {
+			if c := s.buf[s.r]; !isSpace(c) {
+				return c, true
+			}
+			s.r++
+		}
+		if !s.fill() {
+			return 0, false
+		}
+	}
+}
+
+// extent returns the end index in buf of the value starting at buf[s.r].
+func (s *Scanner) extent() (int, bool) {
+	for {
+		var e int
+		switch c := s.buf[s.r]; c {
+		case '"':
+			e = stringEnd(s.buf[:s.w], s.r)
+			if e < 0 {
+				e = incomplete
+			}
+		case '{', '[':
+			e = compositeEnd(s.buf[:s.w], s.r)
+		default:
+			e = scalarEnd(s.buf[:s.w], s.r)
+			if e == incomplete && s.eof {
+				e = s.w
+			}
+		}
+		switch {
+		case e >= 0:
+			return e, true
+		case e == invalid:
+			s.fail("brackets do not match")
+			return 0, false
+		}
+		if !s.fill() {
+			s.needData()
+			return 0, false
+		}
+	}
+}
+
+func (s *Scanner) start() {
+	c, ok := s.peek()
+	switch {
+	case !ok:
+		if s.err == nil && s.rerr != nil {
+			s.needData()
+		} else if s.err == nil {
+			if s.Offset() == 0 {
+				s.fail("empty input: not a trace")
+			} else {
+				s.fail("only whitespace: not a trace")
+			}
+		}
+	case c == '{':
+		s.r++
+		s.state = stFirstKey
+	case c == '[':
+		s.fail("the top level is a JSON array (the old Chrome trace format); profile-model reads PyTorch profiler (Kineto) traces, a JSON object with traceEvents — export with torch.profiler's export_chrome_trace")
+	default:
+		s.fail("not JSON (starts with %q): expected a PyTorch profiler trace (.json or .json.gz)", c)
+	}
+}
+
+// needData reports input that ended where more was needed: a read error,
+// or truncation.
+func (s *Scanner) needData() {
+	if s.err != nil {
+		return
+	}
+	if s.rerr != nil && !errors.Is(s.rerr, io.ErrUnexpectedEOF) {
+		s.err = fmt.Errorf("byte %d: reading: %w", s.Offset(), s.rerr)
+		s.state = stDone
+		return
+	}
+	s.truncated()
+}
+
+func (s *Scanner) topKey() {
+	c, ok := s.peek()
+	if !ok {
+		s.needData()
+		return
+	}
+	if c == '}' {
+		s.r++
+		if !s.hdr.HasTraceEvents {
+			s.fail("no traceEvents key: this JSON object is not a PyTorch profiler (Kineto) trace")
+			return
+		}
+		s.state = stDone
+		return
+	}
+	if s.state == stNextKey {
+		if c != ',' {
+			s.fail("expected ',' or '}' after a top-level value, found %q", c)
+			return
+		}
+		s.r++
+		if c, ok = s.peek(); !ok {
+			s.needData()
+			return
+		}
+	}
+	if c != '"' {
+		s.fail("expected a key string, found %q", c)
+		return
+	}
+	e, ok := s.extent()
+	if !ok {
+		return
+	}
+	key := string(s.buf[s.r+1 : e-1])
+	s.r = e
+	if c, ok = s.peek(); !ok {
+		s.needData()
+		return
+	}
+	if c != ':' {
+		s.fail("expected ':' after key %q", key)
+		return
+	}
+	s.r++
+	if c, ok = s.peek(); !ok {
+		s.needData()
+		return
+	}
+	s.state = stNextKey
+	if key == "traceEvents" {
+		if c != '[' {
+			s.fail("traceEvents is not an array")
+			return
+		}
+		s.r++
+		s.hdr.HasTraceEvents = true
+		s.state = stFirstEvent
+		return
+	}
+	e, ok = s.extent()
+	if !ok {
+		return
+	}
+	s.header(key, s.buf[s.r:e])
+	s.r = e
+}
+
+// header keeps what Load needs of a top-level value.
+func (s *Scanner) header(key string, v []byte) {
+	l := lexer{b: v}
+	switch key {
+	case "deviceProperties":
+		if !l.expect('[') {
+			return
+		}
+		for l.peek() == '{' {
+			name := ""
+			l.i++
+			for l.peek() == '"' {
+				k, _ := l.str()
+				if !l.expect(':') {
+					return
+				}
+				if string(k) == "name" && l.peek() == '"' {
+					raw, _ := l.str()
+					if u, ok := unquote(raw, s.scratch); ok {
+						name = string(u)
+					}
+				} else if !l.skip() {
+					return
+				}
+				if !l.expect(',') {
+					break
+				}
+			}
+			if !l.expect('}') {
+				return
+			}
+			s.hdr.Devices = append(s.hdr.Devices, name)
+			if !l.expect(',') {
+				break
+			}
+		}
+	case "baseTimeNanoseconds":
+		if t, ok := l.scalar(); ok {
+			if v, ok := parseInt(t); ok {
+				s.hdr.BaseNS, s.hdr.HasBase = v, true
+			}
+		}
+	default:
+		switch l.peek() {
+		case '"':
+			raw, _ := l.str()
+			if u, ok := unquote(raw, s.scratch); ok && len(u) <= 1024 {
+				s.hdr.Meta[key] = string(u)
+			}
+		case '{', '[':
+		default:
+			if t, ok := l.scalar(); ok {
+				s.hdr.Meta[key] = string(t)
+			}
+		}
+	}
+}
+
+// event reads one traceEvents entry and reports whether it is kept.
+func (s *Scanner) event() bool {
+	c, ok := s.peek()
+	if !ok {
+		s.needData()
+		return false
+	}
+	if c == ']' {
+		s.r++
+		s.state = stNextKey
+		return false
+	}
+	if s.state == stNextEvent {
+		if c != ',' {
+			s.fail("expected ',' or ']' between events, found %q", c)
+			return false
+		}
+		s.r++
+		if c, ok = s.peek(); !ok {
+			s.needData()
+			return false
+		}
+	}
+	s.state = stNextEvent
+	e, ok := s.extent()
+	if !ok {
+		return false
+	}
+	kept := false
+	if c == '{' {
+		var msg string
+		kept, msg = s.parseEvent(s.buf[s.r:e])
+		if msg != "" {
+			s.fail("%s", msg)
+			return false
+		}
+		s.ev.Index = s.entries
+		s.ev.Offset = s.Offset()
+	} else if c == ']' || c == '}' || c == ':' || c == ',' {
+		s.fail("unexpected %q in traceEvents", c)
+		return false
+	} else {
+		s.countCat(nil, false)
+	}
+	s.entries++
+	s.r = e
+	return kept
+}
+
+func (s *Scanner) countCat(cat []byte, has bool) {
+	if !has {
+		cat = nil
+	}
+	for i := range s.cats {
+		if s.cats[i].cat == string(cat) {
+			s.cats[i].n++
+			return
+		}
+	}
+	s.cats = append(s.cats, catCount{cat: string(cat), n: 1})
+}
+
+// class is what the Scanner does with an event of a category.
+type class uint8
+
+const (
+	clSkip class = iota
+	clKernel
+	clMemcpy
+	clMemset
+	clRuntime
+	clAnnotation
+	clGPUAnnotation
+	clOp // cpu_op / Operator: kept only for ProfilerStep#N
+)
+
+func classify(cat []byte) class {
+	switch string(cat) {
+	case "kernel", "Kernel":
+		return clKernel
+	case "gpu_memcpy", "Memcpy":
+		return clMemcpy
+	case "gpu_memset", "Memset":
+		return clMemset
+	case "cuda_runtime", "cuda_driver", "Runtime", "hip_runtime", "hip_api":
+		return clRuntime
+	case "user_annotation":
+		return clAnnotation
+	case "gpu_user_annotation":
+		return clGPUAnnotation
+	case "cpu_op", "Operator":
+		return clOp
+	}
+	return clSkip
+}
+
+var profilerStep = []byte("ProfilerStep#")
+
+// isLaunch tells runtime calls that put work on the GPU.
+func isLaunch(name []byte) (launch, graph bool) {
+	if bytes.Contains(name, []byte("GraphLaunch")) {
+		return true, true
+	}
+	return bytes.Contains(name, []byte("Launch")) || bytes.Contains(name, []byte("Memcpy")) || bytes.Contains(name, []byte("Memset")), false
+}
+
+// keep decides from cat, ph and name; decided is false while a needed field
+// is still unknown.
+func keep(cl class, ph, name []byte, havePh, haveName bool) (kept, decided bool) {
+	switch cl {
+	case clSkip:
+		return false, true
+	case clKernel, clMemcpy, clMemset:
+		if !havePh {
+			return false, false
+		}
+		return string(ph) == "X", true
+	case clRuntime:
+		if !haveName {
+			return false, false
+		}
+		l, _ := isLaunch(name)
+		return l, true
+	case clOp:
+		if !haveName {
+			return false, false
+		}
+		return bytes.HasPrefix(name, profilerStep), true
+	}
+	return true, true
+}
+
+// parseEvent reads one complete event object. It returns a message when the
+// event is malformed.
+func (s *Scanner) parseEvent(b []byte) (bool, string) {
+	l := lexer{b: b, i: 1}
+	var ph, cat, name, pid, tid, ts, dur, args []byte
+	var havePh, haveCat, haveName, pidQ, tidQ bool
+	cl := clSkip
+	if l.peek() == '}' {
+		s.countCat(nil, false)
+		return false, ""
+	}
+	for {
+		key, ok := l.str()
+		if !ok {
+			return false, "expected a key string in an event"
+		}
+		if !l.expect(':') {
+			return false, fmt.Sprintf("expected ':' after event key %q", key)
+		}
+		switch string(key) {
+		case "ph":
+			ph, havePh = l.str()
+			if !havePh {
+				return false, "ph is not a string"
+			}
+		case "cat":
+			cat, haveCat = l.str()
+			if !haveCat {
+				return false, "cat is not a string"
+			}
+			cl = classify(cat)
+		case "name":
+			name, haveName = l.str()
+			if !haveName {
+				return false, "name is not a string"
+			}
+		case "pid", "tid":
+			var v []byte
+			q := l.peek() == '"'
+			if q {
+				v, ok = l.str()
+			} else {
+				v, ok = l.scalar()
+			}
+			if !ok {
+				return false, fmt.Sprintf("bad %s", key)
+			}
+			if key[0] == 'p' {
+				pid, pidQ = v, q
+			} else {
+				tid, tidQ = v, q
+			}
+		case "ts", "dur":
+			var v []byte
+			if l.peek() == '"' {
+				v, ok = l.str()
+			} else {
+				v, ok = l.scalar()
+			}
+			if !ok {
+				return false, fmt.Sprintf("bad %s", key)
+			}
+			if key[0] == 't' {
+				ts = v
+			} else {
+				dur = v
+			}
+		case "args":
+			a := l.i
+			if !l.skip() {
+				return false, "bad args"
+			}
+			args = b[a:l.i]
+		default:
+			if !l.skip() {
+				return false, fmt.Sprintf("bad value of event key %q", key)
+			}
+		}
+		if haveCat {
+			if kept, decided := keep(cl, ph, name, havePh, haveName); decided && !kept {
+				s.countCat(cat, true)
+				return false, ""
+			}
+		}
+		switch l.peek() {
+		case ',':
+			l.i++
+			continue
+		case '}':
+		default:
+			return false, "expected ',' or '}' in an event"
+		}
+		break
+	}
+	s.countCat(cat, haveCat)
+	if !haveCat {
+		return false, ""
+	}
+	if kept, _ := keep(cl, ph, name, havePh, haveName); !kept {
+		return false, ""
+	}
+	return true, s.build(cl, cat, name, pid, tid, ts, dur, args, pidQ, tidQ)
+}
+
+// build builds s.ev from the raw fields of a kept event.
+func (s *Scanner) build(cl class, cat, name, pid, tid, ts, dur, args []byte, pidQ, tidQ bool) string {
+	ev := &s.ev
+	*ev = Event{Device: -1, Stream: -1}
+	switch cl {
+	case clKernel:
+		ev.Type = EventKernel
+	case clMemcpy:
+		ev.Type = EventMemcpy
+	case clMemset:
+		ev.Type = EventMemset
+	case clRuntime:
+		ev.Type = EventLaunch
+		_, ev.Graph = isLaunch(name)
+	case clAnnotation, clOp:
+		ev.Type = EventAnnotation
+	case clGPUAnnotation:
+		ev.Type = EventGPUAnnotation
+	}
+	ev.Cat = s.intern(cat)
+	u, ok := unquote(name, s.scratch)
+	if !ok {
+		return "bad escape in name"
+	}
+	ev.Name = s.intern(u)
+	if ts == nil {
+		return fmt.Sprintf("%s event %q has no ts", cat, truncate(ev.Name, 80))
+	}
+	if ev.TS, ok = parseMicros(ts); !ok {
+		return fmt.Sprintf("bad ts %q", truncate(string(ts), 40))
+	}
+	if dur != nil {
+		if ev.Dur, ok = parseMicros(dur); !ok {
+			return fmt.Sprintf("bad dur %q", truncate(string(dur), 40))
+		}
+	}
+	ev.PID = idText(pid, pidQ)
+	ev.TID = idText(tid, tidQ)
+	if args != nil {
+		if msg := parseArgs(ev, args); msg != "" {
+			return msg
+		}
+	}
+	return ""
+}
+
+func (s *Scanner) intern(b []byte) string {
+	if v, ok := s.names[string(b)]; ok {
+		return v
+	}
+	v := string(b)
+	s.names[v] = v
+	return v
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "..."
+	}
+	return s
+}
+
+// parseArgs reads the args fields Load needs.
+func parseArgs(ev *Event, b []byte) string {
+	l := lexer{b: b}
+	if !l.expect('{') {
+		return "args is not an object"
+	}
+	if l.peek() == '}' {
+		return ""
+	}
+	for {
+		key, ok := l.str()
+		if !ok || !l.expect(':') {
+			return "bad key in args"
+		}
+		switch string(key) {
+		case "device", "stream", "correlation", "External id", "external id":
+			t, ok := l.scalar()
+			if !ok {
+				if !l.skip() {
+					return fmt.Sprintf("bad args.%s", key)
+				}
+				break
+			}
+			v, _ := parseInt(t)
+			switch string(key) {
+			case "device":
+				ev.Device = int32(v)
+			case "stream":
+				ev.Stream = int32(v)
+			case "correlation":
+				ev.Correlation = v
+			default:
+				ev.External = v
+			}
+		case "kind":
+			if l.peek() == '"' {
+				v, _ := l.str()
+				ev.Replay = string(v) == "Dispatch Task"
+			} else if !l.skip() {
+				return "bad args.kind"
+			}
+		case "grid", "block":
+			dst := &ev.Grid
+			if key[0] == 'b' {
+				dst = &ev.Block
+			}
+			if l.peek() != '[' {
+				if !l.skip() {
+					return fmt.Sprintf("bad args.%s", key)
+				}
+				break
+			}
+			l.i++
+			for k := 0; l.peek() != ']'; k++ {
+				t, ok := l.scalar()
+				if !ok {
+					return fmt.Sprintf("bad args.%s", key)
+				}
+				if k < 3 {
+					v, _ := parseInt(t)
+					dst[k] = int32(v)
+				}
+				if !l.expect(',') {
+					break
+				}
+			}
+			if !l.expect(']') {
+				return fmt.Sprintf("bad args.%s", key)
+			}
+		default:
+			if !l.skip() {
+				return fmt.Sprintf("bad value of args key %q", key)
+			}
+		}
+		switch l.peek() {
+		case ',':
+			l.i++
+			continue
+		case '}':
+			return ""
+		}
+		return "expected ',' or '}' in args"
+	}
+}
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n atomic.Int64 // read by the scanner while a read-ahead goroutine reads
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n.Add(int64(n))
+	return n, err
+}

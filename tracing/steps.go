@@ -1,0 +1,446 @@
+package tracing
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// ParseStepLabel recognises an engine step annotation (SPEC §3.4) and
+// returns the step it describes (Kind, Label, BS, PaddedBS, Tokens, Eager);
+// ok is false for any other annotation. ProfilerStep#N is recognised as
+// StepProfiler.
+func ParseStepLabel(name string) (st Step, ok bool) {
+	st.Label = name
+	br := strings.IndexByte(name, '[')
+	if br > 0 && strings.HasSuffix(name, "]") {
+		head, body := name[:br], name[br+1:len(name)-1]
+		f := labelFields(body)
+		switch {
+		case head == "prefill":
+			st.Kind = StepPrefill
+			st.BS, st.Tokens = f.bs, f.tok
+			if st.BS > 0 && st.Tokens == st.BS {
+				// Older ATOM labels eager decodes prefill[...]: one token
+				// per sequence is a decode step.
+				st.Kind, st.Eager = StepDecode, true
+			}
+			return st, true
+		case head == "decode":
+			st.Kind = StepDecode
+			st.BS, st.PaddedBS, st.Tokens = f.bs, f.padded, f.tok
+			return st, true
+		case head == "eager_decode":
+			st.Kind, st.Eager = StepDecode, true
+			st.BS, st.Tokens = f.bs, f.tok
+			return st, true
+		case strings.HasPrefix(head, "dummy_"):
+			st.Kind = StepDummy
+			st.BS, st.Tokens = f.bs, f.tok
+			return st, true
+		case head == "draft":
+			st.Kind = StepDraft
+			st.BS, st.Tokens = f.bs, f.tok
+			return st, true
+		case head == "step":
+			// SGLang: step[DECODE bs=N], step[EXTEND bs=N toks=T].
+			word, _, _ := strings.Cut(body, " ")
+			switch strings.ToUpper(word) {
+			case "DECODE":
+				st.Kind = StepDecode
+			case "EXTEND", "PREFILL":
+				st.Kind = StepPrefill
+			case "MIXED":
+				st.Kind = StepMixed
+			case "IDLE":
+				st.Kind = StepDummy
+			default:
+				return Step{}, false
+			}
+			st.BS, st.Tokens = f.bs, f.tok
+			if st.Kind == StepDecode && st.Tokens == 0 {
+				st.Tokens = st.BS
+			}
+			return st, true
+		}
+	}
+	if n, ok := strings.CutPrefix(name, "capture_graph_bs_"); ok {
+		if v, err := strconv.Atoi(n); err == nil {
+			return Step{Kind: StepCapture, Label: name, BS: v}, true
+		}
+	}
+	if n, ok := strings.CutPrefix(name, "ProfilerStep#"); ok {
+		if _, err := strconv.Atoi(n); err == nil {
+			return Step{Kind: StepProfiler, Label: name}, true
+		}
+	}
+	if strings.HasPrefix(name, "execute_") {
+		return parseVLLM(name)
+	}
+	return Step{}, false
+}
+
+type fields struct{ bs, padded, tok int }
+
+// labelFields reads "bs=N", "bs=R/G", "tok=T", "toks=T" and "i/k" parts of
+// a bracketed label body.
+func labelFields(body string) fields {
+	var f fields
+	for _, part := range strings.Fields(body) {
+		k, v, ok := strings.Cut(part, "=")
+		if !ok {
+			continue
+		}
+		v = strings.TrimRight(v, ",;")
+		switch k {
+		case "bs":
+			r, g, padded := strings.Cut(v, "/")
+			f.bs, _ = strconv.Atoi(r)
+			if padded {
+				f.padded, _ = strconv.Atoi(g)
+			}
+		case "tok", "toks", "tokens":
+			f.tok, _ = strconv.Atoi(v)
+		}
+	}
+	return f
+}
+
+// parseVLLM reads execute_[N_]context_C(...)_generation_G(...).
+func parseVLLM(name string) (Step, bool) {
+	rest := strings.TrimPrefix(name, "execute_")
+	tokens := 0
+	if i := strings.Index(rest, "_context_"); i > 0 {
+		n, err := strconv.Atoi(rest[:i])
+		if err != nil {
+			return Step{}, false
+		}
+		tokens = n
+		rest = rest[i+1:]
+	}
+	ctx, ok := leadingInt(rest, "context_")
+	if !ok {
+		return Step{}, false
+	}
+	g := strings.Index(rest, "_generation_")
+	if g < 0 {
+		return Step{}, false
+	}
+	gen, ok := leadingInt(rest[g+1:], "generation_")
+	if !ok {
+		return Step{}, false
+	}
+	st := Step{Label: name, Tokens: tokens}
+	switch {
+	case ctx > 0 && gen > 0:
+		st.Kind, st.BS = StepMixed, ctx+gen
+	case ctx > 0:
+		st.Kind, st.BS = StepPrefill, ctx
+	default:
+		st.Kind, st.BS = StepDecode, gen
+	}
+	return st, true
+}
+
+func leadingInt(s, prefix string) (int, bool) {
+	s, ok := strings.CutPrefix(s, prefix)
+	if !ok {
+		return 0, false
+	}
+	j := 0
+	for j < len(s) && s[j] >= '0' && s[j] <= '9' {
+		j++
+	}
+	v, err := strconv.Atoi(s[:j])
+	return v, err == nil
+}
+
+// labelled is an annotation with its parsed step.
+type labelled struct {
+	a  *Annotation
+	st Step
+}
+
+// stepAnnotations returns the annotations of one evidence tier, outermost
+// only: a label nested in another on the same track describes the same
+// step (SGLang writes execute_... around step[...]).
+func stepAnnotations(anns []Annotation, gpu, profiler bool) []labelled {
+	var out []labelled
+	for i := range anns {
+		a := &anns[i]
+		if a.GPU != gpu {
+			continue
+		}
+		st, ok := ParseStepLabel(a.Name)
+		if !ok || (st.Kind == StepProfiler) != profiler {
+			continue
+		}
+		out = append(out, labelled{a, st})
+	}
+	// anns are sorted by start: drop those inside an earlier one on the same track.
+	type track struct{ pid, tid int64 }
+	end := map[track]int64{}
+	kept := out[:0]
+	for _, l := range out {
+		tr := track{l.a.PID, l.a.TID}
+		if e, ok := end[tr]; ok && l.a.Start+l.a.Dur <= e {
+			continue
+		}
+		end[tr] = l.a.Start + l.a.Dur
+		kept = append(kept, l)
+	}
+	return kept
+}
+
+// segmentSteps splits the GPU timeline into steps (§3.4), trying in order
+// engine labels (GPU side, then CPU side through correlation),
+// ProfilerStep#N, and graph launches.
+func segmentSteps(t *Trace, idx corrIndex) {
+	for _, profiler := range []bool{false, true} {
+		gpu := stepAnnotations(t.Annotations, true, profiler)
+		cpu := stepAnnotations(t.Annotations, false, profiler)
+		if len(gpu) > 0 || len(cpu) > 0 {
+			stepsFromAnnotations(t, idx, gpu, cpu)
+			return
+		}
+	}
+	for gi := range t.Graphs {
+		g := &t.Graphs[gi]
+		if len(g.Kernels) == 0 {
+			continue
+		}
+		st := Step{Kind: StepGraph, Label: g.Launch.Name, Source: SourceGraphLaunch}
+		st.Kernels = g.Kernels
+		addStep(t, st)
+	}
+	finishSteps(t)
+}
+
+// stepsFromAnnotations makes one step per GPU annotation (kernels by time on
+// its device), then one per CPU annotation without a GPU twin (kernels
+// through the correlation ids of the launches it made). A CPU step whose
+// kernels were dropped by the profiler stays, with no kernels (§3.6).
+func stepsFromAnnotations(t *Trace, idx corrIndex, gpu, cpu []labelled) {
+	twins := map[int64]bool{}
+	names := map[string]int{}
+	for _, g := range gpu {
+		if g.a.External != 0 {
+			twins[g.a.External] = true
+		} else {
+			names[g.a.Name]++
+		}
+	}
+	assignByTime(t, gpu)
+	for _, c := range cpu {
+		if c.a.External != 0 && twins[c.a.External] {
+			continue
+		}
+		if c.a.External == 0 && names[c.a.Name] > 0 {
+			names[c.a.Name]--
+			continue
+		}
+		st := c.st
+		st.Source = SourceCPUAnnotation
+		st.Start, st.End = c.a.Start, c.a.Start+c.a.Dur
+		st.Kernels = kernelsLaunchedIn(t, idx, c.a, int32(len(t.Steps)))
+		addStep(t, st)
+	}
+	finishSteps(t)
+}
+
+// assignByTime gives each GPU annotation the kernels that start inside it
+// on the same device (any device when the annotation's is unknown).
+func assignByTime(t *Trace, gpu []labelled) {
+	devices := map[int32]bool{}
+	for i := range t.Kernels {
+		devices[t.Kernels[i].Device] = true
+	}
+	for _, g := range gpu {
+		st := g.st
+		st.Source = SourceGPUAnnotation
+		st.Start, st.End = g.a.Start, g.a.Start+g.a.Dur
+		si := int32(len(t.Steps))
+		dev := int32(g.a.PID)
+		anyDev := !devices[dev]
+		lo, _ := slices.BinarySearchFunc(t.Kernels, st.Start, func(k Kernel, s int64) int { return cmp.Compare(k.Start, s) })
+		for k := lo; k < len(t.Kernels) && t.Kernels[k].Start < st.End; k++ {
+			kk := &t.Kernels[k]
+			if kk.Step >= 0 || (!anyDev && kk.Device != dev) {
+				continue
+			}
+			kk.Step = si
+			st.Kernels = append(st.Kernels, int32(k))
+		}
+		t.Steps = append(t.Steps, st)
+	}
+}
+
+// kernelsLaunchedIn returns the kernels (not yet in a step) whose launch ran
+// inside the CPU annotation a, on its process.
+func kernelsLaunchedIn(t *Trace, idx corrIndex, a *Annotation, step int32) []int32 {
+	var out []int32
+	end := a.Start + a.Dur
+	// Another pid namespace (a container) can give the annotation and the
+	// launches different pids: then any process's launches count.
+	anyPID := !slices.ContainsFunc(t.Launches, func(l Launch) bool { return l.PID == a.PID })
+	lo, _ := slices.BinarySearchFunc(t.Launches, a.Start, func(l Launch, s int64) int { return cmp.Compare(l.Start, s) })
+	for li := lo; li < len(t.Launches) && t.Launches[li].Start < end; li++ {
+		l := &t.Launches[li]
+		if !anyPID && l.PID != a.PID {
+			continue
+		}
+		for _, k := range idx.of(t.Kernels, l.Correlation) {
+			if t.Kernels[k].Step >= 0 {
+				continue
+			}
+			t.Kernels[k].Step = step
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// addStep appends st, marking its kernels and taking their span when it has
+// kernels.
+func addStep(t *Trace, st Step) {
+	si := int32(len(t.Steps))
+	for _, k := range st.Kernels {
+		t.Kernels[k].Step = si
+	}
+	if len(st.Kernels) > 0 && st.Source != SourceGPUAnnotation {
+		st.Start, st.End = kernelSpan(t, st.Kernels)
+	}
+	t.Steps = append(t.Steps, st)
+}
+
+func kernelSpan(t *Trace, ks []int32) (start, end int64) {
+	start = t.Kernels[ks[0]].Start
+	for _, k := range ks {
+		end = max(end, t.Kernels[k].End())
+	}
+	return start, end
+}
+
+// finishSteps sorts steps by start and renumbers the kernels' Step.
+func finishSteps(t *Trace) {
+	order := make([]int, len(t.Steps))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(t.Steps[a].Start, t.Steps[b].Start) })
+	steps := make([]Step, len(t.Steps))
+	for ni, oi := range order {
+		steps[ni] = t.Steps[oi]
+		for _, k := range steps[ni].Kernels {
+			t.Kernels[k].Step = int32(ni)
+		}
+	}
+	t.Steps = steps
+}
+
+// decodeBS computes the decode batch size: the most frequent batch size
+// over decode steps, each step counted once (§3.5); ties go to the larger.
+func decodeBS(t *Trace) {
+	for i := range t.Steps {
+		st := &t.Steps[i]
+		if st.Kind != StepDecode || st.BS <= 0 {
+			continue
+		}
+		if t.DecodeBSHist == nil {
+			t.DecodeBSHist = map[int]int{}
+		}
+		t.DecodeBSHist[st.BS]++
+	}
+	best := 0
+	for bs, n := range t.DecodeBSHist {
+		if n > t.DecodeBSHist[best] || (n == t.DecodeBSHist[best] && bs > best) {
+			best = bs
+		}
+	}
+	t.DecodeBS = best
+}
+
+// measureCoverage compares the CPU step window with the GPU kernel span
+// and warns when GPU events are missing (§3.6).
+func measureCoverage(t *Trace, minTS, maxTS int64) {
+	c := &t.Coverage
+	var ws, we int64
+	haveWindow, engine := false, false
+	for _, profiler := range []bool{false, true} {
+		for _, l := range stepAnnotations(t.Annotations, false, profiler) {
+			s, e := l.a.Start, l.a.Start+l.a.Dur
+			if !haveWindow || s < ws {
+				ws = s
+			}
+			if !haveWindow || e > we {
+				we = e
+			}
+			haveWindow = true
+		}
+		if haveWindow {
+			engine = !profiler
+			break
+		}
+	}
+	if !haveWindow {
+		ws, we = minTS, maxTS
+	}
+	c.WindowNS = we - ws
+	var gs, ge int64
+	if len(t.Kernels) > 0 {
+		gs, ge = kernelSpan(t, []int32{0})
+		for i := range t.Kernels {
+			ge = max(ge, t.Kernels[i].End())
+		}
+		c.GPUSpanNS = ge - gs
+	}
+	for i := range t.Steps {
+		st := &t.Steps[i]
+		c.Steps++
+		if st.Kind == StepDecode {
+			c.DecodeSteps++
+		}
+		if len(st.Kernels) == 0 {
+			c.StepsWithoutKernels++
+			if st.Kind == StepDecode {
+				c.DecodeWithout++
+			}
+		}
+	}
+	// The GPU runs behind the CPU, so compare spans, not their overlap.
+	// ProfilerStep#N spans host work (data loading, syncs) too: only engine
+	// step labels say when the GPU should have been busy.
+	covered := min(c.GPUSpanNS, c.WindowNS)
+	short := c.WindowNS > 0 && float64(covered) < 0.9*float64(c.WindowNS)
+	if !engine || (c.StepsWithoutKernels == 0 && !short) {
+		return
+	}
+	pct := 0.0
+	if c.WindowNS > 0 {
+		pct = 100 * float64(covered) / float64(c.WindowNS)
+	}
+	msg := fmt.Sprintf("GPU kernels cover %.1f s of a %.1f s profile window (%.0f%%)", secs(covered), secs(c.WindowNS), pct)
+	switch {
+	case c.DecodeWithout > 0:
+		msg += fmt.Sprintf(": %d of %d decode steps have no kernels", c.DecodeWithout, c.DecodeSteps)
+	case c.StepsWithoutKernels > 0:
+		msg += fmt.Sprintf(": %d of %d steps have no kernels", c.StepsWithoutKernels, c.Steps)
+	}
+	var gaps []string
+	if len(t.Kernels) > 0 && gs-ws > 0 && float64(gs-ws) > 0.01*float64(c.WindowNS) {
+		gaps = append(gaps, fmt.Sprintf("none in the first %.1f s", secs(gs-ws)))
+	}
+	if len(t.Kernels) > 0 && we-ge > 0 && float64(we-ge) > 0.01*float64(c.WindowNS) {
+		gaps = append(gaps, fmt.Sprintf("none in the last %.1f s", secs(we-ge)))
+	}
+	if len(gaps) > 0 {
+		msg += " (" + strings.Join(gaps, ", ") + ")"
+	}
+	msg += "; the profiler buffer dropped GPU events: raise KINETO_BUFFER_SIZE_MB (e.g. 256 or more), profile a shorter window, or send fewer prompts; per-step numbers cover only the steps with kernels"
+	t.Warnings = append(t.Warnings, msg)
+}
+
+func secs(ns int64) float64 { return float64(ns) / 1e9 }

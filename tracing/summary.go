@@ -1,0 +1,175 @@
+package tracing
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strconv"
+)
+
+// Summary is what `profile-model inspect` reports about a trace. Its JSON
+// field names are part of the command's interface.
+type Summary struct {
+	Path             string           `json:"path"`
+	Device           string           `json:"device"`
+	Vendor           string           `json:"vendor,omitempty"`
+	Era              string           `json:"era"`
+	Events           int64            `json:"events"`
+	EventsByCategory map[string]int64 `json:"events_by_category"`
+	Kernels          int              `json:"kernels"` // complete kernel events, no memcpy/memset
+	DistinctKernels  int              `json:"distinct_kernels"`
+	KernelTimeUS     Micros           `json:"kernel_time_us"`
+	Memcpys          int              `json:"memcpys"`
+	Memsets          int              `json:"memsets"`
+	GraphLaunches    int              `json:"graph_launches"`
+	KernelsReplayed  int              `json:"kernels_replayed"`
+	Steps            map[string]int   `json:"steps"`
+	DecodeBS         int              `json:"decode_bs"`
+	DecodeBSHist     map[string]int   `json:"decode_bs_hist"`
+	Coverage         CoverageSummary  `json:"coverage"`
+	Warnings         []string         `json:"warnings"`
+}
+
+// CoverageSummary is the coverage part of Summary.
+type CoverageSummary struct {
+	GPUSpanS            float64 `json:"gpu_span_s"`
+	WindowS             float64 `json:"window_s"`
+	Steps               int     `json:"steps"`
+	StepsWithoutKernels int     `json:"steps_without_kernels"`
+	DecodeSteps         int     `json:"decode_steps"`
+	DecodeWithout       int     `json:"decode_steps_without_kernels"`
+}
+
+// Micros is a duration in integer nanoseconds that prints as microseconds
+// with exactly three decimals (no float rounding).
+type Micros int64
+
+func (m Micros) String() string {
+	ns := int64(m)
+	sign := ""
+	if ns < 0 {
+		sign, ns = "-", -ns
+	}
+	return fmt.Sprintf("%s%d.%03d", sign, ns/1000, ns%1000)
+}
+
+// MarshalJSON writes the number with its three decimals.
+func (m Micros) MarshalJSON() ([]byte, error) { return []byte(m.String()), nil }
+
+// Summarize computes the inspect summary of t.
+func (t *Trace) Summarize() Summary {
+	s := Summary{
+		Path: t.Path, Device: t.Device, Vendor: t.Vendor, Era: t.Era,
+		Events: t.Events, EventsByCategory: t.ByCat,
+		GraphLaunches: len(t.Graphs), Steps: map[string]int{},
+		DecodeBS: t.DecodeBS, DecodeBSHist: map[string]int{},
+		Warnings: append([]string{}, t.Warnings...),
+	}
+	names := map[string]bool{}
+	var total int64
+	for i := range t.Kernels {
+		k := &t.Kernels[i]
+		switch k.Kind {
+		case KindMemcpy:
+			s.Memcpys++
+			continue
+		case KindMemset:
+			s.Memsets++
+			continue
+		}
+		s.Kernels++
+		names[k.Name] = true
+		total += k.Dur
+		if k.Replayed {
+			s.KernelsReplayed++
+		}
+	}
+	s.DistinctKernels = len(names)
+	s.KernelTimeUS = Micros(total)
+	for _, st := range t.Steps {
+		s.Steps[string(st.Kind)]++
+	}
+	for bs, n := range t.DecodeBSHist {
+		s.DecodeBSHist[strconv.Itoa(bs)] = n
+	}
+	c := t.Coverage
+	s.Coverage = CoverageSummary{
+		GPUSpanS: round3(secs(c.GPUSpanNS)), WindowS: round3(secs(c.WindowNS)),
+		Steps: c.Steps, StepsWithoutKernels: c.StepsWithoutKernels,
+		DecodeSteps: c.DecodeSteps, DecodeWithout: c.DecodeWithout,
+	}
+	return s
+}
+
+func round3(f float64) float64 {
+	v, _ := strconv.ParseFloat(strconv.FormatFloat(f, 'f', 3, 64), 64)
+	return v
+}
+
+// WriteJSON writes s as indented JSON.
+func (s Summary) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(s)
+}
+
+// WriteText writes s for people.
+func (s Summary) WriteText(w io.Writer) error {
+	dev := s.Device
+	if dev == "" {
+		dev = "(not given)"
+	}
+	p := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
+	p("trace        %s\n", s.Path)
+	p("device       %s\n", dev)
+	p("format       %s\n", s.Era)
+	p("events       %d\n", s.Events)
+	cats := slices.Collect(maps.Keys(s.EventsByCategory))
+	slices.SortFunc(cats, func(a, b string) int {
+		return cmp.Or(cmp.Compare(s.EventsByCategory[b], s.EventsByCategory[a]), cmp.Compare(a, b))
+	})
+	for _, c := range cats {
+		name := c
+		if name == "" {
+			name = "(no cat)"
+		}
+		p("  %-22s %d\n", name, s.EventsByCategory[c])
+	}
+	p("kernels      %d (%d distinct), %s µs in total\n", s.Kernels, s.DistinctKernels, s.KernelTimeUS)
+	p("copies       %d memcpy, %d memset\n", s.Memcpys, s.Memsets)
+	p("graphs       %d graph launches replaying %d kernels\n", s.GraphLaunches, s.KernelsReplayed)
+	kinds := slices.Sorted(maps.Keys(s.Steps))
+	p("steps        ")
+	if len(kinds) == 0 {
+		p("none found")
+	}
+	for i, k := range kinds {
+		if i > 0 {
+			p(", ")
+		}
+		p("%d %s", s.Steps[k], k)
+	}
+	p("\n")
+	if s.DecodeBS > 0 {
+		bss := slices.Collect(maps.Keys(s.DecodeBSHist))
+		slices.SortFunc(bss, func(a, b string) int {
+			x, _ := strconv.Atoi(a)
+			y, _ := strconv.Atoi(b)
+			return cmp.Compare(x, y)
+		})
+		p("decode bs    %d (histogram:", s.DecodeBS)
+		for _, b := range bss {
+			p(" %s×%d", b, s.DecodeBSHist[b])
+		}
+		p(")\n")
+	}
+	p("coverage     GPU kernels span %.3f s of a %.3f s window; %d of %d steps without kernels\n",
+		s.Coverage.GPUSpanS, s.Coverage.WindowS, s.Coverage.StepsWithoutKernels, s.Coverage.Steps)
+	for _, wmsg := range s.Warnings {
+		p("warning: %s\n", wmsg)
+	}
+	return nil
+}
