@@ -3,10 +3,99 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
+	"fmt"
 	"io"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/profile-model/profile-model/profiling/sim"
 )
 
-// runServeSim is not written yet; its owner replaces this file.
+// listFlag collects a repeatable, comma-separated flag.
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+
+func (l *listFlag) Set(v string) error {
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			*l = append(*l, s)
+		}
+	}
+	return nil
+}
+
+// runServeSim runs the simulated ATOM server until SIGTERM / Ctrl-C (exit 0).
+// A crash from --crash-after-requests ends the process with status 3.
 func runServeSim(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return errors.New("not implemented yet")
+	fs := flag.NewFlagSet("serve-sim", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: profile-model serve-sim --model NAME [--server-port P] [--torch-profiler-dir DIR] [flags]")
+		fmt.Fprintln(stderr, "\nA simulated ATOM OpenAI server (no GPU): /health, /v1/models, /v1/completions,")
+		fmt.Fprintln(stderr, "/v1/chat/completions, /start_profile, /stop_profile. Exit status 3 after a")
+		fmt.Fprintln(stderr, "--crash-after-requests crash; 0 after SIGTERM.\n\nflags:")
+		fs.PrintDefaults()
+	}
+	var cfg sim.Config
+	var kernels listFlag
+	host := fs.String("host", "127.0.0.1", "address to listen on")
+	port := fs.Int("server-port", 8000, "HTTP port (0: any free port, printed at start)")
+	fs.StringVar(&cfg.Model, "model", "", "served model name; requests must name it exactly (required)")
+	fs.StringVar(&cfg.ProfilerDir, "torch-profiler-dir", os.Getenv("ATOM_TORCH_PROFILER_DIR"), "trace directory (default $ATOM_TORCH_PROFILER_DIR); traces go to DIR/rank_0/")
+	fs.Var(&kernels, "kernels", "per-layer kernel table `CSV` in the compatible format (repeatable or comma-separated; several tables give batch-size scaling); default: the built-in MiniMax-M2.5 model")
+	fs.IntVar(&cfg.Layers, "layers", 0, "decoder layers per step (0: the kernel model's count)")
+	fs.IntVar(&cfg.MaxNumSeqs, "max-num-seqs", sim.DefaultMaxNumSeqs, "most sequences in one decode batch")
+	fs.IntVar(&cfg.MaxNumBatchedTokens, "max-num-batched-tokens", sim.DefaultMaxNumBatchedTokens, "prompt-token budget of one prefill step")
+	fs.Float64Var(&cfg.TimeScale, "time-scale", 1, "run the wall clock this many times faster than the GPU time in the trace")
+	seed := fs.Uint64("seed", 1, "seed of kernel-time jitter and of the stream-error draw")
+	fs.IntVar(&cfg.CrashAfterRequests, "crash-after-requests", 0, "fault: exit with status 3 once N requests have completed (0: never)")
+	fs.Float64Var(&cfg.StreamErrorRate, "stream-error-rate", 0, "fault: share P of streamed requests that get an in-stream error halfway")
+	fs.DurationVar(&cfg.ReadyDelay, "ready-delay", 0, "fault: /health answers 503 for this long after start")
+	fs.BoolVar(&cfg.NeverReady, "never-ready", false, "fault: /health never answers 200")
+	fs.BoolVar(&cfg.NoTraceOnStop, "no-trace-on-stop", false, "fault: /stop_profile succeeds but writes no trace")
+	fs.DurationVar(&cfg.GPUEventWindow, "gpu-event-window", 0, "fault: drop GPU events older than this (trace time) at stop, like a full profiler buffer")
+	fs.DurationVar(&cfg.ExportDelay, "export-delay", 0, "fault: hold the uncompressed .json this long before gzipping it")
+	fs.BoolVar(&cfg.AsyncStop, "async-stop-profile", false, "answer /stop_profile before the export is done (older ATOM releases)")
+	// ATOM flags a launcher may pass; accepted and ignored.
+	for _, name := range []string{"kv_cache_dtype", "kv-cache-dtype", "tp", "level", "cudagraph-capture-sizes", "max-model-len", "gpu-memory-utilization", "port"} {
+		fs.String(name, "", "ignored (ATOM compatibility)")
+	}
+	for _, name := range []string{"enforce-eager", "trust-remote-code"} {
+		fs.Bool(name, false, "ignored (ATOM compatibility)")
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return usageError{err.Error()}
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Sprintf("serve-sim: unexpected argument %q", fs.Arg(0))}
+	}
+	if cfg.Model == "" {
+		return usageError{"serve-sim: --model NAME is required"}
+	}
+	cfg.KernelCSVs = kernels
+	cfg.Seed = *seed
+	cfg.Log = stderr
+	srv, err := sim.New(cfg)
+	if err != nil {
+		return fmt.Errorf("serve-sim: %w", err)
+	}
+	addr := net.JoinHostPort(*host, strconv.Itoa(*port))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("serve-sim: cannot listen on %s (is the port taken by another server?): %w", addr, err)
+	}
+	if err := srv.Serve(ctx, ln); err != nil {
+		if errors.Is(err, sim.ErrCrashed) {
+			os.Exit(sim.ExitCrash)
+		}
+		return fmt.Errorf("serve-sim: %w", err)
+	}
+	return nil
 }

@@ -1,0 +1,98 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"time"
+)
+
+// ExitCrash is the exit status of a process that CrashAfterRequests ended.
+const ExitCrash = 3
+
+// Defaults, as ATOM's.
+const (
+	DefaultMaxNumSeqs          = 512
+	DefaultMaxNumBatchedTokens = 16384
+	DefaultMaxTokens           = 256
+)
+
+// Config is everything the simulated engine is started with.
+type Config struct {
+	Model       string // served model name; requests must name it exactly
+	ProfilerDir string // torch profiler directory; traces go to <dir>/rank_0/
+
+	KernelCSVs []string // per-layer kernel tables (compatible CSV); none: the built-in model
+	Layers     int      // decoder layers per step; 0: the kernel model's own count
+
+	MaxNumSeqs          int     // decode batch limit; 0: DefaultMaxNumSeqs
+	MaxNumBatchedTokens int     // prefill token budget per step; 0: DefaultMaxNumBatchedTokens
+	TimeScale           float64 // wall time runs this many times faster than trace time; 0: 1
+	Seed                uint64  // seeds kernel-time jitter and the stream-error draw
+
+	// Faults (see the package comment).
+	CrashAfterRequests int
+	StreamErrorRate    float64
+	ReadyDelay         time.Duration
+	NeverReady         bool
+	NoTraceOnStop      bool
+	GPUEventWindow     time.Duration
+	ExportDelay        time.Duration
+	// AsyncStop answers /stop_profile before the export is done, as older
+	// ATOM releases do; by default the reply waits and lists the trace dirs.
+	AsyncStop bool
+
+	ShutdownGrace time.Duration // how long in-flight requests may finish after ctx ends; 0: 10 s
+
+	Backend Backend        // kernel model and recorder; nil: built from KernelCSVs and Layers
+	Clock   Clock          // nil: the real clock
+	Exit    func(code int) // how a crash ends the process; nil: os.Exit
+	Log     io.Writer      // server log; nil: discarded
+}
+
+// withDefaults checks cfg and fills in its defaults.
+func (cfg Config) withDefaults() (Config, error) {
+	if cfg.Model == "" {
+		return cfg, errors.New("no model name: pass --model NAME (requests must name it exactly)")
+	}
+	if cfg.MaxNumSeqs == 0 {
+		cfg.MaxNumSeqs = DefaultMaxNumSeqs
+	}
+	if cfg.MaxNumBatchedTokens == 0 {
+		cfg.MaxNumBatchedTokens = DefaultMaxNumBatchedTokens
+	}
+	if cfg.TimeScale == 0 {
+		cfg.TimeScale = 1
+	}
+	if cfg.ShutdownGrace == 0 {
+		cfg.ShutdownGrace = 10 * time.Second
+	}
+	switch {
+	case cfg.MaxNumSeqs < 1:
+		return cfg, fmt.Errorf("max-num-seqs %d: must be at least 1", cfg.MaxNumSeqs)
+	case cfg.MaxNumBatchedTokens < 1:
+		return cfg, fmt.Errorf("max-num-batched-tokens %d: must be at least 1", cfg.MaxNumBatchedTokens)
+	case cfg.TimeScale < 0 || math.IsInf(cfg.TimeScale, 0) || math.IsNaN(cfg.TimeScale):
+		return cfg, fmt.Errorf("time-scale %v: must be a positive number", cfg.TimeScale)
+	case cfg.Layers < 0:
+		return cfg, fmt.Errorf("layers %d: must not be negative", cfg.Layers)
+	case cfg.CrashAfterRequests < 0:
+		return cfg, fmt.Errorf("crash-after-requests %d: must not be negative", cfg.CrashAfterRequests)
+	case !(cfg.StreamErrorRate >= 0 && cfg.StreamErrorRate <= 1):
+		return cfg, fmt.Errorf("stream-error-rate %v: must be between 0 and 1", cfg.StreamErrorRate)
+	case cfg.ReadyDelay < 0 || cfg.GPUEventWindow < 0 || cfg.ExportDelay < 0:
+		return cfg, errors.New("ready-delay, gpu-event-window and export-delay must not be negative")
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = realClock{}
+	}
+	if cfg.Exit == nil {
+		cfg.Exit = os.Exit
+	}
+	if cfg.Log == nil {
+		cfg.Log = io.Discard
+	}
+	return cfg, nil
+}

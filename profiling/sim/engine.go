@@ -1,0 +1,370 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/profile-model/profile-model/tracing"
+)
+
+// hostGap is the CPU time between two steps (scheduling, sampling, launch),
+// at full scale. It separates steps in the trace as in a real engine.
+const hostGap = 150 * time.Microsecond
+
+// maxLag bounds how far the engine may run behind its wall-clock schedule
+// before it gives up catching up (so an idle or slow spell does not turn
+// into a burst of sleepless steps).
+const maxLag = 20 * time.Millisecond
+
+// request state bits, packed with the produced-token count into one atomic
+// word so that a reader sees tokens and finish together.
+const (
+	stateDone   = 1
+	stateFailed = 2
+	stateShift  = 2
+)
+
+// request is one completion request as the engine sees it.
+type request struct {
+	seq          uint64
+	promptTokens int
+	target       int    // output tokens to produce
+	finish       string // finish_reason when target is reached: "length" or "stop"
+	failAt       int    // >0: fail once this many tokens were produced
+	state        atomic.Uint64
+	aborted      atomic.Bool  // the client went away
+	firstAt      atomic.Int64 // wall ns of the first token
+	lastAt       atomic.Int64 // wall ns of the latest token
+	notify       chan struct{}
+	submitted    time.Time
+}
+
+func newRequest(seq uint64, promptTokens, target int, finish string, failAt int, now time.Time) *request {
+	return &request{seq: seq, promptTokens: promptTokens, target: target, finish: finish,
+		failAt: failAt, notify: make(chan struct{}, 1), submitted: now}
+}
+
+// snapshot returns the produced tokens and whether the request is done or failed.
+func (r *request) snapshot() (produced int, done, failed bool) {
+	s := r.state.Load()
+	return int(s >> stateShift), s&stateDone != 0, s&stateFailed != 0
+}
+
+func (r *request) produced() int { return int(r.state.Load() >> stateShift) }
+
+// advance records one more token (and the finish) and wakes the reader.
+func (r *request) advance(now int64) (finished bool) {
+	n := r.produced() + 1
+	var flags uint64
+	switch {
+	case r.failAt > 0 && n >= r.failAt:
+		flags = stateDone | stateFailed
+	case n >= r.target:
+		flags = stateDone
+	}
+	if n == 1 {
+		r.firstAt.Store(now)
+	}
+	r.lastAt.Store(now)
+	r.state.Store(uint64(n)<<stateShift | flags)
+	select {
+	case r.notify <- struct{}{}:
+	default:
+	}
+	return flags != 0
+}
+
+// profileCmd asks the engine goroutine to start or stop the profiler, as
+// ATOM sends a utility command to its engine core.
+type profileCmd struct {
+	start bool
+	write bool
+	ctx   context.Context
+	reply chan profileReply
+}
+
+type profileReply struct {
+	dirs []string
+	err  error
+}
+
+// StepCounts is what the engine executed, for tests and logs.
+type StepCounts struct {
+	Prefill, Decode int64 // steps run
+	// ProfiledPrefill and ProfiledDecode count the steps of the last
+	// profiling window (start to stop).
+	ProfiledPrefill, ProfiledDecode int64
+	// ProfiledDecodeBS is a histogram of decode batch sizes in that window.
+	ProfiledDecodeBS map[int]int
+}
+
+// engine is the scheduler: one goroutine owns waiting, running and the backend.
+type engine struct {
+	cfg     *Config
+	backend Backend
+	clock   Clock
+	submit  chan *request
+	cmds    chan profileCmd
+
+	waiting []*request
+	running []*request
+
+	virt      int64     // trace clock, ns
+	wallNext  time.Time // when the current schedule says the next step may start
+	profiling bool
+
+	mu     sync.Mutex // guards counts
+	counts StepCounts
+}
+
+func newEngine(cfg *Config, b Backend) *engine {
+	e := &engine{cfg: cfg, backend: b, clock: cfg.Clock,
+		submit: make(chan *request, 1024), cmds: make(chan profileCmd)}
+	return e
+}
+
+// add hands a request to the engine.
+func (e *engine) add(ctx context.Context, r *request) error {
+	select {
+	case e.submit <- r:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// profile runs a profiler command on the engine goroutine.
+func (e *engine) profile(ctx context.Context, start, write bool) ([]string, error) {
+	c := profileCmd{start: start, write: write, ctx: ctx, reply: make(chan profileReply, 1)}
+	select {
+	case e.cmds <- c:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	select {
+	case r := <-c.reply:
+		return r.dirs, r.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+var errProfiling = errors.New("the profiler is already running")
+var errNotProfiling = errors.New("the profiler is not running")
+
+func (e *engine) handle(c profileCmd) {
+	var rep profileReply
+	switch {
+	case c.start && e.profiling:
+		rep.err = errProfiling
+	case c.start:
+		if e.cfg.ProfilerDir == "" {
+			rep.err = errors.New("no profiler directory: start the server with --torch-profiler-dir or ATOM_TORCH_PROFILER_DIR")
+			break
+		}
+		rep.err = e.backend.StartProfile(e.cfg.ProfilerDir, e.virt)
+		if rep.err == nil {
+			e.profiling = true
+			e.mu.Lock()
+			e.counts.ProfiledPrefill, e.counts.ProfiledDecode = 0, 0
+			e.counts.ProfiledDecodeBS = map[int]int{}
+			e.mu.Unlock()
+		}
+	case !e.profiling:
+		rep.err = errNotProfiling
+	default:
+		e.profiling = false
+		rep.dirs, rep.err = e.backend.StopProfile(c.ctx, e.virt, c.write)
+	}
+	c.reply <- rep
+}
+
+// stepCounts returns a copy of the counters.
+func (e *engine) stepCounts() StepCounts {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	c := e.counts
+	c.ProfiledDecodeBS = maps.Clone(c.ProfiledDecodeBS)
+	return c
+}
+
+// run is the engine loop; it returns when ctx is done.
+func (e *engine) run(ctx context.Context) {
+	now := e.clock.Now()
+	e.virt = now.UnixNano()
+	e.wallNext = now
+	for {
+		e.drain()
+		if len(e.waiting) == 0 && len(e.running) == 0 {
+			idleFrom := e.clock.Now()
+			select {
+			case <-ctx.Done():
+				return
+			case r := <-e.submit:
+				e.waiting = append(e.waiting, r)
+			case c := <-e.cmds:
+				e.handle(c)
+			}
+			idle := e.clock.Now().Sub(idleFrom)
+			e.virt += int64(float64(idle) * e.cfg.TimeScale)
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case c := <-e.cmds:
+			e.handle(c)
+			continue
+		default:
+		}
+		if err := e.step(ctx); err != nil {
+			return
+		}
+	}
+}
+
+// drain moves submitted requests to the waiting queue without blocking.
+func (e *engine) drain() {
+	for {
+		select {
+		case r := <-e.submit:
+			e.waiting = append(e.waiting, r)
+		default:
+			return
+		}
+	}
+}
+
+// step schedules, prices, paces and completes one engine step.
+func (e *engine) step(ctx context.Context) error {
+	e.dropAborted()
+	var batch []*request
+	s := Step{}
+	if len(e.waiting) > 0 && len(e.running) < e.cfg.MaxNumSeqs {
+		s.Kind = tracing.StepPrefill
+		n := 0
+		for n < len(e.waiting) && len(e.running)+n < e.cfg.MaxNumSeqs {
+			pt := e.waiting[n].promptTokens
+			if n > 0 && s.Tokens+pt > e.cfg.MaxNumBatchedTokens {
+				break
+			}
+			s.Tokens += pt
+			n++
+		}
+		batch = e.waiting[:n:n]
+		e.waiting = e.waiting[n:]
+		s.ContextTokens = s.Tokens
+	} else {
+		if len(e.running) == 0 {
+			return nil
+		}
+		s.Kind = tracing.StepDecode
+		batch = e.running
+		s.Tokens = len(batch)
+		for _, r := range batch {
+			s.ContextTokens += r.promptTokens + r.produced() + 1
+		}
+	}
+	s.BS = len(batch)
+	s.Start = e.virt + int64(hostGap)
+	dur := e.backend.Run(s)
+	e.virt = s.Start + int64(dur)
+	e.count(s)
+
+	if err := e.pace(ctx, hostGap+dur); err != nil {
+		return err
+	}
+	now := e.clock.Now().UnixNano()
+	if s.Kind == tracing.StepPrefill {
+		for _, r := range batch {
+			if !r.advance(now) {
+				e.running = append(e.running, r)
+			}
+		}
+		return nil
+	}
+	kept := e.running[:0]
+	for _, r := range e.running {
+		if !r.advance(now) {
+			kept = append(kept, r)
+		}
+	}
+	clear(e.running[len(kept):])
+	e.running = kept
+	return nil
+}
+
+func (e *engine) count(s Step) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	c := &e.counts
+	if s.Kind == tracing.StepPrefill {
+		c.Prefill++
+	} else {
+		c.Decode++
+	}
+	if e.profiling {
+		if s.Kind == tracing.StepPrefill {
+			c.ProfiledPrefill++
+		} else {
+			c.ProfiledDecode++
+			c.ProfiledDecodeBS[s.BS]++
+		}
+	}
+}
+
+// pace waits until the step's scaled duration has passed on the wall clock.
+func (e *engine) pace(ctx context.Context, d time.Duration) error {
+	now := e.clock.Now()
+	if now.Sub(e.wallNext) > maxLag {
+		e.wallNext = now
+	}
+	e.wallNext = e.wallNext.Add(time.Duration(float64(d) / e.cfg.TimeScale))
+	if wait := e.wallNext.Sub(now); wait > 0 {
+		return e.clock.Sleep(ctx, wait)
+	}
+	return nil
+}
+
+// dropAborted forgets requests whose clients went away.
+func (e *engine) dropAborted() {
+	keep := func(q []*request) []*request {
+		out := q[:0]
+		for _, r := range q {
+			if !r.aborted.Load() {
+				out = append(out, r)
+			}
+		}
+		clear(q[len(out):])
+		return out
+	}
+	e.waiting = keep(e.waiting)
+	e.running = keep(e.running)
+}
+
+// Clock is the engine's view of wall time; tests may drive it.
+type Clock interface {
+	Now() time.Time
+	// Sleep waits for d or until ctx is done (then it returns ctx.Err()).
+	Sleep(ctx context.Context, d time.Duration) error
+}
+
+type realClock struct{}
+
+func (realClock) Now() time.Time { return time.Now() }
+
+func (realClock) Sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("engine stopped: %w", ctx.Err())
+	}
+}
