@@ -1,6 +1,7 @@
 package inventory
 
 import (
+	"regexp"
 	"strings"
 
 	"github.com/ianlancetaylor/demangle"
@@ -48,6 +49,12 @@ func ShortName(name string) string {
 		}
 	}
 	s := stripBrackets(d)
+	if strings.HasPrefix(s, "at::native::") && (strings.HasSuffix(s, "_kernel") || strings.HasSuffix(s, "_unroll")) {
+		// ATen's generic kernels say what they compute in a functor argument.
+		if f := atenFunctor(d); f != "" {
+			return s + "<" + f + ">"
+		}
+	}
 	// A return type or "std::enable_if<...>::type" prefix ends at the last
 	// space outside brackets; the kernel's own name follows it.
 	if i := strings.LastIndexByte(s, ' '); i >= 0 {
@@ -186,4 +193,24 @@ func mangledPrefix(name string) string {
 		s = s[n:]
 	}
 	return strings.Join(parts, "::")
+}
+
+// atenFunctorRE finds the functors and ops inside ATen kernel templates.
+var atenFunctorRE = regexp.MustCompile(`[A-Za-z0-9_]*(?:_kernel_cuda|Functor[A-Za-z0-9_]*|Ops|_kernel_impl|_functor|_kernel)\b`)
+
+// atenFunctor is the first specific functor of an ATen kernel's template
+// arguments ("neg_kernel_cuda", "CUDAFunctor_add", "ArgMaxOps"), or "".
+func atenFunctor(demangled string) string {
+	i := strings.IndexByte(demangled, '<')
+	if i < 0 {
+		return ""
+	}
+	for _, m := range atenFunctorRE.FindAllString(demangled[i:], -1) {
+		switch m {
+		case "BinaryFunctor", "AUnaryFunctor", "BUnaryFunctor", "UnaryFunctor", "gpu_kernel_impl", "gpu_kernel_impl_nocast", "func_wrapper_t":
+			continue
+		}
+		return m
+	}
+	return ""
 }

@@ -64,7 +64,7 @@ func TestDemangle(t *testing.T) {
 func TestShortName(t *testing.T) {
 	t.Parallel()
 	tests := []struct{ name, in, want string }{
-		{"template and params dropped", "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, at::detail::Array<char*, 1> >(int, at::native::FillFunctor<float>, at::detail::Array<char*, 1>)", "at::native::vectorized_elementwise_kernel"},
+		{"template and params dropped", "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, at::detail::Array<char*, 1> >(int, at::native::FillFunctor<float>, at::detail::Array<char*, 1>)", "at::native::vectorized_elementwise_kernel<FillFunctor>"},
 		{"anonymous namespace", "void (anonymous namespace)::store_kvcache<2048l, 4, false, long>((anonymous namespace)::StoreKVCacheParams)", "{anon}::store_kvcache"},
 		{"mangled", "_ZN5aiter24add_rmsnorm_quant_kernelIDF16bDF16bLi256ELi16ELb0ELb0ELb1ELi1EEEvPT0_PT_PfS4_S4_S4_diiiiiiib", "aiter::add_rmsnorm_quant_kernel"},
 		{"ck_tile kentry names its kernel", "ck_tile::kentry<2, ck_tile::MoeSortingKernel<ck_tile::MoeSortingProblemEx<int, float, 1, true, false, false, true, 0> >, ck_tile::MoeSortingKernel<x>::Kargs>(ck_tile::MoeSortingKernel<x>::Kargs)", "ck_tile::MoeSortingKernel"},

@@ -1,0 +1,264 @@
+package inventory
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/profile-model/profile-model/tracing"
+)
+
+// Layer table modes (SPEC §3.7).
+const (
+	ModeRobust    = "robust"
+	ModeCompat    = "compat"
+	DefaultAnchor = "pa_bf16"
+)
+
+// LayerOptions control the per-layer breakdown.
+type LayerOptions struct {
+	Mode      string // ModeRobust (default) or ModeCompat
+	Anchor    string // compat: substring of the kernel that starts a layer (DefaultAnchor when empty)
+	NumLayers int    // robust: num_hidden_layers of the model config, 0 when unknown
+	Rules     *Rules // categories of the positions; DefaultRules when nil
+}
+
+// Position is one kernel position of a layer (one row of the table).
+type Position struct {
+	Pos       int     `json:"pos"`
+	LayerKind int     `json:"layer_kind"` // which of the alternating layer kinds (0 when layers do not alternate)
+	ShortName string  `json:"short_name"`
+	Kernel    string  `json:"kernel"`
+	Stream    int32   `json:"stream"`
+	Category  string  `json:"category"`
+	Provider  string  `json:"provider"`
+	AvgUS     float64 `json:"avg_us"`
+	StdUS     float64 `json:"std_us"` // sample standard deviation
+	MinUS     float64 `json:"min_us"`
+	MaxUS     float64 `json:"max_us"`
+	Pct       float64 `json:"pct"` // share of the summed averages of its layer kind
+	Count     int     `json:"count"`
+}
+
+// LayerDiff is one way an irregular layer differs from the other layers of
+// its kind.
+type LayerDiff struct {
+	Op     string `json:"op"`  // "extra", "missing" or "differs"
+	Pos    int    `json:"pos"` // position in the layer kind (where an extra kernel ran: before this position)
+	Kernel string `json:"kernel,omitempty"`
+	Want   string `json:"want,omitempty"` // the kernel the other layers run there
+	Stream int32  `json:"stream"`
+}
+
+// IrregularLayer is a layer whose kernel sequence differs from its kind's.
+type IrregularLayer struct {
+	Step    int         `json:"step"`  // index into the trace's steps (-1 in compat mode)
+	Layer   int         `json:"layer"` // layer index within the step
+	Kind    int         `json:"layer_kind"`
+	Kernels int         `json:"kernels"`
+	Diffs   []LayerDiff `json:"diffs"`
+}
+
+// LayerTable is the per-layer breakdown of a trace's decode (or prefill) steps.
+type LayerTable struct {
+	Mode     string `json:"mode"`
+	StepKind string `json:"step_kind"` // "decode" or "prefill"
+	Steps    int    `json:"steps"`     // steps analysed
+	// Layers is the number of layers per step (the most common); in compat
+	// mode, the number of layer slices averaged.
+	Layers          int              `json:"layers"`
+	LayersHist      map[int]int      `json:"layers_hist,omitempty"` // layers per step -> steps
+	KernelsPerLayer []int            `json:"kernels_per_layer"`     // one entry per layer kind
+	Positions       []Position       `json:"positions"`
+	Irregular       []IrregularLayer `json:"irregular"`
+	Prologue        []string         `json:"prologue,omitempty"` // kernels before the first layer (first step)
+	Epilogue        []string         `json:"epilogue,omitempty"` // kernels after the last layer (first step)
+	Anchor          string           `json:"anchor,omitempty"`
+	Warnings        []string         `json:"warnings,omitempty"`
+}
+
+// Rows returns the table in the compatible CSV's row type.
+func (t *LayerTable) Rows() []LayerRow {
+	rows := make([]LayerRow, len(t.Positions))
+	for i, p := range t.Positions {
+		rows[i] = LayerRow{Pos: p.Pos, ShortName: p.ShortName, Kernel: p.Kernel, AvgUS: p.AvgUS, StdUS: p.StdUS,
+			MinUS: p.MinUS, MaxUS: p.MaxUS, Pct: p.Pct, Count: p.Count}
+	}
+	return rows
+}
+
+// DecodeLayers breaks the decode steps of tr into layers.
+func DecodeLayers(ctx context.Context, tr *tracing.Trace, opt LayerOptions) (*LayerTable, error) {
+	if opt.Rules == nil {
+		opt.Rules = DefaultRules()
+	}
+	switch opt.Mode {
+	case ModeCompat:
+		return compatLayers(ctx, tr, opt)
+	case ModeRobust, "":
+		return robustLayers(ctx, tr, []tracing.StepKind{tracing.StepDecode}, opt)
+	}
+	return nil, fmt.Errorf("unknown layer mode %q (want %s or %s)", opt.Mode, ModeRobust, ModeCompat)
+}
+
+// PrefillLayers is the robust breakdown of the prefill (and mixed) steps.
+func PrefillLayers(ctx context.Context, tr *tracing.Trace, opt LayerOptions) (*LayerTable, error) {
+	if opt.Rules == nil {
+		opt.Rules = DefaultRules()
+	}
+	return robustLayers(ctx, tr, []tracing.StepKind{tracing.StepPrefill, tracing.StepMixed}, opt)
+}
+
+// stepKernels returns the kernel indices (kernels only, no copies) of the
+// steps of the given kinds, deduplicated, in trace (start) order, and how
+// many steps contributed.
+func stepKernels(tr *tracing.Trace, kinds []tracing.StepKind) ([]int32, int) {
+	seen := make([]bool, len(tr.Kernels))
+	var out []int32
+	steps := 0
+	for i := range tr.Steps {
+		st := &tr.Steps[i]
+		if !slices.Contains(kinds, st.Kind) || len(st.Kernels) == 0 {
+			continue
+		}
+		steps++
+		for _, k := range st.Kernels {
+			if !seen[k] && tr.Kernels[k].Kind == tracing.KindKernel {
+				seen[k] = true
+				out = append(out, k)
+			}
+		}
+	}
+	slices.Sort(out) // Kernels are sorted by start: index order is start order
+	return out, steps
+}
+
+// stats accumulates durations (Welford) in µs.
+type stats struct {
+	n        int
+	mean, m2 float64
+	min, max float64
+	name     string
+	stream   int32
+}
+
+func (s *stats) add(durNS int64) {
+	v := float64(durNS) / 1000
+	if s.n == 0 || v < s.min {
+		s.min = v
+	}
+	if s.n == 0 || v > s.max {
+		s.max = v
+	}
+	s.n++
+	d := v - s.mean
+	s.mean += d / float64(s.n)
+	s.m2 += d * (v - s.mean)
+}
+
+func (s *stats) std() float64 {
+	if s.n < 2 {
+		return 0
+	}
+	return math.Sqrt(s.m2 / float64(s.n-1))
+}
+
+// positions turns per-kind position stats into rows with pct per kind.
+func positions(kinds [][]stats, rules *Rules, short func(string) string) []Position {
+	var out []Position
+	pos := 0
+	for kind, ps := range kinds {
+		sum := 0.0
+		for i := range ps {
+			sum += ps[i].mean
+		}
+		for i := range ps {
+			s := &ps[i]
+			c := rules.Classify(s.name)
+			p := Position{Pos: pos, LayerKind: kind, ShortName: short(s.name), Kernel: s.name, Stream: s.stream,
+				Category: c.Category, Provider: c.Provider,
+				AvgUS: s.mean, StdUS: s.std(), MinUS: s.min, MaxUS: s.max, Count: s.n}
+			if sum > 0 {
+				p.Pct = s.mean / sum * 100
+			}
+			out = append(out, p)
+			pos++
+		}
+	}
+	return out
+}
+
+// compatLayers reproduces the seed's trace-layer script: kernels of the
+// decode steps in start order, a layer from one anchor kernel to the next,
+// the most common anchor distance is the layer length, and only slices whose
+// next anchor is exactly that far are layers.
+func compatLayers(ctx context.Context, tr *tracing.Trace, opt LayerOptions) (*LayerTable, error) {
+	anchor := opt.Anchor
+	if anchor == "" {
+		anchor = DefaultAnchor
+	}
+	t := &LayerTable{Mode: ModeCompat, StepKind: "decode", Anchor: anchor, Irregular: []IrregularLayer{}}
+	ks, steps := stepKernels(tr, []tracing.StepKind{tracing.StepDecode})
+	t.Steps = steps
+	if steps == 0 {
+		t.Warnings = append(t.Warnings, "no decode steps found: using every kernel of the trace")
+		for i := range tr.Kernels {
+			if tr.Kernels[i].Kind == tracing.KindKernel {
+				ks = append(ks, int32(i))
+			}
+		}
+	}
+	var anchors []int
+	for i, k := range ks {
+		if strings.Contains(tr.Kernels[k].Name, anchor) {
+			anchors = append(anchors, i)
+		}
+	}
+	if len(anchors) < 2 {
+		return nil, fmt.Errorf("compat mode: the anchor %q occurs %d times in the decode kernels; need at least two (pick another with --anchor, or use --mode robust)", anchor, len(anchors))
+	}
+	// Most common distance; ties go to the distance seen first (Python's
+	// Counter.most_common keeps insertion order).
+	count := map[int]int{}
+	var order []int
+	for i := 1; i < len(anchors); i++ {
+		d := anchors[i] - anchors[i-1]
+		if count[d] == 0 {
+			order = append(order, d)
+		}
+		count[d]++
+	}
+	n := order[0]
+	for _, d := range order {
+		if count[d] > count[n] {
+			n = d
+		}
+	}
+	var ps []stats
+	layers := 0
+	for i := 0; i+1 < len(anchors); i++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if anchors[i+1]-anchors[i] != n {
+			continue
+		}
+		if ps == nil {
+			ps = make([]stats, n)
+			for p := range ps {
+				k := &tr.Kernels[ks[anchors[i]+p]]
+				ps[p].name, ps[p].stream = k.Name, k.Stream
+			}
+		}
+		for p := 0; p < n; p++ {
+			ps[p].add(tr.Kernels[ks[anchors[i]+p]].Dur)
+		}
+		layers++
+	}
+	t.Layers = layers
+	t.KernelsPerLayer = []int{n}
+	t.Positions = positions([][]stats{ps}, opt.Rules, CompatShortName)
+	return t, nil
+}

@@ -1,0 +1,525 @@
+package inventory
+
+import (
+	"cmp"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"slices"
+
+	"github.com/profile-model/profile-model/tracing"
+)
+
+// The robust layer finder (SPEC §3.7). Per step:
+//
+//  1. The kernels of the step's main stream (the one with the most kernels)
+//     become a sequence of name ids.
+//  2. The period P of that sequence is the shift with the most equal pairs
+//     ids[i] == ids[i+P]; P covers one layer, or one group of alternating
+//     layers (sliding + full attention: 17 + 18 kernels).
+//  3. In one period from the middle of the step, the most common number of
+//     occurrences of a name is k, the number of layers in a period. Every
+//     name occurring exactly k times is a candidate layer anchor; each
+//     candidate slices the step at its occurrences, and the candidate whose
+//     slices agree best (most layers equal to their kind's most common
+//     sequence, the configured layer count first) wins. What precedes the
+//     first layer is the prologue, what follows the last one the epilogue.
+//  4. Kernels on other streams join the layer whose time window holds their
+//     start, so a kernel that only some layers run shows as irregular.
+//
+// Across all steps, the k most common layer sequences are the layer kinds;
+// every other layer is irregular, aligned to its closest kind (longest
+// common subsequence), and reported with what differs.
+
+type interner struct {
+	ids   map[string]int32
+	names []string
+}
+
+func (in *interner) id(name string) int32 {
+	if id, ok := in.ids[name]; ok {
+		return id
+	}
+	id := int32(len(in.names))
+	in.ids[name] = id
+	in.names = append(in.names, name)
+	return id
+}
+
+type span struct{ start, end int }
+
+// structure is where the layers of one main-stream sequence are.
+type structure struct {
+	layers []span
+	k      int
+}
+
+// seqKey makes a map key of an id sequence.
+func seqKey(ids []int32) string {
+	b := make([]byte, 0, len(ids)*4)
+	for _, id := range ids {
+		b = binary.LittleEndian.AppendUint32(b, uint32(id))
+	}
+	return string(b)
+}
+
+type rawLayer struct {
+	step, index int
+	kernels     []int32 // trace kernel indices in start order
+	ids         []int32
+	key         string
+}
+
+func robustLayers(ctx context.Context, tr *tracing.Trace, kinds []tracing.StepKind, opt LayerOptions) (*LayerTable, error) {
+	t := &LayerTable{Mode: ModeRobust, StepKind: string(kinds[0]), Irregular: []IrregularLayer{}, LayersHist: map[int]int{}, KernelsPerLayer: []int{}, Positions: []Position{}}
+	in := &interner{ids: map[string]int32{}}
+	cache := map[string]*structure{}
+	kCount := map[int]int{}
+	var all []rawLayer
+	first := true
+	var main, side []int32
+	var ids []int32
+	streamCount := map[int32]int{}
+	for si := range tr.Steps {
+		st := &tr.Steps[si]
+		if !slices.Contains(kinds, st.Kind) || len(st.Kernels) == 0 {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		t.Steps++
+		clear(streamCount)
+		for _, k := range st.Kernels {
+			if tr.Kernels[k].Kind == tracing.KindKernel {
+				streamCount[tr.Kernels[k].Stream]++
+			}
+		}
+		var mainStream int32
+		best := -1
+		for s, c := range streamCount {
+			if c > best || (c == best && s < mainStream) {
+				mainStream, best = s, c
+			}
+		}
+		main, side, ids = main[:0], side[:0], ids[:0]
+		for _, k := range st.Kernels {
+			kk := &tr.Kernels[k]
+			if kk.Kind != tracing.KindKernel {
+				continue
+			}
+			if kk.Stream == mainStream {
+				main = append(main, k)
+				ids = append(ids, in.id(kk.Name))
+			} else {
+				side = append(side, k)
+			}
+		}
+		key := seqKey(ids)
+		s, ok := cache[key]
+		if !ok {
+			s = findStructure(ids, opt.NumLayers)
+			cache[key] = s
+		}
+		if s == nil {
+			t.LayersHist[0]++
+			continue
+		}
+		kCount[s.k] += len(s.layers)
+		t.LayersHist[len(s.layers)]++
+		layers := make([][]int32, len(s.layers))
+		starts := make([]int64, len(s.layers))
+		for j, sp := range s.layers {
+			layers[j] = append([]int32(nil), main[sp.start:sp.end]...)
+			starts[j] = tr.Kernels[main[sp.start]].Start
+		}
+		lastEnd := s.layers[len(s.layers)-1].end
+		epiStart := int64(1<<63 - 1)
+		if lastEnd < len(main) {
+			epiStart = tr.Kernels[main[lastEnd]].Start
+		}
+		pro := append([]int32(nil), main[:s.layers[0].start]...)
+		epi := append([]int32(nil), main[lastEnd:]...)
+		for _, k := range side {
+			at := tr.Kernels[k].Start
+			j, found := slices.BinarySearch(starts, at)
+			if !found {
+				j--
+			}
+			switch {
+			case j < 0:
+				pro = append(pro, k)
+			case j == len(layers)-1 && at >= epiStart:
+				epi = append(epi, k)
+			default:
+				layers[j] = append(layers[j], k)
+			}
+		}
+		for j, l := range layers {
+			if len(side) > 0 {
+				slices.Sort(l) // index order is start order
+			}
+			lids := make([]int32, len(l))
+			for i, k := range l {
+				lids[i] = in.id(tr.Kernels[k].Name)
+			}
+			all = append(all, rawLayer{step: si, index: j, kernels: l, ids: lids, key: seqKey(lids)})
+		}
+		if first {
+			first = false
+			slices.Sort(pro)
+			slices.Sort(epi)
+			for _, k := range pro {
+				t.Prologue = append(t.Prologue, opt.Rules.Classify(tr.Kernels[k].Name).ShortName)
+			}
+			for _, k := range epi {
+				t.Epilogue = append(t.Epilogue, opt.Rules.Classify(tr.Kernels[k].Name).ShortName)
+			}
+		}
+	}
+	t.Layers = mostCommon(t.LayersHist)
+	if t.Steps == 0 {
+		t.Warnings = append(t.Warnings, fmt.Sprintf("no %s steps with kernels in the trace", t.StepKind))
+		return t, nil
+	}
+	if len(all) == 0 {
+		t.Warnings = append(t.Warnings, fmt.Sprintf("no repeating layer found in %d %s steps", t.Steps, t.StepKind))
+		return t, nil
+	}
+	if opt.NumLayers > 0 && t.Layers != opt.NumLayers {
+		t.Warnings = append(t.Warnings, fmt.Sprintf("found %d layers per %s step, the model config says num_hidden_layers = %d", t.Layers, t.StepKind, opt.NumLayers))
+	}
+	if n := t.LayersHist[0]; n > 0 {
+		t.Warnings = append(t.Warnings, fmt.Sprintf("%d of %d %s steps have no repeating layer", n, t.Steps, t.StepKind))
+	}
+	if len(t.LayersHist) > 1 {
+		t.Warnings = append(t.Warnings, fmt.Sprintf("the number of layers differs between %s steps: %v (layers: steps)", t.StepKind, t.LayersHist))
+	}
+	classify(t, all, mostCommon(kCount), in, tr, opt.Rules)
+	return t, nil
+}
+
+// mostCommon returns the key with the highest count (the smaller key on a tie).
+func mostCommon(h map[int]int) int {
+	best, bc := 0, -1
+	for k, c := range h {
+		if c > bc || (c == bc && k < best) {
+			best, bc = k, c
+		}
+	}
+	return best
+}
+
+// classify finds the layer kinds (the k most common sequences), assigns
+// every layer to one, and fills positions and irregular layers.
+func classify(t *LayerTable, all []rawLayer, k int, in *interner, tr *tracing.Trace, rules *Rules) {
+	count := map[string]int{}
+	firstSeen := map[string]int{}
+	for i, l := range all {
+		if _, ok := firstSeen[l.key]; !ok {
+			firstSeen[l.key] = i
+		}
+		count[l.key]++
+	}
+	keys := make([]string, 0, len(count))
+	for key := range count {
+		keys = append(keys, key)
+	}
+	slices.SortFunc(keys, func(a, b string) int {
+		return cmp.Or(cmp.Compare(count[b], count[a]), cmp.Compare(firstSeen[a], firstSeen[b]))
+	})
+	k = max(1, min(k, len(keys)))
+	kindKeys := keys[:k]
+	kindOf := map[string]int{}
+	for i, key := range kindKeys {
+		kindOf[key] = i
+	}
+	// Assign each layer; irregular layers go to the most similar kind.
+	assigned := make([]int, len(all))
+	for i, l := range all {
+		if c, ok := kindOf[l.key]; ok {
+			assigned[i] = c
+			continue
+		}
+		bestKind, bestSim := 0, -1.0
+		for c, key := range kindKeys {
+			if sim := similarity(l.ids, all[firstSeen[key]].ids); sim > bestSim {
+				bestKind, bestSim = c, sim
+			}
+		}
+		assigned[i] = bestKind
+	}
+	// Number kinds by first appearance, so the first layer of a step is kind 0.
+	order := []int{}
+	renum := map[int]int{}
+	for _, c := range assigned {
+		if _, ok := renum[c]; !ok {
+			renum[c] = len(order)
+			order = append(order, c)
+		}
+	}
+	cons := make([][]int32, len(order))
+	st := make([][]stats, len(order))
+	for newKind, c := range order {
+		ref := all[firstSeen[kindKeys[c]]]
+		cons[newKind] = ref.ids
+		st[newKind] = make([]stats, len(ref.ids))
+		for p, kidx := range ref.kernels {
+			st[newKind][p].name = tr.Kernels[kidx].Name
+			st[newKind][p].stream = tr.Kernels[kidx].Stream
+		}
+		t.KernelsPerLayer = append(t.KernelsPerLayer, len(ref.ids))
+	}
+	short := func(name string) string { return rules.Classify(name).ShortName }
+	for i, l := range all {
+		kind := renum[assigned[i]]
+		if _, regular := kindOf[l.key]; regular {
+			for p, kidx := range l.kernels {
+				st[kind][p].add(tr.Kernels[kidx].Dur)
+			}
+			continue
+		}
+		match := align(l.ids, cons[kind])
+		for gi, p := range match {
+			if p >= 0 {
+				st[kind][p].add(tr.Kernels[l.kernels[gi]].Dur)
+			}
+		}
+		irr := IrregularLayer{Step: l.step, Layer: l.index, Kind: kind, Kernels: len(l.ids)}
+		for _, d := range diffs(match, len(cons[kind])) {
+			ld := LayerDiff{Op: d.op, Pos: d.pos}
+			if d.got >= 0 {
+				kk := &tr.Kernels[l.kernels[d.got]]
+				ld.Kernel, ld.Stream = short(kk.Name), kk.Stream
+			}
+			if d.op != "extra" {
+				ld.Want = short(in.names[cons[kind][d.pos]])
+				if d.op == "missing" {
+					ld.Stream = st[kind][d.pos].stream
+				}
+			}
+			irr.Diffs = append(irr.Diffs, ld)
+		}
+		t.Irregular = append(t.Irregular, irr)
+	}
+	t.Positions = positions(st, rules, short)
+}
+
+// findStructure finds the layers of one main-stream id sequence, or nil.
+func findStructure(ids []int32, numLayers int) *structure {
+	n := len(ids)
+	p := bestPeriod(ids)
+	if p == 0 {
+		return nil
+	}
+	c0 := min(max(0, n/2-p/2), n-p)
+	counts := map[int32]int{}
+	var window []int32
+	for _, id := range ids[c0 : c0+p] {
+		if counts[id] == 0 {
+			window = append(window, id)
+		}
+		counts[id]++
+	}
+	hist := map[int]int{}
+	for _, c := range counts {
+		hist[c]++
+	}
+	k := mostCommon(hist)
+	var best *structure
+	var bestScore [4]int
+	for _, a := range window {
+		if counts[a] != k {
+			continue
+		}
+		s, score := layoutByAnchor(ids, a, k, numLayers)
+		if s == nil {
+			continue
+		}
+		if best == nil || slices.Compare(score[:], bestScore[:]) > 0 {
+			best, bestScore = s, score
+		}
+	}
+	return best
+}
+
+// bestPeriod is the shift with the most equal pairs, 0 when nothing repeats
+// at least twice.
+func bestPeriod(ids []int32) int {
+	n := len(ids)
+	lim := min(n, 1<<15)
+	bestP, bestScore := 0, 0
+	for p := 1; p <= min(n/2, 4096); p++ {
+		score := 0
+		for i := 0; i+p < lim; i++ {
+			if ids[i] == ids[i+p] {
+				score++
+			}
+		}
+		if score > bestScore {
+			bestP, bestScore = p, score
+		}
+	}
+	if bestScore < bestP {
+		return 0
+	}
+	return bestP
+}
+
+// layoutByAnchor slices ids at the occurrences of anchor a; the score ranks
+// layouts (higher is better): the configured layer count, more layers, more
+// regular ones, an earlier first layer.
+func layoutByAnchor(ids []int32, a int32, k, numLayers int) (*structure, [4]int) {
+	var occ []int
+	for i, id := range ids {
+		if id == a {
+			occ = append(occ, i)
+		}
+	}
+	if len(occ) < 2 {
+		return nil, [4]int{}
+	}
+	spans := make([]span, len(occ))
+	for i := range occ {
+		if i+1 < len(occ) {
+			spans[i] = span{occ[i], occ[i+1]}
+			continue
+		}
+		ref := spans[i-1]
+		if i-k >= 0 {
+			ref = spans[i-k]
+		}
+		spans[i] = span{occ[i], min(len(ids), occ[i]+ref.end-ref.start)}
+	}
+	key := func(s span) string { return seqKey(ids[s.start:s.end]) }
+	// The most common sequence of each kind (slice i is of kind i mod k),
+	// and one slice that has it.
+	cons := make([]string, k)
+	consAt := make([]span, k)
+	for c := 0; c < k; c++ {
+		cnt := map[string]int{}
+		bestN := 0
+		for i := c; i < len(spans); i += k {
+			kk := key(spans[i])
+			cnt[kk]++
+			if cnt[kk] > bestN {
+				cons[c], consAt[c], bestN = kk, spans[i], cnt[kk]
+			}
+		}
+	}
+	unlike := func(i int) bool {
+		if key(spans[i]) == cons[i%k] {
+			return false
+		}
+		ref := consAt[i%k]
+		return similarity(ids[spans[i].start:spans[i].end], ids[ref.start:ref.end]) < 0.5
+	}
+	// A first or last slice that looks nothing like a layer is prologue or
+	// epilogue (the anchor kernel also runs there).
+	lo, hi := 0, len(spans)
+	if hi-lo > 2 && unlike(lo) {
+		lo++
+	}
+	if hi-lo > 2 && unlike(hi-1) {
+		hi--
+	}
+	regular := 0
+	for i := lo; i < hi; i++ {
+		if key(spans[i]) == cons[i%k] {
+			regular++
+		}
+	}
+	if regular < 2 {
+		return nil, [4]int{}
+	}
+	configured := 0
+	if numLayers > 0 && hi-lo == numLayers {
+		configured = 1
+	}
+	return &structure{layers: spans[lo:hi], k: k}, [4]int{configured, hi - lo, regular, -spans[lo].start}
+}
+
+// similarity is the longest common subsequence over the longer length.
+func similarity(a, b []int32) float64 {
+	if len(a) == 0 && len(b) == 0 {
+		return 1
+	}
+	m := align(a, b)
+	n := 0
+	for _, p := range m {
+		if p >= 0 {
+			n++
+		}
+	}
+	return float64(n) / float64(max(len(a), len(b)))
+}
+
+// align matches got against want along a longest common subsequence:
+// match[i] is the position in want of got[i], or -1.
+func align(got, want []int32) []int {
+	n, m := len(got), len(want)
+	// lcs[i][j] = LCS of got[i:], want[j:]
+	lcs := make([]int32, (n+1)*(m+1))
+	at := func(i, j int) *int32 { return &lcs[i*(m+1)+j] }
+	for i := n - 1; i >= 0; i-- {
+		for j := m - 1; j >= 0; j-- {
+			if got[i] == want[j] {
+				*at(i, j) = *at(i+1, j+1) + 1
+			} else {
+				*at(i, j) = max(*at(i+1, j), *at(i, j+1))
+			}
+		}
+	}
+	match := make([]int, n)
+	i, j := 0, 0
+	for i < n {
+		switch {
+		case j < m && got[i] == want[j]:
+			match[i] = j
+			i++
+			j++
+		case j < m && *at(i, j+1) >= *at(i+1, j):
+			j++
+		default:
+			match[i] = -1
+			i++
+		}
+	}
+	return match
+}
+
+type diff struct {
+	op  string
+	pos int // position in want
+	got int // index in got, -1 for missing
+}
+
+// diffs lists what differs given an alignment: in each gap between matched
+// kernels, pairs of unmatched kernels are "differs", the rest "extra" or
+// "missing".
+func diffs(match []int, wantLen int) []diff {
+	var out []diff
+	gi, wj := 0, 0
+	flush := func(gEnd, wEnd int) {
+		for gi < gEnd && wj < wEnd {
+			out = append(out, diff{"differs", wj, gi})
+			gi++
+			wj++
+		}
+		for ; gi < gEnd; gi++ {
+			out = append(out, diff{"extra", wj, gi})
+		}
+		for ; wj < wEnd; wj++ {
+			out = append(out, diff{"missing", wj, -1})
+		}
+	}
+	for i, p := range match {
+		if p < 0 {
+			continue
+		}
+		flush(i, p)
+		gi, wj = i+1, p+1
+	}
+	flush(len(match), wantLen)
+	return out
+}
