@@ -1,0 +1,386 @@
+package synth
+
+import (
+	"bufio"
+	"bytes"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/profile-model/profile-model/internal/atomicfile"
+	"github.com/profile-model/profile-model/internal/corpus"
+)
+
+var update = flag.Bool("update", false, "rewrite data/atom_minimax_m25.csv from the corpus")
+
+const dataHeader = `# The project's kernel model of an ATOM MiniMax-M2.5 (MoE, 256 experts, top-8,
+# 62 layers, fp8 KV cache) step on one MI355X. Written by TestDerivedModelData
+# (go test ./synth -run TestDerivedModelData -update) from the corpus:
+# * section=layer: one row per decode-layer position (and per kernel variant
+#   the tables show at that position, with the batch sizes it applies to),
+#   fitted over conc{4,8,16,32}_layer.csv: avg_us = a + b*x by least squares,
+#   x = batch size (basis bs) or, for the MoE expert GEMMs, the expected
+#   number of distinct experts 256*(1-(1-8/256)^bs) (basis experts); b >= 0.
+#   std_frac = mean std/avg, min_frac/max_frac = median min/avg, max/avg.
+#   Paged attention grows by ctx_us_per_token per token of mean context
+#   beyond ref_ctx, from the isl8192 vs isl1024 inventories at conc 8 and 16
+#   (contexts: bench logs' mean input + half the mean output).
+# * the other sections: kernels of level3_isl1024_conc8_kernels.csv that are
+#   not in the decode layer, timed by their avg there (prefill kernels shared
+#   with the decode layer: total minus the decode layers' share, over the
+#   prefill count); prefill kernels are 4 us plus work that scales with
+#   tokens (attention: tokens x mean sequence length) from that run's
+#   8 sequences x 927.66 mean input tokens. Names cut at 80 characters in the
+#   inventories are completed from the full names of the layer tables.
+`
+
+// extraRow is a non-layer kernel: where it runs and where its timing comes from.
+type extraRow struct {
+	spec
+	note string
+}
+
+const prefillRefTokens = 8 * 927.66 // conc 8, isl 1024 bench log mean input
+
+func extraRows(layerName func(short string, bsHint int) string) []extraRow {
+	// Prefill kernels: a launch-bound floor plus work per token (attention:
+	// per token times the mean sequence length).
+	const floor = 4.0
+	tok := func(avg float64) (float64, float64) { return floor, (avg - floor) / prefillRefTokens }
+	attn := func(avg float64) (float64, float64) { return floor, (avg - floor) / (prefillRefTokens * 927.66) }
+	fixed := func(sec, short, name, launch string, avg, std float64, note string) extraRow {
+		return extraRow{spec{section: sec, bsMin: 1, bsMax: 1 << 20, short: short, name: name, launch: launch, basis: "const", a: avg, stdFrac: std, minFrac: 0.85, maxFrac: 1.4}, note}
+	}
+	scaled := func(short, name, launch, basis string, avg float64, note string) extraRow {
+		a, b := tok(avg)
+		if basis == "attn" {
+			a, b = attn(avg)
+		}
+		return extraRow{spec{section: "prefill_layer", bsMin: 1, bsMax: 1 << 20, short: short, name: name, launch: launch, basis: basis, a: a, b: b, stdFrac: 0.05, minFrac: 0.85, maxFrac: 1.3}, note}
+	}
+	finalNorm := strings.Replace(layerName("RMSNorm+Quant", 8), "256, 16, true, false, true, 1>", "256, 16, false, false, true, 1>", 1)
+	lmHead := "Cijk_Alik_Bljk_BBS_BH_Bias_HA_S_SAV_UserArgs_MT32x16x512_MI16x16x1_SN_LDSB1_AFC0" + suffixAfter(layerName("GEMM_BF16 (rocBLAS)", 16), "_AFC0")
+	router := "Cijk_Alik_Bljk_S_B_Bias_HA_S_SAV_UserArgs_MT32x32x256_MI16x16x1_SN_LDSB1_AFC0" + suffixAfter(layerName("GEMM_BF16 (rocBLAS)", 16), "_AFC0")
+	sampler := "aiter::mix_sample_outer_exponential_kernel<std::bfloat16_t, 1024, 64, 4, true>(std::bfloat16_t const*, float const*, int*, float*, int, int, int)"
+	sortP0 := layerName("MoE_sort_P0", 32)
+	sortP23 := layerName("MoE_sort_P23", 32)
+	inv := "level3_isl1024_conc8_kernels.csv"
+	return []extraRow{
+		fixed("prep", "", "__amd_rocclr_copyBuffer", "hipMemcpyAsync", 5.6, 0.05, inv+": avg 5.6, once per decode step"),
+		fixed("prep", "", "kv_indices_generate_kernel", "hipLaunchKernel", 5.0, 0.05, inv+": avg 5.0, once per decode step"),
+		fixed("prologue", "Embedding", "triton_poi_fused_embedding_0", "hipModuleLaunchKernel", 5.7, 0.05, inv+": avg 5.7, once per step"),
+		fixed("epilogue", "RMSNorm+Quant", finalNorm, "hipLaunchKernel", 5.6, 0.05, inv+": avg 5.6, once per step (final norm)"),
+		fixed("epilogue", "GEMM_BF16 (rocBLAS)", lmHead, "hipExtModuleLaunchKernel", 185.9, 0.02, inv+": avg 185.9 (lm_head)"),
+		fixed("sample", "Sampling", sampler, "hipLaunchKernel", 50.6, 0.03, inv+": avg 50.6, eager after the graph"),
+		fixed("prefill_prologue", "Embedding", "triton_poi_fused_embedding_0", "hipModuleLaunchKernel", 5.7, 0.05, inv+": avg 5.7"),
+		scaled("FlashAttn", "aiter::fmha_fwd_hd128_bf16_causal_group", "hipModuleLaunchKernel", "attn", 40.1, inv+": avg 40.1 at 8x927.66 tokens"),
+		scaled("FP8_quant", layerName("FP8_quant", 8), "hipLaunchKernel", "tokens", 8.6, inv+": prefill share avg 8.6"),
+		scaled("GEMM_FP8 (CK dense)", layerName("GEMM_FP8 (CK dense)", 16), "hipLaunchKernel", "tokens", 51.7, inv+": prefill share avg 51.7"),
+		scaled("RMSNorm+Quant", layerName("RMSNorm+Quant", 8), "hipLaunchKernel", "tokens", 8.9, inv+": prefill share avg 8.9"),
+		scaled("Triton_copy", layerName("Triton_copy", 8), "hipModuleLaunchKernel", "tokens", 9.1, inv+": prefill share avg 9.1"),
+		scaled("GEMM_BF16 (rocBLAS)", router, "hipExtModuleLaunchKernel", "tokens", 21.2, inv+": avg 21.2 (router GEMM, prefill only)"),
+		scaled("MoE_gate (topk)", layerName("MoE_gate (topk)", 8), "hipLaunchKernel", "tokens", 7.6, inv+": prefill share avg 7.6"),
+		scaled("MoE_sort_P0", sortP0, "hipLaunchKernel", "tokens", 6.1, inv+": avg 6.1 (prefill only)"),
+		scaled("MoE_sort_P23", sortP23, "hipLaunchKernel", "tokens", 7.8, inv+": avg 7.8 (prefill only)"),
+		scaled("FP8_quant", layerName("FP8_quant", 8), "hipLaunchKernel", "tokens", 8.6, inv+": prefill share avg 8.6"),
+		scaled("MoE_GEMM_fused (ASM)", "aiter::fmoe_bf16_blockscaleFp8_g1u1_vs_silu_32x384", "hipModuleLaunchKernel", "tokens", 678.5, inv+": avg 678.5 (replaces both CK MoE GEMMs)"),
+		scaled("RMSNorm+Quant", layerName("RMSNorm+Quant", 8), "hipLaunchKernel", "tokens", 8.9, inv+": prefill share avg 8.9"),
+		scaled("FP8_quant", layerName("FP8_quant", 8), "hipLaunchKernel", "tokens", 8.6, inv+": prefill share avg 8.6"),
+		scaled("GEMM_FP8 (CK dense)", layerName("GEMM_FP8 (CK dense)", 16), "hipLaunchKernel", "tokens", 51.7, inv+": prefill share avg 51.7"),
+		scaled("RMSNorm_triton", "triton_red_fused__to_copy_add_mean_mul_pow_rsqrt_split_with_sizes_1", "hipModuleLaunchKernel", "tokens", 9.0, inv+": prefill share avg 9.0"),
+		scaled("RMSNorm_triton", "triton_red_fused__to_copy_add_mean_mul_pow_rsqrt_split_with_sizes_2", "hipModuleLaunchKernel", "tokens", 8.0, inv+": prefill share avg 8.0"),
+		scaled("RoPE", layerName("RoPE", 8), "hipLaunchKernel", "tokens", 7.9, inv+": prefill share avg 7.9"),
+		scaled("KV_cache_quant", layerName("KV_cache_quant", 8), "hipLaunchKernel", "tokens", 11.8, inv+": prefill share avg 11.8"),
+		fixed("prefill_epilogue", "RMSNorm+Quant", finalNorm, "hipLaunchKernel", 5.6, 0.05, inv+": avg 5.6 (final norm)"),
+		fixed("prefill_epilogue", "GEMM_BF16 (rocBLAS)", lmHead, "hipExtModuleLaunchKernel", 185.9, 0.02, inv+": avg 185.9 (lm_head)"),
+		fixed("prefill_sample", "Sampling", sampler, "hipLaunchKernel", 50.6, 0.03, inv+": avg 50.6"),
+	}
+}
+
+func suffixAfter(s, sep string) string {
+	if i := strings.Index(s, sep); i >= 0 {
+		return s[i+len(sep):]
+	}
+	return ""
+}
+
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+func round(v float64, digits int) float64 {
+	p := math.Pow(10, float64(digits))
+	return math.Round(v*p) / p
+}
+
+type slotObs struct {
+	bs  int
+	row layerRow
+}
+
+// deriveLayerSpecs fits the decode-layer rows from the four tables.
+func deriveLayerSpecs(t *testing.T, dir string) ([]spec, []string, map[int][]layerRow) {
+	t.Helper()
+	tables := map[int][]layerRow{}
+	var sizes []int
+	for _, bs := range []int{4, 8, 16, 32} {
+		rows, err := readLayerCSV(filepath.Join(dir, fmt.Sprintf("conc%d_layer.csv", bs)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tables[bs] = rows
+		sizes = append(sizes, bs)
+	}
+	// Slots: short name + occurrence; a slot missing from a table is
+	// inserted after the previous slot of the table that has it.
+	var order []string
+	obs := map[string][]slotObs{}
+	for _, bs := range sizes {
+		seen := map[string]int{}
+		prev := -1
+		for _, r := range tables[bs] {
+			key := fmt.Sprintf("%s#%d", r.ShortName, seen[r.ShortName])
+			seen[r.ShortName]++
+			i := slices.Index(order, key)
+			if i < 0 {
+				i = prev + 1
+				order = slices.Insert(order, i, key)
+			}
+			prev = i
+			obs[key] = append(obs[key], slotObs{bs, r})
+		}
+	}
+	var specs []spec
+	var notes []string
+	for _, key := range order {
+		o := obs[key]
+		short := o[0].row.ShortName
+		basis := "bs"
+		x := func(bs int) float64 { return float64(bs) }
+		if strings.HasPrefix(short, "MoE_GEMM") {
+			basis = "experts"
+			x = func(bs int) float64 { return activeExperts(float64(bs)) }
+		}
+		var sx, sy, sxx, sxy float64
+		var stdF, minF, maxF []float64
+		for _, p := range o {
+			xv := x(p.bs)
+			sx += xv
+			sy += p.row.AvgUS
+			sxx += xv * xv
+			sxy += xv * p.row.AvgUS
+			stdF = append(stdF, p.row.StdUS/p.row.AvgUS)
+			minF = append(minF, p.row.MinUS/p.row.AvgUS)
+			maxF = append(maxF, p.row.MaxUS/p.row.AvgUS)
+		}
+		n := float64(len(o))
+		a, b := sy/n, 0.0
+		if len(o) > 1 {
+			b = (n*sxy - sx*sy) / (n*sxx - sx*sx)
+			a = (sy - b*sx) / n
+			if b < 0 {
+				a, b = sy/n, 0
+			}
+		}
+		var sum float64
+		for _, v := range stdF {
+			sum += v
+		}
+		// Kernel variants: consecutive tables with the same name.
+		type variant struct {
+			name   string
+			lo, hi int
+		}
+		var vars []variant
+		for _, p := range o {
+			if len(vars) > 0 && vars[len(vars)-1].name == p.row.Kernel {
+				vars[len(vars)-1].hi = p.bs
+				continue
+			}
+			vars = append(vars, variant{p.row.Kernel, p.bs, p.bs})
+		}
+		// Batch-size ranges: a variant holds up to the last size it was
+		// seen at; the slot starts after the last table without it.
+		first := slices.Index(sizes, o[0].bs)
+		last := slices.Index(sizes, o[len(o)-1].bs)
+		for i, v := range vars {
+			lo := v.lo
+			if i == 0 {
+				lo = 1
+				if first > 0 {
+					lo = sizes[first-1] + 1
+				}
+			} else {
+				lo = vars[i-1].hi + 1
+			}
+			hi := v.hi
+			if i == len(vars)-1 && last == len(sizes)-1 {
+				hi = 1 << 20
+			}
+			var seen []string
+			for _, p := range o {
+				if p.row.Kernel == v.name {
+					seen = append(seen, strconv.Itoa(p.bs))
+				}
+			}
+			specs = append(specs, spec{
+				section: "layer", bsMin: lo, bsMax: hi, short: short, name: v.name,
+				launch: launchFor(v.name), basis: basis, a: round(a, 4), b: round(b, 5),
+				stdFrac: round(sum/n, 4), minFrac: round(median(minF), 4), maxFrac: round(median(maxF), 4),
+			})
+			notes = append(notes, fmt.Sprintf("fit over conc{%s}; name seen at conc{%s}", joinBS(o), strings.Join(seen, ",")))
+		}
+	}
+	return specs, notes, tables
+}
+
+func joinBS(o []slotObs) string {
+	var s []string
+	for _, p := range o {
+		s = append(s, strconv.Itoa(p.bs))
+	}
+	return strings.Join(s, ",")
+}
+
+var meanRe = regexp.MustCompile(`mean=([0-9.]+)`)
+
+// benchContext is the mean context of a run: mean input + half the mean output.
+func benchContext(t *testing.T, path string) float64 {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var in, out float64
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<22)
+	for sc.Scan() {
+		line := sc.Text()
+		m := meanRe.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		v, _ := strconv.ParseFloat(m[1], 64)
+		switch {
+		case strings.Contains(line, "input_lens") && in == 0:
+			in = v
+		case strings.Contains(line, "output_lens") && out == 0:
+			out = v
+		}
+	}
+	if in == 0 || out == 0 {
+		t.Fatalf("%s: no input/output length statistics", path)
+	}
+	return in + out/2
+}
+
+// inventoryAvg is the avg_us of the first kernel starting with prefix.
+func inventoryAvg(t *testing.T, path, prefix string) float64 {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(line, prefix) {
+			f := strings.Split(line, ",")
+			v, err := strconv.ParseFloat(f[len(f)-2], 64)
+			if err != nil {
+				t.Fatalf("%s: %q: %v", path, line, err)
+			}
+			return v
+		}
+	}
+	t.Fatalf("%s: no kernel %q", path, prefix)
+	return 0
+}
+
+func deriveModelData(t *testing.T) []byte {
+	dir := corpus.Dir(t)
+	adir := filepath.Join(dir, "atom-minimax-m2.5")
+	specs, notes, tables := deriveLayerSpecs(t, adir)
+	// Paged attention's context slope.
+	ref := benchContext(t, filepath.Join(adir, "level3_isl1024_conc8_bench.log"))
+	long := benchContext(t, filepath.Join(adir, "level3_isl8192_conc8_bench.log"))
+	var slope float64
+	for _, c := range []int{8, 16} {
+		short := inventoryAvg(t, filepath.Join(adir, fmt.Sprintf("level3_isl1024_conc%d_kernels.csv", c)), "aiter::pa_bf16")
+		lng := inventoryAvg(t, filepath.Join(adir, fmt.Sprintf("level3_isl8192_conc%d_kernels.csv", c)), "aiter::pa_bf16")
+		slope += (lng - short) / (long - ref) / 2
+	}
+	for i := range specs {
+		if strings.Contains(specs[i].name, "pa_bf16") {
+			specs[i].ctx = round(slope, 6)
+		}
+	}
+	layerName := func(short string, bs int) string {
+		for _, r := range tables[bs] {
+			if r.ShortName == short {
+				return r.Kernel
+			}
+		}
+		t.Fatalf("no %q in conc%d_layer.csv", short, bs)
+		return ""
+	}
+	for _, e := range extraRows(layerName) {
+		// Every non-layer kernel must be one the inventories show.
+		if !inInventories(t, adir, e.name) {
+			t.Errorf("kernel %.60q is in no level3 inventory", e.name)
+		}
+		e.a, e.b = round(e.a, 4), round(e.b, 9)
+		specs = append(specs, e.spec)
+		notes = append(notes, e.note)
+	}
+	var buf bytes.Buffer
+	if err := writeModelData(&buf, dataHeader, 62, round(ref, 2), specs, notes); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func inInventories(t *testing.T, dir, name string) bool {
+	files, _ := filepath.Glob(filepath.Join(dir, "level3_*_kernels.csv"))
+	cut := name
+	if len(cut) > 80 {
+		cut = cut[:80]
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bytes.Contains(data, []byte(cut)) || bytes.Contains(data, []byte(strings.ReplaceAll(cut, `"`, `""`))) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestDerivedModelData checks that the embedded data file is exactly what
+// the derivation from the corpus gives (and rewrites it with -update).
+func TestDerivedModelData(t *testing.T) {
+	got := deriveModelData(t)
+	if *update {
+		if err := atomicfile.Write(filepath.Join("data", "atom_minimax_m25.csv"), got); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if !bytes.Equal(got, defaultData) {
+		t.Fatalf("data/atom_minimax_m25.csv differs from its derivation from the corpus; rerun with -update and review the diff")
+	}
+}

@@ -1,0 +1,200 @@
+package synth
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"github.com/profile-model/profile-model/tracing"
+)
+
+// GenerateOptions describes a synthetic ATOM-style trace.
+type GenerateOptions struct {
+	Model         *Model        // nil: DefaultModel()
+	Layers        int           // transformer layers per step; 0: the model's
+	DecodeSteps   int           // decode steps
+	PrefillSteps  int           // prefill steps, spread evenly among the decode steps
+	BS            int           // decode batch size (the last 5% of decode steps drain to BS/2)
+	PromptLen     int           // prompt length upper bound; lengths are uniform in [0.8·L, L]; 0: 1024
+	Seed          uint64        // random seed (same seed, same trace)
+	GPUWindow     time.Duration // drop GPU events outside the last GPUWindow (profiler buffer)
+	PythonPerStep int           // python_function events per step; 0: the Recorder's default, <0: none
+	Gzip          bool          // gzip the output
+	ModelName     string        // served model name (file name of WriteATOM); "" : MiniMaxAI/MiniMax-M2.5
+	Start         time.Time     // profiler start; zero: a fixed date, so output is reproducible
+
+	// Variants for robust layer detection (issue 3).
+	RenameAnchor string // rename the paged-attention kernel (the compat anchor pa_bf16) to this name
+	TwoStreams   bool   // run the post-attention copy and the router GEMM on a second, overlapping stream
+	Alternate    bool   // odd layers are dense (an MLP instead of the MoE block): two kernel sequences
+	EagerDecode  bool   // decode steps launched eagerly and labelled prefill[bs=N tok=N ...]
+}
+
+// defaultStart is the profiler start of generated traces when none is given.
+var defaultStart = time.Date(2026, 3, 14, 9, 26, 53, 589_000_000, time.UTC)
+
+// NewRecording runs the steps GenerateOptions describe through the model and
+// returns the filled Recorder, ready to write.
+func NewRecording(opts GenerateOptions) (*Recorder, error) {
+	m := opts.Model
+	if m == nil {
+		m = DefaultModel()
+	}
+	if len(m.specs) == 0 {
+		return nil, fmt.Errorf("synth: kernel model %s has no data", m.Name)
+	}
+	mm := *m
+	if opts.Layers > 0 {
+		mm.Layers = opts.Layers
+	}
+	if opts.BS <= 0 {
+		return nil, fmt.Errorf("synth: batch size must be positive, got %d", opts.BS)
+	}
+	if opts.DecodeSteps < 0 || opts.PrefillSteps < 0 {
+		return nil, fmt.Errorf("synth: step counts must not be negative")
+	}
+	if opts.PromptLen <= 0 {
+		opts.PromptLen = 1024
+	}
+	if opts.ModelName == "" {
+		opts.ModelName = "MiniMaxAI/MiniMax-M2.5"
+	}
+	start := opts.Start
+	if start.IsZero() {
+		start = defaultStart
+	}
+	rng := rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x5851F42D4C957F2D))
+	rec := NewRecorder(RecorderOptions{Model: opts.ModelName, GPUWindow: opts.GPUWindow, PythonPerStep: opts.PythonPerStep})
+	rec.Start(start)
+	clock := start.Add(200 * time.Microsecond)
+	ctxPerSeq := int(0.9 * float64(opts.PromptLen))
+	prefillAt := func(p int) int { return p * opts.DecodeSteps / max(opts.PrefillSteps, 1) }
+	nextPrefill := 0
+	drainFrom := opts.DecodeSteps - opts.DecodeSteps/20
+	for d := 0; d <= opts.DecodeSteps; d++ {
+		for nextPrefill < opts.PrefillSteps && (prefillAt(nextPrefill) <= d || d == opts.DecodeSteps) {
+			tokens := 0
+			for range opts.BS {
+				lo := int(0.8 * float64(opts.PromptLen))
+				tokens += lo + rng.IntN(opts.PromptLen-lo+1)
+			}
+			runs := mm.PrefillStep(opts.BS, tokens, rng)
+			runs = applyVariants(runs, &opts, rng)
+			rec.Record(Step{Kind: tracing.StepPrefill, BS: opts.BS, Tokens: tokens, Start: clock, Kernels: runs})
+			clock = clock.Add(time.Duration(Duration(runs)) + 300*time.Microsecond)
+			nextPrefill++
+			ctxPerSeq = int(0.9 * float64(opts.PromptLen))
+		}
+		if d == opts.DecodeSteps {
+			break
+		}
+		bs := opts.BS
+		if d >= drainFrom && d > 0 {
+			bs = max(opts.BS/2, 1)
+		}
+		runs := mm.DecodeStep(bs, bs*ctxPerSeq, rng)
+		runs = applyVariants(runs, &opts, rng)
+		rec.Record(Step{Kind: tracing.StepDecode, BS: bs, Tokens: bs, Start: clock, Kernels: runs, Eager: opts.EagerDecode})
+		clock = clock.Add(time.Duration(Duration(runs)) + 300*time.Microsecond)
+		ctxPerSeq++
+	}
+	rec.Stop(clock)
+	return rec, nil
+}
+
+// Generate writes a synthetic ATOM-style trace to w and returns its truth.
+func Generate(ctx context.Context, w io.Writer, opts GenerateOptions) (*Truth, error) {
+	rec, err := NewRecording(opts)
+	if err != nil {
+		return nil, err
+	}
+	return rec.WriteTrace(ctx, w, tracing.WriterOptions{Gzip: opts.Gzip, TraceName: "synthetic ATOM trace"})
+}
+
+// applyVariants changes a step's kernels as the robust-mode variants ask.
+func applyVariants(runs []KernelRun, o *GenerateOptions, rng *rand.Rand) []KernelRun {
+	if o.Alternate {
+		runs = alternate(runs, rng)
+	}
+	for i := range runs {
+		r := &runs[i]
+		if o.RenameAnchor != "" && strings.Contains(r.Name, "pa_bf16") {
+			r.Name = o.RenameAnchor
+			r.ShortName = "PA (paged_attn)"
+		}
+		if o.TwoStreams && r.Layer >= 0 && (r.ShortName == "Triton_copy" || (r.ShortName == "GEMM_BF16 (rocBLAS)" && r.Pos < 8)) {
+			r.Stream = 1
+		}
+	}
+	return runs
+}
+
+// denseMLP is the kernel sequence that replaces the MoE block (router GEMM
+// through the second expert GEMM) in the odd layers of the Alternate variant.
+var denseMLP = []struct {
+	short, name string
+	avg         float64
+}{
+	{"FP8_quant", "_ZN5aiter37dynamic_per_group_scaled_quant_kernelIDF16bDB8_Li32EEEvPT0_PfPKT_PKfiliibPKii", 5.5},
+	{"GEMM_FP8 (CK dense)", "ck::kernel_gemm_xdl_cshuffle_v3_multi_d_blockscale_b_preshuffle<dense_mlp_gate_up>", 24.0},
+	{"Activation", "aiter::silu_and_mul_kernel<c10::BFloat16, 8>(c10::BFloat16*, c10::BFloat16 const*, int)", 5.8},
+	{"FP8_quant", "_ZN5aiter37dynamic_per_group_scaled_quant_kernelIDF16bDB8_Li32EEEvPT0_PfPKT_PKfiliibPKii", 5.5},
+	{"GEMM_FP8 (CK dense)", "ck::kernel_gemm_xdl_cshuffle_v3_multi_d_blockscale_b_preshuffle<dense_mlp_down>", 15.0},
+}
+
+func isMoEBlock(short string) bool {
+	return strings.HasPrefix(short, "MoE_") || short == "GEMM_BF16 (rocBLAS)"
+}
+
+// alternate rewrites every odd layer: the MoE block (from the router GEMM to
+// the second expert GEMM, with the quantisations between) becomes a dense MLP.
+func alternate(runs []KernelRun, rng *rand.Rand) []KernelRun {
+	out := make([]KernelRun, 0, len(runs))
+	for i := 0; i < len(runs); {
+		r := runs[i]
+		if r.Layer < 0 || r.Layer%2 == 0 || r.Section != SectionForward {
+			out = append(out, r)
+			i++
+			continue
+		}
+		// Copy the odd layer, replacing its MoE block.
+		layer := r.Layer
+		j := i
+		for j < len(runs) && runs[j].Layer == layer {
+			j++
+		}
+		block := runs[i:j]
+		first, last := -1, -1
+		for k, b := range block {
+			if isMoEBlock(b.ShortName) {
+				if first < 0 {
+					first = k
+				}
+				last = k
+			}
+		}
+		var seq []KernelRun
+		if first < 0 {
+			seq = append(seq, block...)
+		} else {
+			seq = append(seq, block[:first]...)
+			for _, d := range denseMLP {
+				seq = append(seq, KernelRun{
+					Name: d.name, ShortName: d.short, Dur: draw(rng, d.avg, d.avg*0.05, d.avg*0.85, d.avg*1.3),
+					Gap: gap(rng, 0.6, 1.6), Section: SectionForward, Layer: layer, Launch: launchFor(d.name),
+				})
+			}
+			seq = append(seq, block[last+1:]...)
+		}
+		for k := range seq {
+			seq[k].Pos = k
+			seq[k].LayerKind = 1
+		}
+		out = append(out, seq...)
+		i = j
+	}
+	return out
+}

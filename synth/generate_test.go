@@ -1,0 +1,208 @@
+package synth
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"math"
+	"strings"
+	"testing"
+	"time"
+)
+
+type rawEvent struct {
+	Ph   string          `json:"ph"`
+	Cat  string          `json:"cat"`
+	Name string          `json:"name"`
+	PID  json.RawMessage `json:"pid"`
+	TID  json.RawMessage `json:"tid"`
+	TS   json.Number     `json:"ts"`
+	Dur  json.Number     `json:"dur"`
+	ID   int64           `json:"id"`
+	Args map[string]any  `json:"args"`
+}
+
+type rawTrace struct {
+	TraceEvents []rawEvent `json:"traceEvents"`
+	Base        int64      `json:"baseTimeNanoseconds"`
+	Devices     []struct {
+		Name string `json:"name"`
+	} `json:"deviceProperties"`
+}
+
+// parseMicros turns Kineto's "123.456" µs text into integer ns.
+func parseMicros(t *testing.T, n json.Number) int64 {
+	t.Helper()
+	s := string(n)
+	whole, frac, _ := strings.Cut(s, ".")
+	var ns int64
+	for _, c := range whole {
+		ns = ns*10 + int64(c-'0')
+	}
+	for len(frac) < 3 {
+		frac += "0"
+	}
+	var f int64
+	for _, c := range frac[:3] {
+		f = f*10 + int64(c-'0')
+	}
+	return ns*1000 + f
+}
+
+func generate(t *testing.T, opts GenerateOptions) (*rawTrace, *Truth, []byte) {
+	t.Helper()
+	var buf bytes.Buffer
+	truth, err := Generate(context.Background(), &buf, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tr rawTrace
+	dec := json.NewDecoder(bytes.NewReader(buf.Bytes()))
+	dec.UseNumber()
+	if err := dec.Decode(&tr); err != nil {
+		t.Fatalf("generated trace is not valid JSON: %v", err)
+	}
+	return &tr, truth, buf.Bytes()
+}
+
+func TestGenerateDecodeStructure(t *testing.T) {
+	t.Parallel()
+	opts := GenerateOptions{Layers: 4, DecodeSteps: 20, PrefillSteps: 2, BS: 8, Seed: 1, PythonPerStep: 50}
+	tr, truth, _ := generate(t, opts)
+	if len(tr.Devices) != 1 || !strings.Contains(tr.Devices[0].Name, "MI355X") {
+		t.Errorf("devices = %+v, want one MI355X", tr.Devices)
+	}
+	var graphLaunches, replayed, annotations, gpuAnn, python, samplers int
+	graphCorr := map[json.Number]bool{}
+	for _, e := range tr.TraceEvents {
+		switch {
+		case e.Cat == "cuda_runtime" && e.Name == "hipGraphLaunch":
+			graphLaunches++
+			graphCorr[e.Args["correlation"].(json.Number)] = true
+		case e.Cat == "user_annotation":
+			annotations++
+		case e.Cat == "gpu_user_annotation":
+			gpuAnn++
+		case e.Cat == "python_function":
+			python++
+		}
+	}
+	for _, e := range tr.TraceEvents {
+		if e.Cat != "kernel" {
+			continue
+		}
+		c := e.Args["correlation"].(json.Number)
+		if graphCorr[c] {
+			replayed++
+			if e.Args["kind"] != "Dispatch Task" || e.Args["External id"] != nil {
+				t.Fatalf("replayed kernel %q has args %v, want kind Dispatch Task and no External id", e.Name, e.Args)
+			}
+		} else if e.Args["kind"] != "Dispatch Kernel" {
+			t.Fatalf("eager kernel %q has kind %v", e.Name, e.Args["kind"])
+		}
+		if strings.Contains(e.Name, "mix_sample") {
+			samplers++
+			if graphCorr[c] {
+				t.Errorf("sampler shares a graph launch's correlation")
+			}
+		}
+	}
+	if graphLaunches != 20 {
+		t.Errorf("graph launches = %d, want one per decode step (20)", graphLaunches)
+	}
+	// A decode step replays embedding + layers×19 + final norm + lm_head.
+	if want := 20 * (1 + 4*19 + 2); replayed != want {
+		t.Errorf("replayed kernels = %d, want %d", replayed, want)
+	}
+	if annotations != 22 || gpuAnn != 22 {
+		t.Errorf("annotations cpu=%d gpu=%d, want 22 each", annotations, gpuAnn)
+	}
+	if samplers != 22 {
+		t.Errorf("sampler kernels = %d, want one per step (22)", samplers)
+	}
+	if python != 22*50 {
+		t.Errorf("python_function events = %d, want %d", python, 22*50)
+	}
+	if truth.Steps["decode"] != 20 || truth.Steps["prefill"] != 2 {
+		t.Errorf("truth steps = %v", truth.Steps)
+	}
+	if truth.DecodeBS != 8 || truth.DecodeBSHist[8] != 19 || truth.DecodeBSHist[4] != 1 {
+		t.Errorf("truth decode bs = %d hist %v, want 8 with {8:19, 4:1}", truth.DecodeBS, truth.DecodeBSHist)
+	}
+	if len(truth.KernelsPerLayer) != 1 || truth.KernelsPerLayer[0] != 19 || truth.Layers != 4 {
+		t.Errorf("truth layers = %d × %v, want 4 × [19]", truth.Layers, truth.KernelsPerLayer)
+	}
+}
+
+// TestTruthMatchesWrittenDurations recomputes the per-position statistics
+// from the kernels in the file and compares them with the truth.
+func TestTruthMatchesWrittenDurations(t *testing.T) {
+	t.Parallel()
+	tr, truth, _ := generate(t, GenerateOptions{Layers: 3, DecodeSteps: 30, BS: 16, Seed: 7, PythonPerStep: -1})
+	// Decode kernels by step: replayed kernels in start order, grouped by graph.
+	graphCorr := map[json.Number]bool{}
+	for _, e := range tr.TraceEvents {
+		if e.Name == "hipGraphLaunch" {
+			graphCorr[e.Args["correlation"].(json.Number)] = true
+		}
+	}
+	type kern struct {
+		corr json.Number
+		name string
+		ts   int64
+		dur  int64
+	}
+	var ks []kern
+	for _, e := range tr.TraceEvents {
+		if e.Cat == "kernel" && graphCorr[e.Args["correlation"].(json.Number)] {
+			ks = append(ks, kern{e.Args["correlation"].(json.Number), e.Name, parseMicros(t, e.TS), parseMicros(t, e.Dur)})
+		}
+	}
+	per := len(truth.Positions)
+	sums := make([]float64, per)
+	counts := make([]int, per)
+	for i := 0; i < len(ks); {
+		j := i
+		for j < len(ks) && ks[j].corr == ks[i].corr {
+			j++
+		}
+		step := ks[i+1 : j-2] // drop embedding, final norm and lm_head
+		for k, kk := range step {
+			sums[k%per] += float64(kk.dur) / 1000
+			counts[k%per]++
+		}
+		i = j
+	}
+	for p, tp := range truth.Positions {
+		if counts[p] != tp.Count {
+			t.Errorf("pos %d: %d kernels in the file, truth says %d", p, counts[p], tp.Count)
+		}
+		if math.Abs(sums[p]/float64(counts[p])-tp.MeanUS) > 1e-9 {
+			t.Errorf("pos %d: mean %.6f in the file, truth %.6f", p, sums[p]/float64(counts[p]), tp.MeanUS)
+		}
+	}
+}
+
+func TestGPUWindowDropsWholeSteps(t *testing.T) {
+	t.Parallel()
+	// A decode step of 62 layers at bs 8 lasts about 15 ms; keep ~0.1 s.
+	tr, truth, _ := generate(t, GenerateOptions{DecodeSteps: 30, BS: 8, Seed: 3, PythonPerStep: -1, GPUWindow: 100 * time.Millisecond})
+	if truth.DecodeStepsWithoutKernels == 0 || truth.DecodeStepsWithoutKernels >= 30 {
+		t.Fatalf("decode steps without kernels = %d, want some but not all of 30", truth.DecodeStepsWithoutKernels)
+	}
+	var gpuAnn, cpuAnn int
+	for _, e := range tr.TraceEvents {
+		switch e.Cat {
+		case "gpu_user_annotation":
+			gpuAnn++
+		case "user_annotation":
+			cpuAnn++
+		}
+	}
+	if cpuAnn != 30 || gpuAnn != 30-truth.StepsWithoutKernels {
+		t.Errorf("annotations cpu=%d gpu=%d, want 30 and %d", cpuAnn, gpuAnn, 30-truth.StepsWithoutKernels)
+	}
+	if truth.GPUSpanS >= truth.WindowS {
+		t.Errorf("gpu span %.3f s not shorter than the window %.3f s", truth.GPUSpanS, truth.WindowS)
+	}
+}

@@ -1,0 +1,518 @@
+package synth
+
+import (
+	"bufio"
+	"bytes"
+	_ "embed"
+	"encoding/csv"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Section says where in a step a kernel runs and how it is launched.
+type Section uint8
+
+const (
+	// SectionPrep: eager launches before the forward pass, inside the step
+	// annotation (input copies, KV index generation).
+	SectionPrep Section = iota
+	// SectionForward: the forward pass. In a decode step it is replayed from
+	// one graph; in a prefill (or eager decode) step every kernel is launched
+	// eagerly.
+	SectionForward
+	// SectionSample: the sampler, launched eagerly after the forward pass,
+	// outside the step annotation, with its own correlation.
+	SectionSample
+)
+
+// KernelRun is one kernel a step runs.
+type KernelRun struct {
+	Name      string // full kernel name as a trace shows it
+	ShortName string // the compatible short name (corpus README)
+	Dur       int64  // ns
+	Gap       int64  // ns the stream idles before this kernel (launch latency)
+	Section   Section
+	Layer     int    // transformer layer, -1 outside the layers
+	Pos       int    // position within the layer, -1 outside the layers
+	LayerKind int    // 0, or 1 for the second kind of alternating layers
+	Launch    string // runtime call when launched eagerly (hipLaunchKernel, ...)
+	Stream    int    // 0 main stream, 1 side stream (overlaps the main one)
+}
+
+// Duration is how long a step's kernels keep the GPU busy: the sum of gaps
+// and durations of main-stream kernels. The simulated engine should use it
+// as the step time so that its clock and the trace agree.
+func Duration(runs []KernelRun) int64 {
+	var d int64
+	for i := range runs {
+		if runs[i].Stream == 0 {
+			d += runs[i].Gap + runs[i].Dur
+		}
+	}
+	return d
+}
+
+// Model is a kernel model of one engine: which kernels a decode or prefill
+// step runs and how long each takes. It is safe for concurrent use; every
+// random draw comes from the rng passed in.
+type Model struct {
+	// Name is a short description (the data file or the CSV paths).
+	Name string
+	// Layers is the number of transformer layers per step (62 for MiniMax-M2.5).
+	Layers int
+	// RefCtx is the mean per-sequence context (tokens) at which the layer
+	// timings were measured; paged attention grows with context beyond it.
+	RefCtx float64
+
+	specs  []spec       // built-in data (all sections)
+	tables []layerTable // compatible CSV tables, sorted by bs; nil for the built-in model
+}
+
+// spec is one row of the built-in data file.
+type spec struct {
+	section      string // prep, prologue, layer, epilogue, sample, prefill_prologue, prefill_layer, prefill_epilogue, prefill_sample
+	bsMin, bsMax int
+	short, name  string
+	launch       string
+	basis        string // const, bs, experts, tokens, attn
+	a, b, ctx    float64
+	stdFrac      float64
+	minFrac      float64
+	maxFrac      float64
+}
+
+// layerRow is one row of a compatible per-layer CSV
+// (pos,short_name,kernel,avg_us,std_us,min_us,max_us,pct,count).
+type layerRow struct {
+	Pos                        int
+	ShortName, Kernel          string
+	AvgUS, StdUS, MinUS, MaxUS float64
+}
+
+var layerHeader = []string{"pos", "short_name", "kernel", "avg_us", "std_us", "min_us", "max_us", "pct", "count"}
+
+// readLayerCSV reads a per-layer table in the compatible format. synth keeps
+// its own small reader so that it does not depend on package inventory.
+func readLayerCSV(path string) ([]layerRow, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	cr := csv.NewReader(f)
+	cr.FieldsPerRecord = len(layerHeader)
+	recs, err := cr.ReadAll()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(recs) < 2 || !slices.Equal(recs[0], layerHeader) {
+		return nil, fmt.Errorf("%s: not a per-layer CSV: want the header %s and at least one row", path, strings.Join(layerHeader, ","))
+	}
+	rows := make([]layerRow, 0, len(recs)-1)
+	for i, r := range recs[1:] {
+		var perr error
+		num := func(j int) float64 {
+			v, err := strconv.ParseFloat(r[j], 64)
+			if err != nil && perr == nil {
+				perr = fmt.Errorf("%s: line %d: column %s: %q is not a number", path, i+2, layerHeader[j], r[j])
+			}
+			return v
+		}
+		row := layerRow{Pos: int(num(0)), ShortName: r[1], Kernel: r[2], AvgUS: num(3), StdUS: num(4), MinUS: num(5), MaxUS: num(6)}
+		if perr != nil {
+			return nil, perr
+		}
+		rows = append(rows, row)
+	}
+	return rows, nil
+}
+
+type layerTable struct {
+	bs   int
+	path string
+	rows []layerRow
+}
+
+//go:embed data/atom_minimax_m25.csv
+var defaultData []byte
+
+// DefaultModel is the project's own model of an ATOM MiniMax-M2.5 (MoE,
+// 62 layers) decode and prefill step on one MI355X, from the embedded data
+// file data/atom_minimax_m25.csv (see its header for how it was derived).
+func DefaultModel() *Model {
+	m, err := parseModelData(defaultData)
+	if err != nil {
+		// The embedded file is checked by the package tests; a broken build
+		// would fail there first.
+		return &Model{Name: "invalid built-in data: " + err.Error()}
+	}
+	return m
+}
+
+func parseModelData(data []byte) (*Model, error) {
+	m := &Model{Name: "built-in ATOM MiniMax-M2.5 model", Layers: 62}
+	var body bytes.Buffer
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "#") {
+			if v, ok := strings.CutPrefix(line, "# ref_ctx="); ok {
+				f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+				if err != nil {
+					return nil, fmt.Errorf("model data: ref_ctx: %w", err)
+				}
+				m.RefCtx = f
+			}
+			if v, ok := strings.CutPrefix(line, "# layers="); ok {
+				n, err := strconv.Atoi(strings.TrimSpace(v))
+				if err != nil {
+					return nil, fmt.Errorf("model data: layers: %w", err)
+				}
+				m.Layers = n
+			}
+			continue
+		}
+		body.WriteString(line)
+		body.WriteByte('\n')
+	}
+	cr := csv.NewReader(&body)
+	recs, err := cr.ReadAll()
+	if err != nil {
+		return nil, fmt.Errorf("model data: %w", err)
+	}
+	if len(recs) < 2 {
+		return nil, fmt.Errorf("model data: no rows")
+	}
+	for i, r := range recs[1:] {
+		if len(r) != 14 {
+			return nil, fmt.Errorf("model data: row %d has %d fields, want 14", i+2, len(r))
+		}
+		var perr error
+		num := func(s string) float64 {
+			v, err := strconv.ParseFloat(s, 64)
+			if err != nil && perr == nil {
+				perr = fmt.Errorf("model data: row %d: %q is not a number", i+2, s)
+			}
+			return v
+		}
+		s := spec{
+			section: r[0], bsMin: int(num(r[1])), bsMax: int(num(r[2])),
+			short: r[3], name: r[4], launch: r[5], basis: r[6],
+			a: num(r[7]), b: num(r[8]), ctx: num(r[9]),
+			stdFrac: num(r[10]), minFrac: num(r[11]), maxFrac: num(r[12]),
+		}
+		_ = r[13] // source note
+		if perr != nil {
+			return nil, perr
+		}
+		m.specs = append(m.specs, s)
+	}
+	return m, nil
+}
+
+var concPrefix = regexp.MustCompile(`^conc(\d+)_`)
+
+// ModelFromLayerCSV builds a model whose decode layer comes from per-layer
+// tables in the compatible CSV format (SPEC §3.7), e.g. the seed's
+// conc8_layer.csv. Each file's batch size is read from its conc{N}_ name
+// prefix. With several tables, a step's timings are interpolated linearly in
+// batch size between the two nearest tables (when they have the same
+// positions; otherwise the nearest table is used as is, and outside the
+// tables' range the nearest one). With one table, every batch size gets that
+// table. Durations are drawn around each position's avg with its std,
+// clipped to the table's [min, max]. Steps' prologue, epilogue, sampling and
+// prefill kernels come from the built-in model.
+func ModelFromLayerCSV(paths ...string) (*Model, error) {
+	if len(paths) == 0 {
+		return nil, fmt.Errorf("kernel model: no layer CSV given")
+	}
+	m := DefaultModel()
+	m.Name = strings.Join(paths, ",")
+	m.tables = nil
+	for _, p := range paths {
+		mm := concPrefix.FindStringSubmatch(filepath.Base(p))
+		bs := 0
+		if mm != nil {
+			bs, _ = strconv.Atoi(mm[1])
+		}
+		if bs <= 0 && len(paths) > 1 {
+			return nil, fmt.Errorf("kernel model: %s: cannot tell its batch size: name it conc{N}_... (e.g. conc8_layer.csv)", p)
+		}
+		rows, err := readLayerCSV(p)
+		if err != nil {
+			return nil, fmt.Errorf("kernel model: %w", err)
+		}
+		for i, r := range rows {
+			if r.AvgUS <= 0 || r.MinUS > r.MaxUS || r.StdUS < 0 {
+				return nil, fmt.Errorf("kernel model: %s: row %d (pos %d): need avg > 0, std >= 0 and min <= max", p, i+2, r.Pos)
+			}
+		}
+		m.tables = append(m.tables, layerTable{bs: bs, path: p, rows: rows})
+	}
+	slices.SortStableFunc(m.tables, func(a, b layerTable) int { return a.bs - b.bs })
+	for i := 1; i < len(m.tables); i++ {
+		if m.tables[i].bs == m.tables[i-1].bs {
+			return nil, fmt.Errorf("kernel model: %s and %s have the same batch size %d", m.tables[i-1].path, m.tables[i].path, m.tables[i].bs)
+		}
+	}
+	return m, nil
+}
+
+// LayerPosition is one kernel position of a decode layer as the model sees it
+// at a given batch size: its expected timings in µs.
+type LayerPosition struct {
+	Pos                        int
+	ShortName, Kernel          string
+	AvgUS, StdUS, MinUS, MaxUS float64
+}
+
+// DecodeLayer returns the decode layer's positions at batch size bs and mean
+// context ctxTokens/bs (ctxTokens 0: the reference context).
+func (m *Model) DecodeLayer(bs, ctxTokens int) []LayerPosition {
+	if len(m.tables) > 0 {
+		return m.tableLayer(bs)
+	}
+	var out []LayerPosition
+	for _, s := range m.specs {
+		if s.section != "layer" || bs < s.bsMin || bs > s.bsMax {
+			continue
+		}
+		avg := m.specAvg(s, bs, ctxTokens, 0)
+		out = append(out, LayerPosition{
+			Pos: len(out), ShortName: s.short, Kernel: s.name,
+			AvgUS: avg, StdUS: avg * s.stdFrac, MinUS: avg * s.minFrac, MaxUS: avg * s.maxFrac,
+		})
+	}
+	return out
+}
+
+func (m *Model) tableLayer(bs int) []LayerPosition {
+	conv := func(rows []layerRow) []LayerPosition {
+		out := make([]LayerPosition, len(rows))
+		for i, r := range rows {
+			out[i] = LayerPosition{Pos: i, ShortName: r.ShortName, Kernel: r.Kernel, AvgUS: r.AvgUS, StdUS: r.StdUS, MinUS: r.MinUS, MaxUS: r.MaxUS}
+		}
+		return out
+	}
+	t := m.tables
+	if len(t) == 1 || bs <= t[0].bs {
+		return conv(t[0].rows)
+	}
+	if bs >= t[len(t)-1].bs {
+		return conv(t[len(t)-1].rows)
+	}
+	hi := 1
+	for t[hi].bs < bs {
+		hi++
+	}
+	lo := hi - 1
+	if t[hi].bs == bs {
+		return conv(t[hi].rows)
+	}
+	near := lo
+	if bs-t[lo].bs > t[hi].bs-bs {
+		near = hi
+	}
+	a, b := t[lo].rows, t[hi].rows
+	if len(a) != len(b) {
+		return conv(t[near].rows)
+	}
+	for i := range a {
+		if a[i].ShortName != b[i].ShortName {
+			return conv(t[near].rows)
+		}
+	}
+	f := float64(bs-t[lo].bs) / float64(t[hi].bs-t[lo].bs)
+	lerp := func(x, y float64) float64 { return x + (y-x)*f }
+	out := conv(t[near].rows)
+	for i := range out {
+		out[i].AvgUS = lerp(a[i].AvgUS, b[i].AvgUS)
+		out[i].StdUS = lerp(a[i].StdUS, b[i].StdUS)
+		out[i].MinUS = lerp(a[i].MinUS, b[i].MinUS)
+		out[i].MaxUS = lerp(a[i].MaxUS, b[i].MaxUS)
+	}
+	return out
+}
+
+// activeExperts is the expected number of distinct experts that bs tokens
+// route to with top-8 of 256 experts: the work of a MoE GEMM grows with it.
+func activeExperts(bs float64) float64 {
+	return 256 * (1 - math.Pow(1-8.0/256, bs))
+}
+
+// specAvg is a spec's expected duration in µs.
+func (m *Model) specAvg(s spec, bs, ctxTokens, tokens int) float64 {
+	var avg float64
+	switch s.basis {
+	case "bs":
+		avg = s.a + s.b*float64(bs)
+	case "experts":
+		avg = s.a + s.b*activeExperts(float64(bs))
+	case "tokens":
+		avg = s.a + s.b*float64(tokens)
+	case "attn": // causal attention: tokens × mean sequence length
+		seqs := max(bs, 1)
+		avg = s.a + s.b*float64(tokens)*float64(tokens)/float64(seqs)
+	default:
+		avg = s.a
+	}
+	if s.ctx != 0 && ctxTokens > 0 && bs > 0 {
+		avg += s.ctx * (float64(ctxTokens)/float64(bs) - m.RefCtx)
+	}
+	return max(avg, 1.0)
+}
+
+func draw(rng *rand.Rand, avg, std, lo, hi float64) int64 {
+	v := avg
+	if std > 0 && rng != nil {
+		v = avg + std*rng.NormFloat64()
+	}
+	if hi > 0 && v > hi {
+		v = hi
+	}
+	if v < lo {
+		v = lo
+	}
+	ns := int64(math.Round(v * 1000))
+	return max(ns, 1000)
+}
+
+func gap(rng *rand.Rand, lo, hi float64) int64 {
+	if rng == nil {
+		return int64((lo + hi) / 2 * 1000)
+	}
+	return int64((lo + (hi-lo)*rng.Float64()) * 1000)
+}
+
+func (m *Model) runSpec(rng *rand.Rand, s spec, sec Section, bs, ctxTokens, tokens int) KernelRun {
+	avg := m.specAvg(s, bs, ctxTokens, tokens)
+	d := draw(rng, avg, avg*s.stdFrac, avg*s.minFrac, avg*s.maxFrac)
+	g := gap(rng, 0.6, 1.6)
+	if sec != SectionForward {
+		g = gap(rng, 4, 9)
+	}
+	return KernelRun{Name: s.name, ShortName: s.short, Dur: d, Gap: g, Section: sec, Layer: -1, Pos: -1, Launch: s.launch}
+}
+
+// DecodeStep returns the kernels of one decode step in GPU order: the eager
+// input preparation, the forward pass (embedding, Layers layers, final norm,
+// lm_head) that the engine replays from one graph, and the eager sampler.
+// ctxTokens is the total context (KV tokens) over the batch; 0 means the
+// reference context of the model's timings. Durations are in ns.
+func (m *Model) DecodeStep(bs, ctxTokens int, rng *rand.Rand) []KernelRun {
+	bs = max(bs, 1)
+	layer := m.DecodeLayer(bs, ctxTokens)
+	runs := make([]KernelRun, 0, 8+m.Layers*len(layer))
+	for _, s := range m.specs {
+		if s.section == "prep" {
+			runs = append(runs, m.runSpec(rng, s, SectionPrep, bs, ctxTokens, bs))
+		}
+	}
+	for _, s := range m.specs {
+		if s.section == "prologue" {
+			runs = append(runs, m.runSpec(rng, s, SectionForward, bs, ctxTokens, bs))
+		}
+	}
+	for l := 0; l < m.Layers; l++ {
+		for p, lp := range layer {
+			runs = append(runs, KernelRun{
+				Name: lp.Kernel, ShortName: lp.ShortName,
+				Dur:     draw(rng, lp.AvgUS, lp.StdUS, lp.MinUS, lp.MaxUS),
+				Gap:     gap(rng, 0.6, 1.6),
+				Section: SectionForward, Layer: l, Pos: p, Launch: launchFor(lp.Kernel),
+			})
+		}
+	}
+	for _, s := range m.specs {
+		if s.section == "epilogue" {
+			runs = append(runs, m.runSpec(rng, s, SectionForward, bs, ctxTokens, bs))
+		}
+	}
+	for _, s := range m.specs {
+		if s.section == "sample" {
+			runs = append(runs, m.runSpec(rng, s, SectionSample, bs, ctxTokens, bs))
+		}
+	}
+	return runs
+}
+
+// PrefillStep returns the kernels of one prefill step of seqs sequences and
+// tokens prompt tokens in total, all launched eagerly: flash attention
+// instead of paged attention, the fused ASM MoE kernel instead of the two CK
+// MoE GEMMs, multi-phase MoE sorting, then the sampler.
+func (m *Model) PrefillStep(seqs, tokens int, rng *rand.Rand) []KernelRun {
+	seqs = max(seqs, 1)
+	tokens = max(tokens, seqs)
+	var layer []spec
+	runs := make([]KernelRun, 0, 8+m.Layers*20)
+	for _, s := range m.specs {
+		switch s.section {
+		case "prefill_prologue":
+			runs = append(runs, m.runSpec(rng, s, SectionForward, seqs, 0, tokens))
+		case "prefill_layer":
+			layer = append(layer, s)
+		}
+	}
+	for l := 0; l < m.Layers; l++ {
+		for p, s := range layer {
+			r := m.runSpec(rng, s, SectionForward, seqs, 0, tokens)
+			r.Layer, r.Pos = l, p
+			runs = append(runs, r)
+		}
+	}
+	for _, s := range m.specs {
+		if s.section == "prefill_epilogue" {
+			runs = append(runs, m.runSpec(rng, s, SectionForward, seqs, 0, tokens))
+		}
+	}
+	for _, s := range m.specs {
+		if s.section == "prefill_sample" {
+			runs = append(runs, m.runSpec(rng, s, SectionSample, seqs, 0, tokens))
+		}
+	}
+	return runs
+}
+
+// launchFor guesses the HIP runtime call that launches a kernel eagerly:
+// Tensile GEMMs go through hipExtModuleLaunchKernel, code objects (ASM,
+// Triton) through hipModuleLaunchKernel, the rest through hipLaunchKernel.
+func launchFor(name string) string {
+	switch {
+	case strings.HasPrefix(name, "Cijk_"):
+		return "hipExtModuleLaunchKernel"
+	case strings.HasPrefix(name, "triton_"), strings.Contains(name, "pa_bf16"),
+		strings.Contains(name, "fmha_fwd"), strings.Contains(name, "fmoe_"):
+		return "hipModuleLaunchKernel"
+	}
+	return "hipLaunchKernel"
+}
+
+// writeModelData renders specs in the data file's format (used by the
+// derivation test to regenerate the embedded file).
+func writeModelData(w io.Writer, header string, layers int, refCtx float64, specs []spec, notes []string) error {
+	var b bytes.Buffer
+	b.WriteString(header)
+	fmt.Fprintf(&b, "# layers=%d\n# ref_ctx=%.2f\n", layers, refCtx)
+	cw := csv.NewWriter(&b)
+	_ = cw.Write([]string{"section", "bs_min", "bs_max", "short_name", "kernel", "launch", "basis", "a_us", "b_us", "ctx_us_per_token", "std_frac", "min_frac", "max_frac", "source"})
+	f := func(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
+	for i, s := range specs {
+		_ = cw.Write([]string{s.section, strconv.Itoa(s.bsMin), strconv.Itoa(s.bsMax), s.short, s.name, s.launch, s.basis,
+			f(s.a), f(s.b), f(s.ctx), f(s.stdFrac), f(s.minFrac), f(s.maxFrac), notes[i]})
+	}
+	cw.Flush()
+	if err := cw.Error(); err != nil {
+		return err
+	}
+	_, err := w.Write(b.Bytes())
+	return err
+}

@@ -1,0 +1,802 @@
+package synth
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/klauspost/compress/gzip"
+	"github.com/profile-model/profile-model/internal/atomicfile"
+	"github.com/profile-model/profile-model/tracing"
+)
+
+// Step is one engine step as the engine executed it.
+type Step struct {
+	Kind    tracing.StepKind // tracing.StepDecode or tracing.StepPrefill
+	BS      int              // sequences in the step
+	Tokens  int              // tokens processed (a decode step: BS)
+	Start   time.Time        // when the engine began the step, on its own clock
+	Kernels []KernelRun      // from Model.DecodeStep / PrefillStep; not copied, do not modify after Record
+	// Eager marks a decode step run without graph replay: every kernel is
+	// launched eagerly and, as older ATOM releases do, the step is labelled
+	// prefill[bs=N tok=N ...].
+	Eager bool
+}
+
+// RecorderOptions configures a Recorder.
+type RecorderOptions struct {
+	// Model is the served model name; the trace file name uses its base name
+	// with unsafe characters replaced by '_', as ATOM does.
+	Model string
+	// GPUWindow, when positive, drops GPU events (kernels, their flow ends,
+	// GPU annotations) of every step that starts more than GPUWindow before
+	// the last GPU event ends, as a full profiler buffer does. The cut falls
+	// on a step boundary, so each step is either whole or has no GPU events.
+	GPUWindow time.Duration
+	// PythonPerStep is the number of python_function events per step
+	// (default 2500: like a real trace recorded with stacks, they are most
+	// of its events). Negative: none.
+	PythonPerStep int
+	// Rank is the TP rank (the rank_<r> directory).
+	Rank int
+	// Gzip level for WriteATOM (default klauspost BestSpeed).
+	GzipLevel int
+}
+
+// Recorder collects the steps an engine runs while profiling and writes them
+// as an ATOM-style Kineto trace. It is safe for concurrent use.
+type Recorder struct {
+	opts  RecorderOptions
+	mu    sync.Mutex
+	start time.Time
+	stop  time.Time
+	steps []Step
+}
+
+// NewRecorder returns an empty Recorder.
+func NewRecorder(opts RecorderOptions) *Recorder {
+	if opts.PythonPerStep == 0 {
+		opts.PythonPerStep = 2500
+	}
+	if opts.PythonPerStep < 0 {
+		opts.PythonPerStep = 0
+	}
+	return &Recorder{opts: opts}
+}
+
+// Start marks the start of the profiled window (torch profiler start).
+func (r *Recorder) Start(t time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.start = t
+}
+
+// Record adds one executed step.
+func (r *Recorder) Record(s Step) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.start.IsZero() {
+		r.start = s.Start
+	}
+	r.steps = append(r.steps, s)
+}
+
+// Stop marks the end of the profiled window.
+func (r *Recorder) Stop(t time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.stop = t
+}
+
+// Steps is the number of steps recorded.
+func (r *Recorder) Steps() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.steps)
+}
+
+var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]`)
+
+// TraceFileName is ATOM's trace file name for model at time t:
+// <model basename, unsafe characters → _>_ts_<YYYYmmdd_HHMMSS>_<ms>.pt.trace.json.gz.
+func TraceFileName(model string, t time.Time) string {
+	base := model
+	if i := strings.LastIndexByte(strings.TrimRight(base, "/"), '/'); i >= 0 {
+		base = strings.TrimRight(base, "/")[i+1:]
+	}
+	base = unsafeName.ReplaceAllString(base, "_")
+	if base == "" {
+		base = "model"
+	}
+	return fmt.Sprintf("%s_ts_%s_%03d.pt.trace.json.gz", base, t.Format("20060102_150405"), t.Nanosecond()/1e6)
+}
+
+// WriteATOM writes the trace as ATOM does at stop: into
+// <dir>/rank_<r>/TraceFileName(model, now), first as the .json, then gzipped
+// to the .json.gz, and the .json removed. It returns the .gz path and the
+// truth of what it wrote.
+func (r *Recorder) WriteATOM(ctx context.Context, dir string, now time.Time) (string, *Truth, error) {
+	rankDir := filepath.Join(dir, fmt.Sprintf("rank_%d", r.opts.Rank))
+	if err := os.MkdirAll(rankDir, 0o755); err != nil {
+		return "", nil, fmt.Errorf("writing trace: %w", err)
+	}
+	gzPath := filepath.Join(rankDir, TraceFileName(r.opts.Model, now))
+	jsonPath := strings.TrimSuffix(gzPath, ".gz")
+	var truth *Truth
+	err := atomicfile.WriteFunc(jsonPath, func(w io.Writer) error {
+		var err error
+		truth, err = r.WriteTrace(ctx, w, tracing.WriterOptions{TraceName: jsonPath})
+		return err
+	})
+	if err != nil {
+		return "", nil, err
+	}
+	err = atomicfile.WriteFunc(gzPath, func(w io.Writer) error {
+		in, err := os.Open(jsonPath)
+		if err != nil {
+			return err
+		}
+		defer in.Close()
+		level := r.opts.GzipLevel
+		if level == 0 {
+			level = gzip.BestSpeed
+		}
+		gz, err := gzip.NewWriterLevel(w, level)
+		if err != nil {
+			return err
+		}
+		if _, err := io.Copy(gz, ctxReader{ctx, in}); err != nil {
+			return err
+		}
+		return gz.Close()
+	})
+	if err != nil {
+		return "", nil, err
+	}
+	if err := os.Remove(jsonPath); err != nil {
+		return "", nil, fmt.Errorf("writing trace: %w", err)
+	}
+	return gzPath, truth, nil
+}
+
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}
+
+// Trace identities, as a roctracer-era trace on a two-socket MI355X node
+// shows them: the GPU's pid is its HSA agent index (CPU agents first).
+const (
+	cpuPID      = 2451
+	cpuTID      = 2451
+	gpuPID      = 2
+	mainStream  = 0
+	sideStream  = 1
+	bootAgoNS   = 4_912_345_678_000_000 // relative timestamps ~4.9e12 µs, as real traces show
+	hostGapNS   = 40_000
+	launchDurNS = 4_000
+)
+
+// placed is a step laid out on the trace clock.
+type placed struct {
+	cpuStart, cpuEnd int64 // the step annotation on the CPU
+	stepEnd          int64 // when the host moves on (after syncing on the sampler)
+	graphLaunch      int64 // hipGraphLaunch time, 0 when eager
+	graphCorr        int64
+	firstExt         int64   // External id of the step annotation
+	starts           []int64 // kernel start times, as Kernels
+	launches         []int64 // eager launch times, as Kernels (0 for replayed kernels)
+	corrs            []int64 // correlation ids, as Kernels (replayed kernels: the graph launch's)
+	exts             []int64 // External ids, as Kernels (0 for replayed kernels)
+	gpuStart, gpuEnd int64   // prep + forward kernels
+	dropped          bool    // GPU events dropped (profiler buffer)
+	label            string
+}
+
+func (s *Step) eagerForward() bool { return s.Kind != tracing.StepDecode || s.Eager }
+
+func stepLabel(s *Step) string {
+	switch {
+	case s.Kind == tracing.StepDecode && s.Eager:
+		return fmt.Sprintf("prefill[bs=%d tok=%d p=%d d=0]", s.BS, s.Tokens, s.BS)
+	case s.Kind == tracing.StepDecode:
+		return fmt.Sprintf("decode[bs=%d tok=%d p=0 d=%d]", s.BS, s.Tokens, s.BS)
+	default:
+		return fmt.Sprintf("%s[bs=%d tok=%d p=%d d=0]", s.Kind, s.BS, s.Tokens, s.BS)
+	}
+}
+
+// layout places every step on the trace clock: steps never overlap, the
+// GPU runs one stream in order (plus an overlapping side stream), and
+// every eager kernel starts after its launch.
+func (r *Recorder) layout() []placed {
+	out := make([]placed, len(r.steps))
+	var prevEnd, ext, corr int64 = 0, 1000, 50000
+	for i := range r.steps {
+		s := &r.steps[i]
+		p := &out[i]
+		p.label = stepLabel(s)
+		cpu := max(s.Start.UnixNano(), prevEnd+hostGapNS)
+		p.cpuStart = cpu
+		ext++
+		p.firstExt = ext
+		cur := cpu + 60_000 // scheduling and input preparation on the host
+		n := len(s.Kernels)
+		p.starts, p.launches, p.corrs, p.exts = make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
+		gpu := cur
+		var lastMainStart, side int64
+		place := func(k int, notBefore int64) {
+			kr := &s.Kernels[k]
+			if kr.Stream != 0 {
+				st := max(lastMainStart+kr.Gap, side)
+				p.starts[k] = st
+				side = st + kr.Dur
+				return
+			}
+			st := max(gpu+kr.Gap, notBefore)
+			p.starts[k] = st
+			lastMainStart = st
+			gpu = st + kr.Dur
+		}
+		eager := s.eagerForward()
+		// Prep and (eager) forward kernels: one launch each, 2-8 µs apart.
+		firstGPU := true
+		for k := range s.Kernels {
+			kr := &s.Kernels[k]
+			if kr.Section == SectionSample || (!eager && kr.Section == SectionForward) {
+				continue
+			}
+			cur += launchDurNS + 3_000
+			p.launches[k] = cur
+			ext++
+			corr++
+			p.exts[k], p.corrs[k] = ext, corr
+			place(k, cur+5_000)
+			if firstGPU {
+				p.gpuStart = p.starts[k]
+				firstGPU = false
+			}
+		}
+		if !eager {
+			cur += 10_000
+			p.graphLaunch = cur
+			corr++
+			p.graphCorr = corr
+			gpu = max(gpu, cur+15_000)
+			for k := range s.Kernels {
+				if s.Kernels[k].Section == SectionForward {
+					p.corrs[k] = corr
+					place(k, 0)
+					if firstGPU {
+						p.gpuStart = p.starts[k]
+						firstGPU = false
+					}
+				}
+			}
+			cur += 45_000 // hipGraphLaunch returns
+		}
+		p.gpuEnd = max(gpu, side)
+		p.cpuEnd = cur + 5_000
+		// The sampler: launched after the annotation, runs after the forward pass.
+		cur = p.cpuEnd + 10_000
+		for k := range s.Kernels {
+			if s.Kernels[k].Section == SectionSample {
+				cur += launchDurNS + 3_000
+				p.launches[k] = cur
+				ext++
+				corr++
+				p.exts[k], p.corrs[k] = ext, corr
+				place(k, cur+5_000)
+			}
+		}
+		if firstGPU {
+			p.gpuStart, p.gpuEnd = cur, cur
+		}
+		p.stepEnd = max(gpu, side, cur) + 30_000 // the host syncs on the sampled tokens
+		prevEnd = p.stepEnd
+	}
+	return out
+}
+
+// applyWindow marks the steps whose GPU events a full profiler buffer lost.
+func (r *Recorder) applyWindow(pl []placed) {
+	if r.opts.GPUWindow <= 0 || len(pl) == 0 {
+		return
+	}
+	var last int64
+	for i := range pl {
+		last = max(last, pl[i].stepEnd)
+	}
+	cut := last - r.opts.GPUWindow.Nanoseconds()
+	for i := range pl {
+		if pl[i].gpuStart < cut {
+			pl[i].dropped = true
+		}
+	}
+}
+
+// WriteTrace writes the recorded steps as a Kineto trace (plain JSON unless
+// opts.Gzip) and returns the truth of what it wrote. Device, base time and
+// ROCm header keys are filled in when opts leaves them empty.
+func (r *Recorder) WriteTrace(ctx context.Context, w io.Writer, opts tracing.WriterOptions) (*Truth, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	pl := r.layout()
+	r.applyWindow(pl)
+	if len(opts.Devices) == 0 {
+		opts.Devices = []tracing.DeviceProperties{tracing.MI355X(0)}
+	}
+	if opts.RoctracerVersion == "" {
+		opts.RoctracerVersion = "4.1"
+		opts.HIPRuntimeVersion = 70051831
+	}
+	if opts.WorldSize == 0 {
+		opts.WorldSize = 1
+		opts.Rank = r.opts.Rank
+	}
+	first := r.start.UnixNano()
+	if len(pl) > 0 && (first == 0 || pl[0].cpuStart < first) {
+		first = pl[0].cpuStart
+	}
+	if opts.BaseTimeNS == 0 {
+		opts.BaseTimeNS = (first - bootAgoNS) / 1e9 * 1e9
+	}
+	if opts.TraceID == "" {
+		opts.TraceID = fmt.Sprintf("%016X%016X", uint64(first), uint64(len(r.steps))*0x9E3779B97F4A7C15)
+	}
+	tw, err := tracing.NewWriter(w, opts)
+	if err != nil {
+		return nil, err
+	}
+	e := &emitter{r: r, tw: tw, pl: pl, ctx: ctx}
+	e.all(first)
+	if e.err != nil {
+		return nil, e.err
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	return r.truth(pl), nil
+}
+
+// emitter writes the sections of a trace in Kineto's order: CPU ops and
+// annotations, Python frames, runtime calls with flow starts, GPU activities
+// with flow ends, GPU annotations, then metadata.
+type emitter struct {
+	r   *Recorder
+	tw  *tracing.Writer
+	pl  []placed
+	ctx context.Context
+	ev  tracing.OutEvent
+	err error
+	n   int
+}
+
+func (e *emitter) emit() {
+	if e.err != nil {
+		return
+	}
+	if e.n++; e.n%4096 == 0 {
+		if err := e.ctx.Err(); err != nil {
+			e.err = err
+			return
+		}
+	}
+	e.err = e.tw.WriteEvent(&e.ev)
+}
+
+func (e *emitter) x(cat, name string, pid, tid, ts, dur int64) {
+	e.ev = tracing.OutEvent{Ph: 'X', Cat: cat, Name: name, PID: pid, TID: tid, TS: ts, Dur: dur, Args: e.ev.Args[:0]}
+}
+
+func (e *emitter) arg(a tracing.Arg) { e.ev.Args = append(e.ev.Args, a) }
+
+func (e *emitter) all(first int64) {
+	steps := e.r.steps
+	// 1. CPU ops and user annotations.
+	for i := range steps {
+		e.cpuOps(i)
+	}
+	// 2. Python frames.
+	for i := range steps {
+		e.python(i)
+	}
+	// 3. Runtime calls.
+	for i := range steps {
+		e.runtime(i)
+	}
+	// 4. GPU activities.
+	for i := range steps {
+		if !e.pl[i].dropped {
+			e.gpu(i)
+		}
+	}
+	// 5. GPU annotations.
+	for i := range steps {
+		p := &e.pl[i]
+		if p.dropped || p.gpuEnd <= p.gpuStart {
+			continue
+		}
+		e.x("gpu_user_annotation", p.label, gpuPID, mainStream, p.gpuStart, p.gpuEnd-p.gpuStart)
+		e.arg(tracing.IntArg("External id", p.firstExt))
+		e.emit()
+	}
+	// 6. Metadata, the profiler span and the window end.
+	last := first
+	if n := len(e.pl); n > 0 {
+		last = e.pl[n-1].stepEnd
+	}
+	if !e.r.stop.IsZero() {
+		last = max(last, e.r.stop.UnixNano())
+	}
+	meta := func(name string, pid, tid int64, key string, v tracing.Arg) {
+		e.ev = tracing.OutEvent{Ph: 'M', Name: name, PID: pid, TID: tid, TS: first, Args: e.ev.Args[:0]}
+		v.Key = key
+		e.arg(v)
+		e.emit()
+	}
+	meta("process_name", cpuPID, 0, "name", tracing.StrArg("", "python3"))
+	meta("process_labels", cpuPID, 0, "labels", tracing.StrArg("", "CPU"))
+	meta("process_sort_index", cpuPID, 0, "sort_index", tracing.IntArg("", cpuPID))
+	for g := int64(0); g < 10; g++ {
+		meta("process_name", g, 0, "name", tracing.StrArg("", "python3"))
+		meta("process_labels", g, 0, "labels", tracing.StrArg("", "GPU "+strconv.FormatInt(g, 10)))
+		meta("process_sort_index", g, 0, "sort_index", tracing.IntArg("", 5000000+g))
+	}
+	meta("thread_name", gpuPID, mainStream, "name", tracing.StrArg("", "stream 0 "))
+	meta("thread_sort_index", gpuPID, mainStream, "sort_index", tracing.IntArg("", mainStream))
+	meta("thread_name", gpuPID, sideStream, "name", tracing.StrArg("", "stream 1 "))
+	meta("thread_sort_index", gpuPID, sideStream, "sort_index", tracing.IntArg("", sideStream))
+	meta("thread_name", cpuPID, cpuTID, "name", tracing.StrArg("", "thread "+strconv.Itoa(cpuTID)+" (python3)"))
+	meta("thread_sort_index", cpuPID, cpuTID, "sort_index", tracing.IntArg("", cpuTID))
+	e.ev = tracing.OutEvent{Ph: 'X', Cat: "Trace", Name: "PyTorch Profiler (0)", PIDName: "Spans", TIDName: "PyTorch Profiler", TS: first, Dur: last - first, Args: e.ev.Args[:0]}
+	e.arg(tracing.IntArg("Op count", 0))
+	e.emit()
+	e.ev = tracing.OutEvent{Ph: 'M', Name: "process_sort_index", PIDName: "Spans", TS: first, Args: e.ev.Args[:0]}
+	e.arg(tracing.IntArg("sort_index", 536870912))
+	e.emit()
+	e.ev = tracing.OutEvent{Ph: 'i', Name: "Iteration Start: PyTorch Profiler", Scope: "g", PIDName: "Traces", TIDName: "Trace PyTorch Profiler", TS: first}
+	e.emit()
+	e.ev = tracing.OutEvent{Ph: 'i', Name: "Record Window End", Scope: "g", PIDName: " ", TIDName: " ", TS: last + 1000}
+	e.emit()
+}
+
+// cpuOpName is the operator that launches a kernel eagerly.
+func cpuOpName(k *KernelRun) string {
+	switch {
+	case k.Launch == "hipMemcpyAsync":
+		return "aten::copy_"
+	case strings.HasPrefix(k.Name, "Cijk_"):
+		return "aten::mm"
+	case strings.HasPrefix(k.Name, "triton_"):
+		return "triton_op"
+	case strings.Contains(k.Name, "mix_sample"):
+		return "aiter::mixed_sample_outer_exponential"
+	case strings.Contains(k.Name, "fmha_fwd"):
+		return "aiter::mha_varlen_fwd"
+	case strings.Contains(k.Name, "fmoe_"):
+		return "aiter::fmoe_fp8_blockscale_g1u1"
+	case strings.Contains(k.Name, "moe_gemm"), strings.Contains(k.Name, "MoeSorting"):
+		return "aiter::moe_sorting_fwd"
+	}
+	return "aiter::" + shortOp(k.ShortName)
+}
+
+func shortOp(s string) string {
+	if s == "" {
+		return "custom_op"
+	}
+	var b strings.Builder
+	for _, c := range strings.ToLower(s) {
+		if c >= 'a' && c <= 'z' || c >= '0' && c <= '9' {
+			b.WriteRune(c)
+		} else {
+			b.WriteByte('_')
+		}
+	}
+	return strings.Trim(b.String(), "_")
+}
+
+func (e *emitter) cpuOps(i int) {
+	s := &e.r.steps[i]
+	p := &e.pl[i]
+	e.x("user_annotation", p.label, cpuPID, cpuTID, p.cpuStart, p.cpuEnd-p.cpuStart)
+	e.arg(tracing.IntArg("External id", p.firstExt))
+	e.arg(tracing.IntArg("Record function id", 0))
+	e.emit()
+	for k := range s.Kernels {
+		if p.launches[k] == 0 {
+			continue
+		}
+		kr := &s.Kernels[k]
+		e.x("cpu_op", cpuOpName(kr), cpuPID, cpuTID, p.launches[k]-2_000, launchDurNS+3_000)
+		e.arg(tracing.IntArg("External id", p.exts[k]))
+		e.arg(tracing.IntArg("Record function id", 0))
+		e.emit()
+	}
+}
+
+var pyFrames = []string{
+	"atom/model_engine/engine_core.py(318): busy_loop",
+	"atom/model_engine/engine_core.py(352): step",
+	"torch/utils/_contextlib.py(120): decorate_context",
+	"atom/model_engine/model_runner.py(1208): forward",
+	"atom/model_engine/scheduler.py(214): schedule",
+	"atom/model_engine/model_runner.py(987): prepare_inputs",
+	"atom/utils/forward_context.py(141): set_forward_context",
+	"<built-in method tolist of Tensor object at 0x7f3c2e5a1b70>",
+	"atom/model_engine/sequence.py(96): append_token",
+	"atom/model_engine/block_manager.py(77): may_append",
+	"<built-in method item of Tensor object at 0x7f3c2e5a1c10>",
+	"atom/model_ops/sampler.py(58): forward",
+	"torch/nn/modules/module.py(1775): _call_impl",
+	"torch/nn/modules/module.py(1764): _wrapped_call_impl",
+	"<built-in function len>",
+	"atom/model_engine/scheduler.py(301): postprocess",
+}
+
+// python writes the step's Python frames: a few frames spanning the step and
+// many short calls under them.
+func (e *emitter) python(i int) {
+	n := e.r.opts.PythonPerStep
+	if n == 0 {
+		return
+	}
+	p := &e.pl[i]
+	start, end := p.cpuStart-20_000, p.stepEnd-5_000
+	id := int64(i)*int64(n+8) + 1
+	frame := func(name string, ts, dur, parent int64) int64 {
+		e.x("python_function", name, cpuPID, cpuTID, ts, dur)
+		if parent == 0 {
+			e.arg(tracing.NullArg("Python parent id"))
+		} else {
+			e.arg(tracing.IntArg("Python parent id", parent))
+		}
+		e.arg(tracing.IntArg("Python id", id))
+		e.arg(tracing.IntArg("Python thread", 0))
+		e.emit()
+		id++
+		return id - 1
+	}
+	top := frame(pyFrames[0], start, end-start, 0)
+	top = frame(pyFrames[1], start+500, end-start-1000, top)
+	top = frame(pyFrames[2], start+900, end-start-1800, top)
+	leaves := n - 3
+	if leaves <= 0 {
+		return
+	}
+	span := (end - start - 2000) / int64(leaves)
+	for j := 0; j < leaves; j++ {
+		ts := start + 1000 + int64(j)*span
+		frame(pyFrames[3+j%(len(pyFrames)-3)], ts, max(span*3/4, 1), top)
+	}
+}
+
+func (e *emitter) runtime(i int) {
+	s := &e.r.steps[i]
+	p := &e.pl[i]
+	for k := range s.Kernels {
+		if p.launches[k] == 0 {
+			continue
+		}
+		kr := &s.Kernels[k]
+		ts := p.launches[k]
+		e.x("cuda_runtime", kr.Launch, cpuPID, cpuTID, ts, launchDurNS)
+		e.arg(tracing.IntArg("External id", p.exts[k]))
+		if kr.Launch != "hipMemcpyAsync" {
+			e.arg(tracing.StrArg("kernel", kr.Name))
+		}
+		e.arg(tracing.IntArg("cid", cidOf(kr.Launch)))
+		e.arg(tracing.IntArg("correlation", p.corrs[k]))
+		if kr.Launch != "hipMemcpyAsync" {
+			e.arg(tracing.IntsArg("grid", gridOf(kr)))
+			e.arg(tracing.IntsArg("block", []int64{256, 1, 1}))
+			e.arg(tracing.IntArg("shared memory", 0))
+		}
+		e.emit()
+		e.ev = tracing.OutEvent{Ph: 's', ID: p.corrs[k], PID: cpuPID, TID: cpuTID, TS: ts, Cat: "ac2g", Name: "ac2g", Args: e.ev.Args[:0]}
+		e.emit()
+	}
+	if p.graphLaunch != 0 {
+		e.x("cuda_runtime", "hipGraphLaunch", cpuPID, cpuTID, p.graphLaunch, 45_000)
+		e.arg(tracing.IntArg("cid", 215))
+		e.arg(tracing.IntArg("correlation", p.graphCorr))
+		e.emit()
+		e.ev = tracing.OutEvent{Ph: 'f', ID: p.graphCorr, PID: cpuPID, TID: cpuTID, TS: p.graphLaunch, Cat: "ac2g", Name: "ac2g", BP: "e", Args: e.ev.Args[:0]}
+		e.emit()
+	}
+}
+
+func cidOf(launch string) int64 {
+	switch launch {
+	case "hipModuleLaunchKernel":
+		return 169
+	case "hipExtModuleLaunchKernel":
+		return 65
+	case "hipMemcpyAsync":
+		return 134
+	}
+	return 107
+}
+
+func gridOf(k *KernelRun) []int64 {
+	g := int64(len(k.Name)%7+1) * 64
+	return []int64{g, 1, 1}
+}
+
+func (e *emitter) gpu(i int) {
+	s := &e.r.steps[i]
+	p := &e.pl[i]
+	for k := range s.Kernels {
+		kr := &s.Kernels[k]
+		tid := int64(mainStream)
+		if kr.Stream != 0 {
+			tid = sideStream
+		}
+		corr := p.corrs[k]
+		e.x("kernel", kr.Name, gpuPID, tid, p.starts[k], kr.Dur)
+		if p.exts[k] != 0 {
+			e.arg(tracing.IntArg("External id", p.exts[k]))
+		}
+		e.arg(tracing.IntArg("device", gpuPID))
+		e.arg(tracing.IntArg("stream", tid))
+		e.arg(tracing.IntArg("correlation", corr))
+		if p.launches[k] != 0 {
+			e.arg(tracing.StrArg("kind", "Dispatch Kernel"))
+			e.arg(tracing.IntsArg("grid", gridOf(kr)))
+			e.arg(tracing.IntsArg("block", []int64{256, 1, 1}))
+		} else {
+			e.arg(tracing.StrArg("kind", "Dispatch Task"))
+		}
+		e.emit()
+		e.ev = tracing.OutEvent{Ph: 'f', ID: corr, PID: gpuPID, TID: tid, TS: p.starts[k], Cat: "ac2g", Name: "ac2g", BP: "e", Args: e.ev.Args[:0]}
+		e.emit()
+	}
+}
+
+// Truth is what a generated trace holds, for tests to compare analyses with.
+// Durations are in µs, computed from the integer-ns durations written.
+type Truth struct {
+	Steps                     map[string]int `json:"steps"` // kind -> count (eager prefill-labelled decodes count as decode)
+	DecodeBS                  int            `json:"decode_bs"`
+	DecodeBSHist              map[int]int    `json:"decode_bs_hist"`
+	DecodeStepsWithoutKernels int            `json:"decode_steps_without_kernels"`
+	StepsWithoutKernels       int            `json:"steps_without_kernels"`
+	Layers                    int            `json:"layers_per_step"`
+	KernelsPerLayer           []int          `json:"kernels_per_layer"` // one entry per layer kind
+	Positions                 []TruthPos     `json:"positions"`         // decode layers of steps whose GPU events were written
+	PrefillPositions          []TruthPos     `json:"prefill_positions"`
+	Kernels                   int            `json:"kernels"` // GPU kernels written
+	KernelTimeUS              float64        `json:"kernel_time_us"`
+	GPUSpanS                  float64        `json:"gpu_span_s"`
+	WindowS                   float64        `json:"window_s"` // first to last CPU step annotation
+}
+
+// TruthPos is one layer position's statistics over every layer written.
+type TruthPos struct {
+	LayerKind int     `json:"layer_kind"`
+	Pos       int     `json:"pos"`
+	ShortName string  `json:"short_name"`
+	Kernel    string  `json:"kernel"` // the name in the first layer written
+	MeanUS    float64 `json:"mean_us"`
+	StdUS     float64 `json:"std_us"` // sample standard deviation
+	MinUS     float64 `json:"min_us"`
+	MaxUS     float64 `json:"max_us"`
+	Count     int     `json:"count"`
+}
+
+type posAcc struct {
+	TruthPos
+	sum, sumsq float64
+	min, max   int64
+}
+
+func (r *Recorder) truth(pl []placed) *Truth {
+	t := &Truth{Steps: map[string]int{}, DecodeBSHist: map[int]int{}}
+	dec := map[[2]int]*posAcc{}
+	pre := map[[2]int]*posAcc{}
+	kpl := map[int]int{}
+	var gpuFirst, gpuLast int64 = math.MaxInt64, 0
+	for i := range r.steps {
+		s := &r.steps[i]
+		p := &pl[i]
+		t.Steps[string(s.Kind)]++
+		if s.Kind == tracing.StepDecode {
+			t.DecodeBSHist[s.BS]++
+		}
+		if p.dropped {
+			t.StepsWithoutKernels++
+			if s.Kind == tracing.StepDecode {
+				t.DecodeStepsWithoutKernels++
+			}
+			continue
+		}
+		acc := pre
+		if s.Kind == tracing.StepDecode {
+			acc = dec
+		}
+		for k := range s.Kernels {
+			kr := &s.Kernels[k]
+			t.Kernels++
+			t.KernelTimeUS += float64(kr.Dur) / 1000
+			gpuFirst = min(gpuFirst, p.starts[k])
+			gpuLast = max(gpuLast, p.starts[k]+kr.Dur)
+			if kr.Layer < 0 {
+				continue
+			}
+			if kr.Layer == 0 || kr.Layer == 1 {
+				kpl[kr.LayerKind] = max(kpl[kr.LayerKind], kr.Pos+1)
+			}
+			key := [2]int{kr.LayerKind, kr.Pos}
+			a := acc[key]
+			if a == nil {
+				a = &posAcc{TruthPos: TruthPos{LayerKind: kr.LayerKind, Pos: kr.Pos, ShortName: kr.ShortName, Kernel: kr.Name}, min: kr.Dur, max: kr.Dur}
+				acc[key] = a
+			}
+			v := float64(kr.Dur) / 1000
+			a.Count++
+			a.sum += v
+			a.sumsq += v * v
+			a.min = min(a.min, kr.Dur)
+			a.max = max(a.max, kr.Dur)
+			if kr.Layer+1 > t.Layers && s.Kind == tracing.StepDecode {
+				t.Layers = kr.Layer + 1
+			}
+		}
+	}
+	best := 0
+	for bs, n := range t.DecodeBSHist {
+		if n > t.DecodeBSHist[best] || (n == t.DecodeBSHist[best] && bs < best) {
+			best = bs
+		}
+	}
+	t.DecodeBS = best
+	finish := func(m map[[2]int]*posAcc) []TruthPos {
+		var out []TruthPos
+		for _, a := range m {
+			n := float64(a.Count)
+			a.MeanUS = a.sum / n
+			if a.Count > 1 {
+				a.StdUS = math.Sqrt(max(0, (a.sumsq-a.sum*a.sum/n)/(n-1)))
+			}
+			a.MinUS = float64(a.min) / 1000
+			a.MaxUS = float64(a.max) / 1000
+			out = append(out, a.TruthPos)
+		}
+		slices.SortFunc(out, func(x, y TruthPos) int {
+			if x.LayerKind != y.LayerKind {
+				return x.LayerKind - y.LayerKind
+			}
+			return x.Pos - y.Pos
+		})
+		return out
+	}
+	t.Positions = finish(dec)
+	t.PrefillPositions = finish(pre)
+	for kind := 0; kind < len(kpl); kind++ {
+		t.KernelsPerLayer = append(t.KernelsPerLayer, kpl[kind])
+	}
+	if gpuLast > 0 {
+		t.GPUSpanS = float64(gpuLast-gpuFirst) / 1e9
+	}
+	if n := len(pl); n > 0 {
+		t.WindowS = float64(pl[n-1].cpuEnd-pl[0].cpuStart) / 1e9
+	}
+	return t
+}
