@@ -1,0 +1,262 @@
+package inventory
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/csv"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+
+	"github.com/profile-model/profile-model/tracing"
+)
+
+// NS is a duration in integer nanoseconds that prints as microseconds with
+// three decimals, so that per-kernel totals add up exactly.
+type NS int64
+
+func (n NS) String() string {
+	v := int64(n)
+	sign := ""
+	if v < 0 {
+		sign, v = "-", -v
+	}
+	return fmt.Sprintf("%s%d.%03d", sign, v/1000, v%1000)
+}
+
+// MarshalJSON writes the microseconds with their three decimals.
+func (n NS) MarshalJSON() ([]byte, error) { return []byte(n.String()), nil }
+
+// US is the value in microseconds.
+func (n NS) US() float64 { return float64(n) / 1000 }
+
+// KernelRow is one distinct kernel (or copy) of a trace.
+type KernelRow struct {
+	Kernel    string  `json:"kernel"`
+	ShortName string  `json:"short_name"`
+	Category  string  `json:"category"`
+	Provider  string  `json:"provider"`
+	Kind      string  `json:"kind"` // kernel, memcpy or memset
+	Count     int     `json:"count"`
+	TotalUS   NS      `json:"total_us"`
+	AvgUS     float64 `json:"avg_us"`
+	MinUS     float64 `json:"min_us"`
+	MaxUS     float64 `json:"max_us"`
+	StdUS     float64 `json:"std_us"` // sample standard deviation
+	Pct       float64 `json:"pct"`    // share of all GPU activity time
+}
+
+// CategoryRow is one category's totals.
+type CategoryRow struct {
+	Category     string  `json:"category"`
+	Providers    string  `json:"providers"` // distinct providers, "; "-separated
+	Kernels      int     `json:"kernels"`   // distinct kernels
+	Count        int     `json:"count"`     // launches
+	TotalUS      NS      `json:"total_us"`
+	Pct          float64 `json:"pct"`
+	DecodeStepUS float64 `json:"decode_step_us"` // per decode step
+	LayerUS      float64 `json:"layer_us"`       // per decode layer (robust layer table)
+}
+
+// Inventory is every distinct kernel of a trace with its category.
+type Inventory struct {
+	Rules        string        `json:"rules"`
+	KernelTimeUS NS            `json:"kernel_time_us"` // kernels only, as inspect counts them
+	GPUTimeUS    NS            `json:"gpu_time_us"`    // kernels, copies and memsets
+	OtherPct     float64       `json:"other_pct"`      // share of kernel time in no category
+	Categories   map[string]NS `json:"categories"`     // category -> total µs
+	DecodeSteps  int           `json:"decode_steps"`
+	Kernels      []KernelRow   `json:"kernels"`
+	ByCategory   []CategoryRow `json:"by_category"`
+}
+
+type acc struct {
+	kind          tracing.ActivityKind
+	n             int
+	total         int64
+	min, max      int64
+	mean, m2      float64 // µs, Welford
+	decode        int64   // ns inside decode steps
+	name          string
+}
+
+// BuildInventory aggregates the kernels of tr by name and categorises them.
+// layers (the robust decode table, may be nil) gives the per-layer column of
+// the category totals.
+func BuildInventory(ctx context.Context, tr *tracing.Trace, rules *Rules, layers *LayerTable) (*Inventory, error) {
+	if rules == nil {
+		rules = DefaultRules()
+	}
+	inDecode := make([]bool, len(tr.Kernels))
+	decodeSteps := 0
+	for i := range tr.Steps {
+		if st := &tr.Steps[i]; st.Kind == tracing.StepDecode && len(st.Kernels) > 0 {
+			decodeSteps++
+			for _, k := range st.Kernels {
+				inDecode[k] = true
+			}
+		}
+	}
+	byName := map[string]*acc{}
+	var order []*acc
+	for i := range tr.Kernels {
+		if i%(1<<16) == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
+		k := &tr.Kernels[i]
+		a := byName[k.Name]
+		if a == nil {
+			a = &acc{kind: k.Kind, name: k.Name, min: k.Dur, max: k.Dur}
+			byName[k.Name] = a
+			order = append(order, a)
+		}
+		a.n++
+		a.total += k.Dur
+		a.min, a.max = min(a.min, k.Dur), max(a.max, k.Dur)
+		v := float64(k.Dur) / 1000
+		d := v - a.mean
+		a.mean += d / float64(a.n)
+		a.m2 += d * (v - a.mean)
+		if inDecode[i] {
+			a.decode += k.Dur
+		}
+	}
+	inv := &Inventory{Rules: rules.Source, Categories: map[string]NS{}, DecodeSteps: decodeSteps}
+	var kernelNS, gpuNS, otherNS int64
+	for _, a := range order {
+		gpuNS += a.total
+		if a.kind == tracing.KindKernel {
+			kernelNS += a.total
+		}
+	}
+	cats := map[string]*CategoryRow{}
+	provs := map[string]map[string]bool{}
+	for _, a := range order {
+		c := rules.Classify(a.name)
+		if a.kind != tracing.KindKernel && c.Category == Other {
+			c = Class{Category: "Memcpy / memset", Provider: "runtime", ShortName: a.name}
+		}
+		if a.kind == tracing.KindKernel && c.Category == Other {
+			otherNS += a.total
+		}
+		row := KernelRow{Kernel: a.name, ShortName: c.ShortName, Category: c.Category, Provider: c.Provider,
+			Kind: a.kind.String(), Count: a.n, TotalUS: NS(a.total), AvgUS: a.mean,
+			MinUS: float64(a.min) / 1000, MaxUS: float64(a.max) / 1000}
+		if a.n > 1 {
+			row.StdUS = math.Sqrt(a.m2 / float64(a.n-1))
+		}
+		if gpuNS > 0 {
+			row.Pct = float64(a.total) / float64(gpuNS) * 100
+		}
+		inv.Kernels = append(inv.Kernels, row)
+		cr := cats[c.Category]
+		if cr == nil {
+			cr = &CategoryRow{Category: c.Category}
+			cats[c.Category] = cr
+			provs[c.Category] = map[string]bool{}
+		}
+		if c.Provider != "" {
+			provs[c.Category][c.Provider] = true
+		}
+		cr.Kernels++
+		cr.Count += a.n
+		cr.TotalUS += NS(a.total)
+		if decodeSteps > 0 {
+			cr.DecodeStepUS += float64(a.decode) / 1000 / float64(decodeSteps)
+		}
+	}
+	slices.SortStableFunc(inv.Kernels, func(a, b KernelRow) int {
+		return cmp.Or(cmp.Compare(b.TotalUS, a.TotalUS), cmp.Compare(a.Kernel, b.Kernel))
+	})
+	inv.KernelTimeUS, inv.GPUTimeUS = NS(kernelNS), NS(gpuNS)
+	if kernelNS > 0 {
+		inv.OtherPct = float64(otherNS) / float64(kernelNS) * 100
+	}
+	layerUS := layerTimeByCategory(layers)
+	for name, cr := range cats {
+		inv.Categories[name] = cr.TotalUS
+		if gpuNS > 0 {
+			cr.Pct = float64(cr.TotalUS) / float64(gpuNS) * 100
+		}
+		cr.LayerUS = layerUS[name]
+		ps := make([]string, 0, len(provs[name]))
+		for p := range provs[name] {
+			ps = append(ps, p)
+		}
+		slices.Sort(ps)
+		for i, p := range ps {
+			if i > 0 {
+				cr.Providers += "; "
+			}
+			cr.Providers += p
+		}
+		inv.ByCategory = append(inv.ByCategory, *cr)
+	}
+	slices.SortFunc(inv.ByCategory, func(a, b CategoryRow) int {
+		return cmp.Or(cmp.Compare(b.TotalUS, a.TotalUS), cmp.Compare(a.Category, b.Category))
+	})
+	return inv, nil
+}
+
+// layerTimeByCategory is the time per decode layer of each category: the
+// position averages weighted by how many layers of each kind ran.
+func layerTimeByCategory(t *LayerTable) map[string]float64 {
+	out := map[string]float64{}
+	if t == nil || len(t.Positions) == 0 {
+		return out
+	}
+	layersOfKind := map[int]int{}
+	for _, p := range t.Positions {
+		layersOfKind[p.LayerKind] = max(layersOfKind[p.LayerKind], p.Count)
+	}
+	total := 0
+	for _, n := range layersOfKind {
+		total += n
+	}
+	if total == 0 {
+		return out
+	}
+	for _, p := range t.Positions {
+		out[p.Category] += p.AvgUS * float64(p.Count) / float64(total)
+	}
+	return out
+}
+
+// KernelsHeader is the column list of conc{bs}_kernels.csv (SPEC §5.1).
+var KernelsHeader = []string{"kernel", "short_name", "category", "provider", "count", "total_us", "avg_us", "min_us", "max_us", "std_us", "pct"}
+
+// CategoriesHeader is the column list of conc{bs}_categories.csv.
+var CategoriesHeader = []string{"category", "providers", "kernels", "count", "total_us", "pct", "decode_step_us", "layer_us"}
+
+func f3(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
+func f2(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }
+
+// KernelsCSV renders the inventory (sorted by total time, fixed formats).
+func (inv *Inventory) KernelsCSV() []byte {
+	var buf bytes.Buffer
+	w := csv.NewWriter(&buf)
+	_ = w.Write(KernelsHeader)
+	for _, r := range inv.Kernels {
+		_ = w.Write([]string{r.Kernel, r.ShortName, r.Category, r.Provider, strconv.Itoa(r.Count), r.TotalUS.String(),
+			f3(r.AvgUS), f3(r.MinUS), f3(r.MaxUS), f3(r.StdUS), f2(r.Pct)})
+	}
+	w.Flush()
+	return buf.Bytes()
+}
+
+// CategoriesCSV renders the category totals.
+func (inv *Inventory) CategoriesCSV() []byte {
+	var buf bytes.Buffer
+	w := csv.NewWriter(&buf)
+	_ = w.Write(CategoriesHeader)
+	for _, r := range inv.ByCategory {
+		_ = w.Write([]string{r.Category, r.Providers, strconv.Itoa(r.Kernels), strconv.Itoa(r.Count), r.TotalUS.String(),
+			f2(r.Pct), f3(r.DecodeStepUS), f3(r.LayerUS)})
+	}
+	w.Flush()
+	return buf.Bytes()
+}
