@@ -73,13 +73,13 @@ type Inventory struct {
 }
 
 type acc struct {
-	kind          tracing.ActivityKind
-	n             int
-	total         int64
-	min, max      int64
-	mean, m2      float64 // µs, Welford
-	decode        int64   // ns inside decode steps
-	name          string
+	kind     tracing.ActivityKind
+	n        int
+	total    int64
+	min, max int64
+	mean, m2 float64 // µs, Welford
+	decode   int64   // ns inside decode steps
+	name     string
 }
 
 // BuildInventory aggregates the kernels of tr by name and categorises them.
