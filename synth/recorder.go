@@ -681,11 +681,15 @@ type Truth struct {
 	Layers                    int            `json:"layers_per_step"`
 	KernelsPerLayer           []int          `json:"kernels_per_layer"` // one entry per layer kind
 	Positions                 []TruthPos     `json:"positions"`         // decode layers of steps whose GPU events were written
-	PrefillPositions          []TruthPos     `json:"prefill_positions"`
-	Kernels                   int            `json:"kernels"` // GPU kernels written
-	KernelTimeUS              float64        `json:"kernel_time_us"`
-	GPUSpanS                  float64        `json:"gpu_span_s"`
-	WindowS                   float64        `json:"window_s"` // first to last CPU step annotation
+	// CompatPositions counts decode layers as the seed's anchor slicing
+	// does: a layer counts only when the next anchor follows exactly one
+	// layer later, so the last layer of each decode step is left out.
+	CompatPositions  []TruthPos `json:"compat_positions"`
+	PrefillPositions []TruthPos `json:"prefill_positions"`
+	Kernels          int        `json:"kernels"` // GPU kernels written
+	KernelTimeUS     float64    `json:"kernel_time_us"`
+	GPUSpanS         float64    `json:"gpu_span_s"`
+	WindowS          float64    `json:"window_s"` // first to last CPU step annotation
 }
 
 // TruthPos is one layer position's statistics over every layer written.
@@ -707,9 +711,25 @@ type posAcc struct {
 	min, max   int64
 }
 
+func addPos(acc map[[2]int]*posAcc, kr *KernelRun) {
+	key := [2]int{kr.LayerKind, kr.Pos}
+	a := acc[key]
+	if a == nil {
+		a = &posAcc{TruthPos: TruthPos{LayerKind: kr.LayerKind, Pos: kr.Pos, ShortName: kr.ShortName, Kernel: kr.Name}, min: kr.Dur, max: kr.Dur}
+		acc[key] = a
+	}
+	v := float64(kr.Dur) / 1000
+	a.Count++
+	a.sum += v
+	a.sumsq += v * v
+	a.min = min(a.min, kr.Dur)
+	a.max = max(a.max, kr.Dur)
+}
+
 func (r *Recorder) truth(pl []placed) *Truth {
 	t := &Truth{Steps: map[string]int{}, DecodeBSHist: map[int]int{}}
 	dec := map[[2]int]*posAcc{}
+	cmp := map[[2]int]*posAcc{}
 	pre := map[[2]int]*posAcc{}
 	kpl := map[int]int{}
 	var gpuFirst, gpuLast int64 = math.MaxInt64, 0
@@ -728,8 +748,12 @@ func (r *Recorder) truth(pl []placed) *Truth {
 			continue
 		}
 		acc := pre
+		lastLayer := -1
 		if s.Kind == tracing.StepDecode {
 			acc = dec
+			for k := range s.Kernels {
+				lastLayer = max(lastLayer, s.Kernels[k].Layer)
+			}
 		}
 		for k := range s.Kernels {
 			kr := &s.Kernels[k]
@@ -743,18 +767,10 @@ func (r *Recorder) truth(pl []placed) *Truth {
 			if kr.Layer == 0 || kr.Layer == 1 {
 				kpl[kr.LayerKind] = max(kpl[kr.LayerKind], kr.Pos+1)
 			}
-			key := [2]int{kr.LayerKind, kr.Pos}
-			a := acc[key]
-			if a == nil {
-				a = &posAcc{TruthPos: TruthPos{LayerKind: kr.LayerKind, Pos: kr.Pos, ShortName: kr.ShortName, Kernel: kr.Name}, min: kr.Dur, max: kr.Dur}
-				acc[key] = a
+			addPos(acc, kr)
+			if s.Kind == tracing.StepDecode && kr.Layer < lastLayer {
+				addPos(cmp, kr)
 			}
-			v := float64(kr.Dur) / 1000
-			a.Count++
-			a.sum += v
-			a.sumsq += v * v
-			a.min = min(a.min, kr.Dur)
-			a.max = max(a.max, kr.Dur)
 			if kr.Layer+1 > t.Layers && s.Kind == tracing.StepDecode {
 				t.Layers = kr.Layer + 1
 			}
@@ -788,6 +804,7 @@ func (r *Recorder) truth(pl []placed) *Truth {
 		return out
 	}
 	t.Positions = finish(dec)
+	t.CompatPositions = finish(cmp)
 	t.PrefillPositions = finish(pre)
 	for kind := 0; kind < len(kpl); kind++ {
 		t.KernelsPerLayer = append(t.KernelsPerLayer, kpl[kind])
