@@ -2,8 +2,9 @@ package tracing
 
 import (
 	"bytes"
-	"errors"
+	"encoding/binary"
 	"math"
+	"math/bits"
 	"strconv"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -21,7 +22,13 @@ var structural = func() (t [256]bool) {
 	return t
 }()
 
-var errSyntax = errors.New("invalid JSON")
+// delim marks the bytes that end a number or literal.
+var delim = func() (t [256]bool) {
+	for _, c := range []byte(",}]:\"{[ \n\r\t") {
+		t[c] = true
+	}
+	return t
+}()
 
 func isSpace(c byte) bool { return c == ' ' || c == '\n' || c == '\r' || c == '\t' }
 
@@ -32,26 +39,43 @@ func skipSpace(b []byte, i int) int {
 	return i
 }
 
+// SWAR (eight bytes at a time) byte search: hasByte flags the bytes of x
+// equal to c. Only the lowest flag is exact (a borrow can flag a byte above
+// a match), and only the lowest is used.
+const (
+	lsb = 0x0101010101010101
+	msb = 0x8080808080808080
+)
+
+func hasByte(x uint64, c byte) uint64 {
+	y := x ^ (lsb * uint64(c))
+	return (y - lsb) &^ y & msb
+}
+
 // stringEnd returns the index just past the closing quote of the string whose
 // opening quote is at b[i], or -1 when b ends first.
 func stringEnd(b []byte, i int) int {
 	j := i + 1
-	for {
-		k := bytes.IndexByte(b[j:], '"')
-		if k < 0 {
-			return -1
+	for j < len(b) {
+		if j+8 <= len(b) {
+			x := binary.LittleEndian.Uint64(b[j:])
+			m := hasByte(x, '"') | hasByte(x, '\\')
+			if m == 0 {
+				j += 8
+				continue
+			}
+			j += bits.TrailingZeros64(m) >> 3
 		}
-		j += k
-		// An odd run of backslashes before the quote escapes it.
-		n := 0
-		for p := j - 1; p > i && b[p] == '\\'; p-- {
-			n++
-		}
-		if n%2 == 0 {
+		switch b[j] {
+		case '"':
 			return j + 1
+		case '\\':
+			j += 2
+		default:
+			j++
 		}
-		j++
 	}
+	return -1
 }
 
 // lexer reads one complete JSON value held in b.
@@ -98,11 +122,7 @@ func (l *lexer) str() ([]byte, bool) {
 func (l *lexer) scalar() ([]byte, bool) {
 	l.ws()
 	j := l.i
-	for j < len(l.b) {
-		c := l.b[j]
-		if c == ',' || c == '}' || c == ']' || c == ':' || isSpace(c) || c == '"' || c == '{' || c == '[' {
-			break
-		}
+	for j < len(l.b) && !delim[l.b[j]] {
 		j++
 	}
 	if j == l.i {
@@ -194,10 +214,31 @@ const (
 // or incomplete/invalid. It checks that brackets match but not the grammar
 // between them: the skipped parts of a trace are only counted, never read.
 func compositeEnd(b []byte, i int) int {
+	return skipNested(b, i, 0, 0)
+}
+
+// objectRest returns the index past the '}' that closes the object whose
+// members continue at b[i].
+func objectRest(b []byte, i int) int {
+	return skipNested(b, i, '{', 1)
+}
+
+func skipNested(b []byte, i int, open0 byte, depth int) int {
 	var stack [64]byte
-	depth := 0
+	stack[0] = open0
 	var deep []byte
 	for i < len(b) {
+		if i+8 <= len(b) {
+			x := binary.LittleEndian.Uint64(b[i:])
+			// '[' and ']' differ from '{' and '}' only in bit 0x20.
+			y := x | 0x2020202020202020
+			m := hasByte(x, '"') | hasByte(y, '{') | hasByte(y, '}')
+			if m == 0 {
+				i += 8
+				continue
+			}
+			i += bits.TrailingZeros64(m) >> 3
+		}
 		c := b[i]
 		if !structural[c] {
 			i++
@@ -246,8 +287,7 @@ func compositeEnd(b []byte, i int) int {
 // or incomplete when b ends first.
 func scalarEnd(b []byte, i int) int {
 	for j := i; j < len(b); j++ {
-		switch c := b[j]; c {
-		case ',', '}', ']', ':', ' ', '\n', '\r', '\t', '"', '{', '[':
+		if delim[b[j]] {
 			return j
 		}
 	}

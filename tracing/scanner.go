@@ -131,6 +131,7 @@ type Scanner struct {
 	entries int64
 	cats    []catCount
 	names   map[string]string
+	recent  [256]string
 	hdr     Header
 	scratch []byte
 }
@@ -505,29 +506,43 @@ func (s *Scanner) event() bool {
 		}
 	}
 	s.state = stNextEvent
-	e, ok := s.extent()
-	if !ok {
-		return false
-	}
-	kept := false
-	if c == '{' {
-		var msg string
-		kept, msg = s.parseEvent(s.buf[s.r:e])
-		if msg != "" {
-			s.fail("%s", msg)
+	if c != '{' {
+		if c == ']' || c == '}' || c == ':' || c == ',' {
+			s.fail("unexpected %q in traceEvents", c)
 			return false
 		}
-		s.ev.Index = s.entries
-		s.ev.Offset = s.Offset()
-	} else if c == ']' || c == '}' || c == ':' || c == ',' {
-		s.fail("unexpected %q in traceEvents", c)
-		return false
-	} else {
+		e, ok := s.extent()
+		if !ok {
+			return false
+		}
 		s.countCat(nil, false)
+		s.entries++
+		s.r = e
+		return false
 	}
-	s.entries++
-	s.r = e
-	return kept
+	// One pass: parse the event in the buffered data; when the data ends
+	// first, read more and parse it again (events are small, refills rare).
+	for {
+		e, kept, msg := s.parseEvent(s.buf[s.r:s.w])
+		switch {
+		case msg != "":
+			s.fail("%s", msg)
+			return false
+		case e == incomplete:
+			if !s.fill() {
+				s.needData()
+				return false
+			}
+			continue
+		}
+		if kept {
+			s.ev.Index = s.entries
+			s.ev.Offset = s.Offset()
+		}
+		s.entries++
+		s.r += e
+		return kept
+	}
 }
 
 func (s *Scanner) countCat(cat []byte, has bool) {
@@ -615,39 +630,43 @@ func keep(cl class, ph, name []byte, havePh, haveName bool) (kept, decided bool)
 
 // parseEvent reads one complete event object. It returns a message when the
 // event is malformed.
-func (s *Scanner) parseEvent(b []byte) (bool, string) {
+//
+// b holds the event from its '{' to the end of the buffered data. It returns
+// the index past the event's '}', or incomplete when b ends first; msg
+// explains a malformed event.
+func (s *Scanner) parseEvent(b []byte) (end int, kept bool, msg string) {
 	l := lexer{b: b, i: 1}
 	var ph, cat, name, pid, tid, ts, dur, args []byte
 	var havePh, haveCat, haveName, pidQ, tidQ bool
 	cl := clSkip
 	if l.peek() == '}' {
 		s.countCat(nil, false)
-		return false, ""
+		return l.i + 1, false, ""
 	}
 	for {
 		key, ok := l.str()
 		if !ok {
-			return false, "expected a key string in an event"
+			return s.bad(b, "expected a key string in an event")
 		}
 		if !l.expect(':') {
-			return false, fmt.Sprintf("expected ':' after event key %q", key)
+			return s.bad(b, fmt.Sprintf("expected ':' after event key %q", key))
 		}
 		switch string(key) {
 		case "ph":
 			ph, havePh = l.str()
 			if !havePh {
-				return false, "ph is not a string"
+				return s.bad(b, "ph is not a string")
 			}
 		case "cat":
 			cat, haveCat = l.str()
 			if !haveCat {
-				return false, "cat is not a string"
+				return s.bad(b, "cat is not a string")
 			}
 			cl = classify(cat)
 		case "name":
 			name, haveName = l.str()
 			if !haveName {
-				return false, "name is not a string"
+				return s.bad(b, "name is not a string")
 			}
 		case "pid", "tid":
 			var v []byte
@@ -658,7 +677,7 @@ func (s *Scanner) parseEvent(b []byte) (bool, string) {
 				v, ok = l.scalar()
 			}
 			if !ok {
-				return false, fmt.Sprintf("bad %s", key)
+				return s.bad(b, fmt.Sprintf("bad %s", key))
 			}
 			if key[0] == 'p' {
 				pid, pidQ = v, q
@@ -673,7 +692,7 @@ func (s *Scanner) parseEvent(b []byte) (bool, string) {
 				v, ok = l.scalar()
 			}
 			if !ok {
-				return false, fmt.Sprintf("bad %s", key)
+				return s.bad(b, fmt.Sprintf("bad %s", key))
 			}
 			if key[0] == 't' {
 				ts = v
@@ -683,18 +702,23 @@ func (s *Scanner) parseEvent(b []byte) (bool, string) {
 		case "args":
 			a := l.i
 			if !l.skip() {
-				return false, "bad args"
+				return s.bad(b, "bad args")
 			}
 			args = b[a:l.i]
 		default:
 			if !l.skip() {
-				return false, fmt.Sprintf("bad value of event key %q", key)
+				return s.bad(b, fmt.Sprintf("bad value of event key %q", key))
 			}
 		}
 		if haveCat {
 			if kept, decided := keep(cl, ph, name, havePh, haveName); decided && !kept {
+				// Skipped: find the end without reading the rest.
+				e := objectRest(b, l.i)
+				if e < 0 {
+					return s.bad(b, "")
+				}
 				s.countCat(cat, true)
-				return false, ""
+				return e, false, ""
 			}
 		}
 		switch l.peek() {
@@ -703,18 +727,33 @@ func (s *Scanner) parseEvent(b []byte) (bool, string) {
 			continue
 		case '}':
 		default:
-			return false, "expected ',' or '}' in an event"
+			return s.bad(b, "expected ',' or '}' in an event")
 		}
 		break
 	}
+	end = l.i + 1
 	s.countCat(cat, haveCat)
 	if !haveCat {
-		return false, ""
+		return end, false, ""
 	}
 	if kept, _ := keep(cl, ph, name, havePh, haveName); !kept {
-		return false, ""
+		return end, false, ""
 	}
-	return true, s.build(cl, cat, name, pid, tid, ts, dur, args, pidQ, tidQ)
+	return end, true, s.build(cl, cat, name, pid, tid, ts, dur, args, pidQ, tidQ)
+}
+
+// bad tells a malformed event from one that the buffered data cuts short.
+func (s *Scanner) bad(b []byte, msg string) (int, bool, string) {
+	switch compositeEnd(b, 0) {
+	case incomplete:
+		return incomplete, false, ""
+	case invalid:
+		return 0, false, "brackets do not match"
+	}
+	if msg == "" {
+		msg = "malformed event"
+	}
+	return 0, false, msg
 }
 
 // build builds s.ev from the raw fields of a kept event.
@@ -764,11 +803,21 @@ func (s *Scanner) build(cl class, cat, name, pid, tid, ts, dur, args []byte, pid
 }
 
 func (s *Scanner) intern(b []byte) string {
-	if v, ok := s.names[string(b)]; ok {
+	if len(b) == 0 {
+		return ""
+	}
+	// A small direct-mapped cache in front of the map: kernel names repeat
+	// in short cycles (one layer), and comparing is cheaper than hashing.
+	h := (len(b)*31 + int(b[len(b)-1])*7 + int(b[len(b)/2])) & (len(s.recent) - 1)
+	if v := s.recent[h]; v == string(b) {
 		return v
 	}
-	v := string(b)
-	s.names[v] = v
+	v, ok := s.names[string(b)]
+	if !ok {
+		v = string(b)
+		s.names[v] = v
+	}
+	s.recent[h] = v
 	return v
 }
 

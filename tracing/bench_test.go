@@ -1,0 +1,164 @@
+package tracing_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/klauspost/compress/gzip"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/profile-model/profile-model/tracing"
+)
+
+// The benchmarks share one generated trace: 60 decode steps of a 62-layer
+// model, about 55 MB of JSON.
+const benchSteps, benchLayers, benchBS = 60, 62, 8
+
+var benchData = sync.OnceValues(func() (plain, zipped []byte) {
+	var buf bytes.Buffer
+	if err := bigTrace(&buf, benchSteps, benchLayers, benchBS); err != nil {
+		panic(err)
+	}
+	var z bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&z, gzip.DefaultCompression)
+	zw.Write(buf.Bytes())
+	zw.Close()
+	return buf.Bytes(), z.Bytes()
+})
+
+// The generator's truth read back: steps, batch size, kernels per step,
+// graph ownership.
+func TestBigTraceTruth(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	const steps, layers, bs = 7, 3, 16
+	require.NoError(t, bigTrace(&buf, steps, layers, bs))
+	tr, err := tracing.Read(context.Background(), &buf, "big", tracing.Options{})
+	require.NoError(t, err)
+	perStep := layers * len(layerKernels)
+	s := tr.Summarize()
+	assert.Equal(t, steps*(perStep+1), s.Kernels)
+	assert.Equal(t, steps, s.GraphLaunches)
+	assert.Equal(t, steps*perStep, s.KernelsReplayed)
+	assert.Equal(t, map[string]int{"decode": steps}, s.Steps)
+	assert.Equal(t, bs, s.DecodeBS)
+	assert.Equal(t, map[string]int{strconv.Itoa(bs): steps}, s.DecodeBSHist)
+	assert.Equal(t, int64(steps*(1+pythonPerStep+40+2+2+perStep+1+1+1)), s.Events)
+	assert.Equal(t, "AMD Instinct MI355X", s.Device)
+	assert.Empty(t, s.Warnings)
+	for i, st := range tr.Steps {
+		assert.Equal(t, tracing.SourceGPUAnnotation, st.Source)
+		// The sampling kernel runs after the graph, outside the GPU annotation.
+		assert.Len(t, st.Kernels, perStep, "step %d", i)
+	}
+}
+
+func BenchmarkScan(b *testing.B) {
+	plain, _ := benchData()
+	b.SetBytes(int64(len(plain)))
+	b.ReportAllocs()
+	for b.Loop() {
+		sc := tracing.NewScanner(bytes.NewReader(plain))
+		n := 0
+		for sc.Scan() {
+			n++
+		}
+		if sc.Err() != nil {
+			b.Fatal(sc.Err())
+		}
+	}
+}
+
+// BenchmarkJSONTextTokens is the alternative the scanner was measured
+// against: go-json-experiment's jsontext reading every token (no decoding
+// of the kept events at all), on the same bytes.
+func BenchmarkJSONTextTokens(b *testing.B) {
+	plain, _ := benchData()
+	b.SetBytes(int64(len(plain)))
+	b.ReportAllocs()
+	for b.Loop() {
+		dec := jsontext.NewDecoder(bytes.NewReader(plain))
+		for {
+			_, err := dec.ReadToken()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
+// BenchmarkLoad is the whole Load on the gzip file (SetBytes: uncompressed
+// JSON bytes), with and without the read-ahead goroutine.
+func BenchmarkLoad(b *testing.B) {
+	plain, zipped := benchData()
+	for _, c := range []struct {
+		name string
+		opts tracing.Options
+	}{{"readahead", tracing.Options{}}, {"serial", tracing.Options{NoReadAhead: true}}} {
+		b.Run("gz/"+c.name, func(b *testing.B) {
+			b.SetBytes(int64(len(plain)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := tracing.Read(context.Background(), bytes.NewReader(zipped), "bench", c.opts); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+	b.Run("json", func(b *testing.B) {
+		b.SetBytes(int64(len(plain)))
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := tracing.Read(context.Background(), bytes.NewReader(plain), "bench", tracing.Options{NoReadAhead: true}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkGunzip is the physical floor: klauspost gzip decompression of the
+// same file to io.Discard (SetBytes: uncompressed bytes, as above).
+func BenchmarkGunzip(b *testing.B) {
+	plain, zipped := benchData()
+	b.SetBytes(int64(len(plain)))
+	for b.Loop() {
+		if err := gunzip(bytes.NewReader(zipped)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func gunzip(r io.Reader) error {
+	zr, err := gzip.NewReader(r)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(io.Discard, zr)
+	return err
+}
+
+// TestGunzipTime times plain decompression of $PROFILE_MODEL_GUNZIP (a
+// large trace made by hand) for comparison with `profile-model inspect`.
+func TestGunzipTime(t *testing.T) {
+	path := os.Getenv("PROFILE_MODEL_GUNZIP")
+	if path == "" {
+		t.Skip("set PROFILE_MODEL_GUNZIP=trace.json.gz to time plain klauspost decompression of that file")
+	}
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	start := time.Now()
+	require.NoError(t, gunzip(f))
+	t.Logf("klauspost gzip decompression of %s to io.Discard: %v", path, time.Since(start))
+}
