@@ -43,7 +43,7 @@ type RecorderOptions struct {
 	// on a step boundary, so each step is either whole or has no GPU events.
 	GPUWindow time.Duration
 	// PythonPerStep is the number of python_function events per step
-	// (default 2500: like a real trace recorded with stacks, they are most
+	// (default 3000: as in a real trace recorded with stacks, they are most
 	// of its events). Negative: none.
 	PythonPerStep int
 	// Rank is the TP rank (the rank_<r> directory).
@@ -65,7 +65,7 @@ type Recorder struct {
 // NewRecorder returns an empty Recorder.
 func NewRecorder(opts RecorderOptions) *Recorder {
 	if opts.PythonPerStep == 0 {
-		opts.PythonPerStep = 2500
+		opts.PythonPerStep = 3000
 	}
 	if opts.PythonPerStep < 0 {
 		opts.PythonPerStep = 0
@@ -372,7 +372,9 @@ func (r *Recorder) WriteTrace(ctx context.Context, w io.Writer, opts tracing.Wri
 	if err := tw.Close(); err != nil {
 		return nil, err
 	}
-	return r.truth(pl), nil
+	t := r.truth(pl)
+	t.Events, t.JSONBytes = tw.Events(), tw.Bytes()
+	return t, nil
 }
 
 // emitter writes the sections of a trace in Kineto's order: CPU ops and
@@ -473,7 +475,7 @@ func (e *emitter) all(first int64) {
 	e.emit()
 	e.ev = tracing.OutEvent{Ph: 'i', Name: "Iteration Start: PyTorch Profiler", Scope: "g", PIDName: "Traces", TIDName: "Trace PyTorch Profiler", TS: first}
 	e.emit()
-	e.ev = tracing.OutEvent{Ph: 'i', Name: "Record Window End", Scope: "g", PIDName: " ", TIDName: " ", TS: last + 1000}
+	e.ev = tracing.OutEvent{Ph: 'i', Name: "Record Window End", Scope: "g", StrIDs: true, TS: last + 1000}
 	e.emit()
 }
 
@@ -689,7 +691,9 @@ type Truth struct {
 	Kernels          int        `json:"kernels"` // GPU kernels written
 	KernelTimeUS     float64    `json:"kernel_time_us"`
 	GPUSpanS         float64    `json:"gpu_span_s"`
-	WindowS          float64    `json:"window_s"` // first to last CPU step annotation
+	Events           int64      `json:"events"`     // entries of traceEvents
+	JSONBytes        int64      `json:"json_bytes"` // uncompressed size
+	WindowS          float64    `json:"window_s"`   // first to last CPU step annotation
 }
 
 // TruthPos is one layer position's statistics over every layer written.

@@ -95,6 +95,7 @@ type OutEvent struct {
 	TID     int64
 	PIDName string // written instead of PID when set (Kineto's "Spans", "Traces")
 	TIDName string // written instead of TID when set
+	StrIDs  bool   // write PIDName and TIDName even when empty (Kineto's "Record Window End")
 	TS      int64  // ns
 	Dur     int64  // ns, complete events only
 	ID      int64  // flow id
@@ -113,6 +114,7 @@ type Writer struct {
 	bw     *bufio.Writer
 	buf    []byte
 	events int64
+	bytes  int64
 	closed bool
 	err    error
 }
@@ -148,12 +150,18 @@ func NewWriter(w io.Writer, opts WriterOptions) (*Writer, error) {
 // Events is the number of events written so far.
 func (w *Writer) Events() int64 { return w.events }
 
+// Bytes is the number of uncompressed JSON bytes written so far (all of
+// them once Close has returned).
+func (w *Writer) Bytes() int64 { return w.bytes + int64(len(w.buf)) }
+
 func (w *Writer) flushBuf() {
 	if w.err != nil {
 		w.buf = w.buf[:0]
 		return
 	}
-	if _, err := w.bw.Write(w.buf); err != nil {
+	n, err := w.bw.Write(w.buf)
+	w.bytes += int64(n)
+	if err != nil {
 		w.err = fmt.Errorf("trace writer: %w", err)
 	}
 	w.buf = w.buf[:0]
@@ -357,13 +365,13 @@ func (w *Writer) appendPIDTID(b []byte, e *OutEvent) []byte {
 
 func (w *Writer) appendPIDTIDBare(b []byte, e *OutEvent) []byte {
 	b = append(b, "\"pid\": "...)
-	if e.PIDName != "" || (e.Ph == 'i' && e.TIDName != "") {
+	if e.PIDName != "" || e.StrIDs {
 		b = appendJSONString(b, e.PIDName)
 	} else {
 		b = strconv.AppendInt(b, e.PID, 10)
 	}
 	b = append(b, ", \"tid\": "...)
-	if e.TIDName != "" || (e.Ph == 'i' && e.PIDName != "") {
+	if e.TIDName != "" || e.StrIDs {
 		b = appendJSONString(b, e.TIDName)
 	} else {
 		b = strconv.AppendInt(b, e.TID, 10)

@@ -149,6 +149,7 @@ func TestWriterEscapingAndKinds(t *testing.T) {
 		OutEvent{Ph: 'M', Name: "process_name", PID: 2, TS: 0, Args: []Arg{StrArg("name", "python3")}},
 		OutEvent{Ph: 'i', Name: "Record Window End", Scope: "g", PIDName: "Traces", TIDName: "Trace PyTorch Profiler", TS: 7000},
 		OutEvent{Ph: 'X', Cat: "Trace", Name: "PyTorch Profiler (0)", PIDName: "Spans", TIDName: "PyTorch Profiler", TS: 0, Dur: 7000},
+		OutEvent{Ph: 'i', Name: "Record Window End", Scope: "g", StrIDs: true, TS: 8000},
 	)
 	tr := decodeTrace(t, writeTrace(t, WriterOptions{}, evs))
 	for i, n := range names {
@@ -172,6 +173,9 @@ func TestWriterEscapingAndKinds(t *testing.T) {
 	in := tr.Events[len(names)+3]
 	if in.Ph != "i" || in.S != "g" || string(in.PID) != `"Traces"` || string(in.TID) != `"Trace PyTorch Profiler"` {
 		t.Errorf("instant event = %+v (pid %s tid %s)", in, in.PID, in.TID)
+	}
+	if we := tr.Events[len(names)+5]; string(we.PID) != `""` || string(we.TID) != `""` {
+		t.Errorf("empty string ids written as pid %s tid %s", we.PID, we.TID)
 	}
 	sp := tr.Events[len(names)+4]
 	if string(sp.PID) != `"Spans"` || microsToNS(t, sp.Dur) != 7000 {
