@@ -782,7 +782,7 @@ func (r *Recorder) truth(pl []placed) *Truth {
 	}
 	best := 0
 	for bs, n := range t.DecodeBSHist {
-		if n > t.DecodeBSHist[best] || (n == t.DecodeBSHist[best] && bs < best) {
+		if n > t.DecodeBSHist[best] || (n == t.DecodeBSHist[best] && bs > best) {
 			best = bs
 		}
 	}
