@@ -68,6 +68,7 @@ type rawLayer struct {
 	kernels     []int32 // trace kernel indices in start order
 	ids         []int32
 	key         string
+	start       int64 // ns, start of its first main-stream kernel
 }
 
 func robustLayers(ctx context.Context, tr *tracing.Trace, kinds []tracing.StepKind, opt LayerOptions) (*LayerTable, error) {
@@ -130,7 +131,7 @@ func robustLayers(ctx context.Context, tr *tracing.Trace, kinds []tracing.StepKi
 		layers := make([][]int32, len(s.layers))
 		starts := make([]int64, len(s.layers))
 		for j, sp := range s.layers {
-			layers[j] = append([]int32(nil), main[sp.start:sp.end]...)
+			layers[j] = append(make([]int32, 0, sp.end-sp.start+2), main[sp.start:sp.end]...)
 			starts[j] = tr.Kernels[main[sp.start]].Start
 		}
 		lastEnd := s.layers[len(s.layers)-1].end
@@ -156,14 +157,18 @@ func robustLayers(ctx context.Context, tr *tracing.Trace, kinds []tracing.StepKi
 			}
 		}
 		for j, l := range layers {
-			if len(side) > 0 {
-				slices.Sort(l) // index order is start order
-			}
+			// Main-stream kernels in order, then each other stream's in
+			// order: overlapping streams start in a different order from
+			// layer to layer, but each stream keeps its own.
+			nMain := s.layers[j].end - s.layers[j].start
+			slices.SortStableFunc(l[nMain:], func(a, b int32) int {
+				return cmp.Or(cmp.Compare(tr.Kernels[a].Stream, tr.Kernels[b].Stream), cmp.Compare(a, b))
+			})
 			lids := make([]int32, len(l))
 			for i, k := range l {
 				lids[i] = in.id(tr.Kernels[k].Name)
 			}
-			all = append(all, rawLayer{step: si, index: j, kernels: l, ids: lids, key: seqKey(lids)})
+			all = append(all, rawLayer{step: si, index: j, kernels: l, ids: lids, key: seqKey(lids), start: starts[j]})
 		}
 		if first {
 			first = false
@@ -270,12 +275,18 @@ func classify(t *LayerTable, all []rawLayer, k int, in *interner, tr *tracing.Tr
 		}
 		t.KernelsPerLayer = append(t.KernelsPerLayer, len(ref.ids))
 	}
+	offset := make([][]float64, len(order))
+	for c := range st {
+		offset[c] = make([]float64, len(st[c]))
+	}
 	short := func(name string) string { return rules.Classify(name).ShortName }
+	var extraAt [][][]int // per irregular layer and diff: positions of the kernels that started after it
 	for i, l := range all {
 		kind := renum[assigned[i]]
 		if _, regular := kindOf[l.key]; regular {
 			for p, kidx := range l.kernels {
 				st[kind][p].add(tr.Kernels[kidx].Dur)
+				offset[kind][p] += float64(tr.Kernels[kidx].Start - l.start)
 			}
 			continue
 		}
@@ -283,15 +294,24 @@ func classify(t *LayerTable, all []rawLayer, k int, in *interner, tr *tracing.Tr
 		for gi, p := range match {
 			if p >= 0 {
 				st[kind][p].add(tr.Kernels[l.kernels[gi]].Dur)
+				offset[kind][p] += float64(tr.Kernels[l.kernels[gi]].Start - l.start)
 			}
 		}
 		irr := IrregularLayer{Step: l.step, Layer: l.index, Kind: kind, Kernels: len(l.ids)}
+		var later [][]int
 		for _, d := range diffs(match, len(cons[kind])) {
 			ld := LayerDiff{Op: d.op, Pos: d.pos}
+			var after []int
 			if d.got >= 0 {
 				kk := &tr.Kernels[l.kernels[d.got]]
 				ld.Kernel, ld.Stream = short(kk.Name), kk.Stream
+				for gi, p := range match {
+					if p >= 0 && tr.Kernels[l.kernels[gi]].Start > kk.Start {
+						after = append(after, p)
+					}
+				}
 			}
+			later = append(later, after)
 			if d.op != "extra" {
 				ld.Want = short(in.names[cons[kind][d.pos]])
 				if d.op == "missing" {
@@ -301,6 +321,43 @@ func classify(t *LayerTable, all []rawLayer, k int, in *interner, tr *tracing.Tr
 			irr.Diffs = append(irr.Diffs, ld)
 		}
 		t.Irregular = append(t.Irregular, irr)
+		extraAt = append(extraAt, later)
+	}
+	// Show each kind's positions in the order they start on the GPU (mean
+	// offset from the layer's start), which interleaves the streams.
+	for c := range st {
+		perm := make([]int, len(st[c])) // display index -> position
+		for i := range perm {
+			perm[i] = i
+		}
+		mean := func(p int) float64 { return offset[c][p] / float64(max(st[c][p].n, 1)) }
+		slices.SortStableFunc(perm, func(a, b int) int { return cmp.Compare(mean(a), mean(b)) })
+		at := make([]int, len(perm)+1) // position -> display index
+		at[len(perm)] = len(perm)
+		sorted := make([]stats, len(perm))
+		for i, p := range perm {
+			at[p] = i
+			sorted[i] = st[c][p]
+		}
+		st[c] = sorted
+		for i := range t.Irregular {
+			if t.Irregular[i].Kind != c {
+				continue
+			}
+			for j := range t.Irregular[i].Diffs {
+				d := &t.Irregular[i].Diffs[j]
+				if d.Op != "extra" {
+					d.Pos = at[d.Pos]
+					continue
+				}
+				// An extra kernel sits before the first of its layer's
+				// kernels that started after it.
+				d.Pos = len(perm)
+				for _, p := range extraAt[i][j] {
+					d.Pos = min(d.Pos, at[p])
+				}
+			}
+		}
 	}
 	t.Positions = positions(st, rules, short)
 }
@@ -321,26 +378,38 @@ func findStructure(ids []int32, numLayers int) *structure {
 		}
 		counts[id]++
 	}
-	hist := map[int]int{}
+	// k layers per period: names shared by alternating layers occur k
+	// times, names of one kind once. Try the counts that explain the most
+	// kernels of the period first; a k > 1 must give kinds that look alike.
+	weight := map[int]int{}
 	for _, c := range counts {
-		hist[c]++
+		weight[c] += c
 	}
-	k := mostCommon(hist)
-	var best *structure
-	var bestScore [4]int
-	for _, a := range window {
-		if counts[a] != k {
-			continue
+	ks := make([]int, 0, len(weight))
+	for c := range weight {
+		ks = append(ks, c)
+	}
+	slices.SortFunc(ks, func(a, b int) int { return cmp.Or(cmp.Compare(weight[b], weight[a]), cmp.Compare(a, b)) })
+	for _, k := range ks {
+		var best *structure
+		var bestScore [4]int
+		for _, a := range window {
+			if counts[a] != k {
+				continue
+			}
+			s, score := layoutByAnchor(ids, a, k, numLayers)
+			if s == nil {
+				continue
+			}
+			if best == nil || slices.Compare(score[:], bestScore[:]) > 0 {
+				best, bestScore = s, score
+			}
 		}
-		s, score := layoutByAnchor(ids, a, k, numLayers)
-		if s == nil {
-			continue
-		}
-		if best == nil || slices.Compare(score[:], bestScore[:]) > 0 {
-			best, bestScore = s, score
+		if best != nil {
+			return best
 		}
 	}
-	return best
+	return nil
 }
 
 // bestPeriod is the shift with the most equal pairs, 0 when nothing repeats
@@ -405,6 +474,14 @@ func layoutByAnchor(ids []int32, a int32, k, numLayers int) (*structure, [4]int)
 			if cnt[kk] > bestN {
 				cons[c], consAt[c], bestN = kk, spans[i], cnt[kk]
 			}
+		}
+	}
+	// Alternating kinds are variants of one layer (sliding and full
+	// attention, dense and MoE MLP), not unrelated halves of it.
+	for c := 1; c < k; c++ {
+		a, b := consAt[0], consAt[c]
+		if similarity(ids[a.start:a.end], ids[b.start:b.end]) < 0.5 {
+			return nil, [4]int{}
 		}
 	}
 	unlike := func(i int) bool {
