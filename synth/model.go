@@ -108,7 +108,7 @@ func readLayerCSV(path string) ([]layerRow, error) {
 	}
 	defer f.Close()
 	cr := csv.NewReader(f)
-	cr.FieldsPerRecord = len(layerHeader)
+	cr.FieldsPerRecord = -1
 	recs, err := cr.ReadAll()
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
@@ -118,6 +118,9 @@ func readLayerCSV(path string) ([]layerRow, error) {
 	}
 	rows := make([]layerRow, 0, len(recs)-1)
 	for i, r := range recs[1:] {
+		if len(r) != len(layerHeader) {
+			return nil, fmt.Errorf("%s: line %d: %d fields, want %d (%s)", path, i+2, len(r), len(layerHeader), strings.Join(layerHeader, ","))
+		}
 		var perr error
 		num := func(j int) float64 {
 			v, err := strconv.ParseFloat(r[j], 64)
