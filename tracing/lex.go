@@ -130,7 +130,9 @@ func (l *lexer) scalar() ([]byte, bool) {
 	}
 	s := l.b[l.i:j]
 	l.i = j
-	return s, validScalar(s)
+	// Not validated here: the numbers Load uses are checked when parsed,
+	// and skipped values are only counted.
+	return s, true
 }
 
 func validScalar(s []byte) bool {
@@ -246,11 +248,31 @@ func skipNested(b []byte, i int, open0 byte, depth int) int {
 		}
 		switch c {
 		case '"':
-			e := stringEnd(b, i)
-			if e < 0 {
-				return incomplete
+			// The string scan of stringEnd, inlined: skipped events are
+			// mostly short strings, and a call per string shows.
+			i++
+			for {
+				if i+8 <= len(b) {
+					x := binary.LittleEndian.Uint64(b[i:])
+					m := hasByte(x, '"') | hasByte(x, '\\')
+					if m == 0 {
+						i += 8
+						continue
+					}
+					i += bits.TrailingZeros64(m) >> 3
+				}
+				if i >= len(b) {
+					return incomplete
+				}
+				if c := b[i]; c == '"' {
+					i++
+					break
+				} else if c == '\\' {
+					i += 2
+				} else {
+					i++
+				}
 			}
-			i = e
 			continue
 		case '{', '[':
 			if depth < len(stack) {

@@ -592,7 +592,10 @@ func classify(cat []byte) class {
 	return clSkip
 }
 
-var profilerStep = []byte("ProfilerStep#")
+var (
+	profilerStep = []byte("ProfilerStep#")
+	kinetoPrefix = []byte(`{"ph": "X", "cat": "`)
+)
 
 // isLaunch tells runtime calls that put work on the GPU.
 func isLaunch(name []byte) (launch, graph bool) {
@@ -637,11 +640,27 @@ func keep(cl class, ph, name []byte, havePh, haveName bool) (kept, decided bool)
 func (s *Scanner) parseEvent(b []byte) (end int, kept bool, msg string) {
 	l := lexer{b: b, i: 1}
 	var ph, cat, name, pid, tid, ts, dur, args []byte
-	var havePh, haveCat, haveName, pidQ, tidQ bool
+	var havePh, haveCat, haveName, pidQ, tidQ, argsDone bool
 	cl := clSkip
 	if l.peek() == '}' {
 		s.countCat(nil, false)
 		return l.i + 1, false, ""
+	}
+	// Fast path for the layout Kineto writes (ph, then cat): most events
+	// are skipped on their category alone.
+	if bytes.HasPrefix(b, kinetoPrefix) {
+		j := len(kinetoPrefix)
+		if e := bytes.IndexByte(b[j:min(len(b), j+64)], '"'); e > 0 {
+			cat := b[j : j+e]
+			if classify(cat) == clSkip {
+				end := objectRest(b, j+e+1)
+				if end < 0 {
+					return s.bad(b, "")
+				}
+				s.countCat(cat, true)
+				return end, false, ""
+			}
+		}
 	}
 	for {
 		key, ok := l.str()
@@ -700,6 +719,17 @@ func (s *Scanner) parseEvent(b []byte) (end int, kept bool, msg string) {
 				dur = v
 			}
 		case "args":
+			if haveCat {
+				// Kept (cat came first, as Kineto writes it): read args in place.
+				if kept, decided := keep(cl, ph, name, havePh, haveName); decided && kept {
+					s.ev = Event{Device: -1, Stream: -1}
+					if msg := parseArgs(&s.ev, &l); msg != "" {
+						return s.bad(b, msg)
+					}
+					argsDone = true
+					break
+				}
+			}
 			a := l.i
 			if !l.skip() {
 				return s.bad(b, "bad args")
@@ -739,7 +769,7 @@ func (s *Scanner) parseEvent(b []byte) (end int, kept bool, msg string) {
 	if kept, _ := keep(cl, ph, name, havePh, haveName); !kept {
 		return end, false, ""
 	}
-	return end, true, s.build(cl, cat, name, pid, tid, ts, dur, args, pidQ, tidQ)
+	return end, true, s.build(cl, cat, name, pid, tid, ts, dur, args, pidQ, tidQ, argsDone)
 }
 
 // bad tells a malformed event from one that the buffered data cuts short.
@@ -757,9 +787,16 @@ func (s *Scanner) bad(b []byte, msg string) (int, bool, string) {
 }
 
 // build builds s.ev from the raw fields of a kept event.
-func (s *Scanner) build(cl class, cat, name, pid, tid, ts, dur, args []byte, pidQ, tidQ bool) string {
+func (s *Scanner) build(cl class, cat, name, pid, tid, ts, dur, args []byte, pidQ, tidQ, argsDone bool) string {
 	ev := &s.ev
-	*ev = Event{Device: -1, Stream: -1}
+	if !argsDone {
+		*ev = Event{Device: -1, Stream: -1}
+		if args != nil {
+			if msg := parseArgs(ev, &lexer{b: args}); msg != "" {
+				return msg
+			}
+		}
+	}
 	switch cl {
 	case clKernel:
 		ev.Type = EventKernel
@@ -794,11 +831,6 @@ func (s *Scanner) build(cl class, cat, name, pid, tid, ts, dur, args []byte, pid
 	}
 	ev.PID = idText(pid, pidQ)
 	ev.TID = idText(tid, tidQ)
-	if args != nil {
-		if msg := parseArgs(ev, args); msg != "" {
-			return msg
-		}
-	}
 	return ""
 }
 
@@ -828,13 +860,13 @@ func truncate(s string, n int) string {
 	return s
 }
 
-// parseArgs reads the args fields Load needs.
-func parseArgs(ev *Event, b []byte) string {
-	l := lexer{b: b}
+// parseArgs reads the args fields Load needs from the object at l.
+func parseArgs(ev *Event, l *lexer) string {
 	if !l.expect('{') {
 		return "args is not an object"
 	}
 	if l.peek() == '}' {
+		l.i++
 		return ""
 	}
 	for {
@@ -907,6 +939,7 @@ func parseArgs(ev *Event, b []byte) string {
 			l.i++
 			continue
 		case '}':
+			l.i++
 			return ""
 		}
 		return "expected ',' or '}' in args"
