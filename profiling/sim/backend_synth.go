@@ -2,39 +2,126 @@ package sim
 
 import (
 	"context"
-	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
+	"github.com/klauspost/compress/gzip"
+
+	"github.com/profile-model/profile-model/internal/atomicfile"
+	"github.com/profile-model/profile-model/synth"
 	"github.com/profile-model/profile-model/tracing"
 )
 
-// newSynthBackend builds the default backend. Until the synth kernel model is
-// wired in, steps are priced by a flat stand-in and profiling is refused.
+// synthBackend prices steps with the synth kernel model and records them
+// with a synth.Recorder while profiling.
+type synthBackend struct {
+	cfg   *Config
+	model *synth.Model
+	rng   *rand.Rand
+	rec   *synth.Recorder // nil when not profiling
+	dir   string
+}
+
+// newSynthBackend builds the default backend: the built-in MiniMax-M2.5
+// model, or the per-layer tables of cfg.KernelCSVs.
 func newSynthBackend(cfg *Config) (Backend, error) {
+	m := synth.DefaultModel()
 	if len(cfg.KernelCSVs) > 0 {
-		return nil, errors.New("--kernels needs the synth kernel model, not wired in yet")
+		var err error
+		if m, err = synth.ModelFromLayerCSV(cfg.KernelCSVs...); err != nil {
+			return nil, fmt.Errorf("--kernels: %w", err)
+		}
 	}
-	layers := cfg.Layers
-	if layers == 0 {
-		layers = 62
+	if m.Layers <= 0 {
+		return nil, fmt.Errorf("kernel model %s: %d layers", m.Name, m.Layers)
 	}
-	return &flatBackend{layers: layers}, nil
+	if cfg.Layers > 0 {
+		m.Layers = cfg.Layers
+	}
+	return &synthBackend{cfg: cfg, model: m, rng: rand.New(rand.NewPCG(cfg.Seed, 0x5eed))}, nil
 }
 
-type flatBackend struct{ layers int }
-
-func (b *flatBackend) Run(s Step) time.Duration {
-	per := 250*time.Microsecond + time.Duration(s.BS)*4*time.Microsecond
+func (b *synthBackend) Run(s Step) time.Duration {
+	var runs []synth.KernelRun
 	if s.Kind == tracing.StepPrefill {
-		per += time.Duration(s.Tokens) * 100 * time.Nanosecond
+		runs = b.model.PrefillStep(s.BS, s.Tokens, b.rng)
+	} else {
+		runs = b.model.DecodeStep(s.BS, s.ContextTokens, b.rng)
 	}
-	return time.Duration(b.layers) * per
+	if b.rec != nil {
+		b.rec.Record(synth.Step{Kind: s.Kind, BS: s.BS, Tokens: s.Tokens, Start: time.Unix(0, s.Start), Kernels: runs})
+	}
+	return time.Duration(synth.Duration(runs))
 }
 
-func (b *flatBackend) StartProfile(string, int64) error {
-	return errors.New("trace recording is not wired in yet")
+func (b *synthBackend) StartProfile(dir string, at int64) error {
+	b.rec = synth.NewRecorder(synth.RecorderOptions{Model: b.cfg.Model, GPUWindow: b.cfg.GPUEventWindow, PythonPerStep: b.cfg.PythonPerStep})
+	b.rec.Start(time.Unix(0, at))
+	b.dir = dir
+	return nil
 }
 
-func (b *flatBackend) StopProfile(context.Context, int64, bool) ([]string, error) {
-	return nil, errors.New("trace recording is not wired in yet")
+func (b *synthBackend) StopProfile(ctx context.Context, at int64, write bool) ([]string, error) {
+	rec := b.rec
+	b.rec = nil
+	rec.Stop(time.Unix(0, at))
+	if !write {
+		return nil, nil
+	}
+	// The export finishes even when the client that asked for it goes away.
+	path, err := b.export(context.WithoutCancel(ctx), rec)
+	if err != nil {
+		return nil, err
+	}
+	return []string{filepath.Dir(path)}, nil
+}
+
+// export writes the trace as ATOM does: <dir>/rank_0/<name>.json first, then
+// (after ExportDelay) the .json.gz, then the .json is removed.
+func (b *synthBackend) export(ctx context.Context, rec *synth.Recorder) (string, error) {
+	rankDir := filepath.Join(b.dir, "rank_0")
+	if err := os.MkdirAll(rankDir, 0o755); err != nil {
+		return "", fmt.Errorf("writing trace: %w", err)
+	}
+	gzPath := filepath.Join(rankDir, synth.TraceFileName(b.cfg.Model, b.cfg.Clock.Now()))
+	jsonPath := strings.TrimSuffix(gzPath, ".gz")
+	err := atomicfile.WriteFunc(jsonPath, func(w io.Writer) error {
+		_, err := rec.WriteTrace(ctx, w, tracing.WriterOptions{TraceName: jsonPath})
+		return err
+	})
+	if err != nil {
+		return "", err
+	}
+	if b.cfg.ExportDelay > 0 {
+		if err := b.cfg.Clock.Sleep(ctx, b.cfg.ExportDelay); err != nil {
+			return "", err
+		}
+	}
+	err = atomicfile.WriteFunc(gzPath, func(w io.Writer) error {
+		in, err := os.Open(jsonPath)
+		if err != nil {
+			return err
+		}
+		defer in.Close()
+		gz, err := gzip.NewWriterLevel(w, gzip.BestSpeed)
+		if err != nil {
+			return err
+		}
+		if _, err := io.Copy(gz, in); err != nil {
+			return err
+		}
+		return gz.Close()
+	})
+	if err != nil {
+		return "", err
+	}
+	if err := os.Remove(jsonPath); err != nil {
+		return "", fmt.Errorf("writing trace: %w", err)
+	}
+	return gzPath, nil
 }

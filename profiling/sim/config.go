@@ -44,6 +44,11 @@ type Config struct {
 	// ATOM releases do; by default the reply waits and lists the trace dirs.
 	AsyncStop bool
 
+	// PythonPerStep is the number of python_function events per step in the
+	// trace (0: the recorder's default, like a trace recorded with stacks;
+	// negative: none).
+	PythonPerStep int
+
 	ShutdownGrace time.Duration // how long in-flight requests may finish after ctx ends; 0: 10 s
 
 	Backend Backend        // kernel model and recorder; nil: built from KernelCSVs and Layers
