@@ -1,0 +1,165 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/profile-model/profile-model/internal/corpus"
+	"github.com/profile-model/profile-model/inventory"
+	"github.com/profile-model/profile-model/tracing"
+	"github.com/stretchr/testify/require"
+)
+
+func TestConcPath(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		given, def string
+		bs         int
+		want       string
+	}{
+		{"", "layer.csv", 8, "conc8_layer.csv"},
+		{"out/table.csv", "layer.csv", 16, filepath.Join("out", "conc16_table.csv")},
+		{"out/conc16_table.csv", "layer.csv", 16, "out/conc16_table.csv"},
+		{"", "kernels.csv", 0, "kernels.csv"},
+	}
+	for _, tt := range tests {
+		require.Equal(t, tt.want, concPath(tt.given, tt.def, tt.bs), "%+v", tt)
+	}
+	require.Equal(t, "conc8_categories.csv", categoriesPath("conc8_kernels.csv"))
+	require.Equal(t, filepath.Join("d", "conc8_inv_categories.csv"), categoriesPath("d/conc8_inv.csv"))
+}
+
+func TestLayersCommand(t *testing.T) {
+	t.Parallel()
+	trace := corpus.Path(t, "traces/vllm-decode-fullgraph-mi300x.json.gz")
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config.json")
+	require.NoError(t, os.WriteFile(cfg, []byte(`{"model_type":"gpt_oss","num_hidden_layers":24}`), 0o644))
+	var out, errb bytes.Buffer
+	err := run(context.Background(), []string{"layers", trace, "--csv", filepath.Join(dir, "t.csv"), "--config", cfg, "--json"}, &out, &errb)
+	require.NoError(t, err, errb.String())
+	var got struct {
+		Mode            string               `json:"mode"`
+		Layers          int                  `json:"layers"`
+		KernelsPerLayer []int                `json:"kernels_per_layer"`
+		Positions       []inventory.Position `json:"positions"`
+		Irregular       []any                `json:"irregular"`
+		Warnings        []string             `json:"warnings"`
+		CSV             string               `json:"csv"`
+	}
+	require.NoError(t, json.Unmarshal(out.Bytes(), &got))
+	require.Equal(t, "robust", got.Mode)
+	require.Equal(t, 24, got.Layers)
+	require.Equal(t, []int{17, 18}, got.KernelsPerLayer)
+	require.Len(t, got.Positions, 35)
+	require.Len(t, got.Irregular, 1)
+	require.Empty(t, got.Warnings, "the config's 24 layers agree")
+	// decode bs 32: the conc32_ prefix goes in front of the given name.
+	require.Equal(t, filepath.Join(dir, "conc32_t.csv"), got.CSV)
+	rows, err := inventory.ReadLayerCSV(got.CSV)
+	require.NoError(t, err)
+	require.Len(t, rows, 35)
+
+	// The text table names the irregular layer.
+	out.Reset()
+	require.NoError(t, run(context.Background(), []string{"layers", "--csv", filepath.Join(dir, "t.csv"), trace}, &out, &errb))
+	require.Contains(t, out.String(), "24 layers per step, kernels per layer [17 18]")
+	require.Contains(t, out.String(), "irregular layers: 1")
+}
+
+func TestLayersCommandErrors(t *testing.T) {
+	t.Parallel()
+	trace := corpus.Path(t, "traces/vllm-decode-fullgraph-mi300x.json.gz")
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "rules.csv")
+	require.NoError(t, os.WriteFile(bad, []byte("priority,pattern,category,provider,short_name\nx,foo,GEMM,a,\n"), 0o644))
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"bad mode", []string{"layers", trace, "--mode", "magic"}, `--mode is "magic"`},
+		{"no trace", []string{"layers"}, "want one trace"},
+		{"compat without anchor", []string{"layers", trace, "--mode", "compat", "--csv", filepath.Join(dir, "x.csv")}, `anchor "pa_bf16" occurs 0 times`},
+		{"bad rules", []string{"kernels", trace, "--rules", bad, "--csv", filepath.Join(dir, "k.csv")}, bad + ":2: priority"},
+		{"bad config", []string{"layers", trace, "--config", bad}, "not a model config.json"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var out, errb bytes.Buffer
+			err := run(context.Background(), tt.args, &out, &errb)
+			require.Error(t, err)
+			require.Contains(t, err.Error(), tt.want)
+		})
+	}
+}
+
+// kernels: the inventory's totals add up to inspect's kernel_time_us.
+func TestKernelsCommand(t *testing.T) {
+	t.Parallel()
+	trace := corpus.Path(t, "traces/sglang-qwen3-8b-decode-mi300x.json.gz")
+	dir := t.TempDir()
+	var out, errb bytes.Buffer
+	require.NoError(t, run(context.Background(), []string{"kernels", trace, "--json", "--csv", filepath.Join(dir, "kernels.csv")}, &out, &errb), errb.String())
+	var got struct {
+		KernelTimeUS  json.Number        `json:"kernel_time_us"`
+		OtherPct      float64            `json:"other_pct"`
+		Categories    map[string]float64 `json:"categories"`
+		KernelsCSV    string             `json:"kernels_csv"`
+		CategoriesCSV string             `json:"categories_csv"`
+		Kernels       []struct {
+			Kind    string      `json:"kind"`
+			TotalUS json.Number `json:"total_us"`
+		} `json:"kernels"`
+	}
+	dec := json.NewDecoder(&out)
+	dec.UseNumber()
+	require.NoError(t, dec.Decode(&got))
+	tr, err := tracing.Load(context.Background(), trace, tracing.Options{})
+	require.NoError(t, err)
+	inspect := tr.Summarize().KernelTimeUS.String()
+	require.Equal(t, inspect, got.KernelTimeUS.String())
+	var sum int64
+	for _, k := range got.Kernels {
+		if k.Kind == "kernel" {
+			sum += micros(t, k.TotalUS.String())
+		}
+	}
+	require.Equal(t, micros(t, inspect), sum, "per-kernel totals sum to inspect's kernel_time_us")
+	require.Less(t, got.OtherPct, 1.0)
+	require.Contains(t, got.Categories, "Paged attention (decode)")
+	for _, p := range []string{got.KernelsCSV, got.CategoriesCSV} {
+		fi, err := os.Stat(p)
+		require.NoError(t, err)
+		require.Positive(t, fi.Size())
+	}
+	require.Equal(t, filepath.Join(dir, "conc32_categories.csv"), got.CategoriesCSV)
+}
+
+// micros parses "123.456" into integer nanoseconds.
+func micros(t *testing.T, s string) int64 {
+	t.Helper()
+	var whole, frac int64
+	var dot bool
+	var digits int
+	for _, c := range s {
+		switch {
+		case c == '.':
+			dot = true
+		case c >= '0' && c <= '9' && !dot:
+			whole = whole*10 + int64(c-'0')
+		case c >= '0' && c <= '9' && dot:
+			frac = frac*10 + int64(c-'0')
+			digits++
+		default:
+			t.Fatalf("not a microsecond value: %q", s)
+		}
+	}
+	require.Equal(t, 3, digits, "three decimals: %q", s)
+	return whole*1000 + frac
+}
