@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"math"
 	"strings"
 	"testing"
@@ -204,5 +205,24 @@ func TestGPUWindowDropsWholeSteps(t *testing.T) {
 	}
 	if truth.GPUSpanS >= truth.WindowS {
 		t.Errorf("gpu span %.3f s not shorter than the window %.3f s", truth.GPUSpanS, truth.WindowS)
+	}
+}
+
+// BenchmarkGenerate measures trace generation (model, layout and writer) on
+// the default 62-layer model; b.SetBytes is the uncompressed JSON size.
+func BenchmarkGenerate(b *testing.B) {
+	for _, gz := range []bool{false, true} {
+		b.Run(map[bool]string{false: "json", true: "gzip"}[gz], func(b *testing.B) {
+			opts := GenerateOptions{DecodeSteps: 20, PrefillSteps: 1, BS: 8, Seed: 1, Gzip: gz}
+			var size int64
+			for i := 0; i < b.N; i++ {
+				truth, err := Generate(context.Background(), io.Discard, opts)
+				if err != nil {
+					b.Fatal(err)
+				}
+				size = truth.JSONBytes
+			}
+			b.SetBytes(size)
+		})
 	}
 }

@@ -117,6 +117,29 @@ type Writer struct {
 	bytes  int64
 	closed bool
 	err    error
+	esc    map[string]string // escaped forms of long strings (kernel names repeat)
+}
+
+// maxEscCache bounds the escape cache; names beyond it are escaped each time.
+const maxEscCache = 8192
+
+// appendStr appends s as a JSON string, from the cache when s is long.
+func (w *Writer) appendStr(b []byte, s string) []byte {
+	if len(s) < 48 {
+		return appendJSONString(b, s)
+	}
+	if e, ok := w.esc[s]; ok {
+		return append(b, e...)
+	}
+	start := len(b)
+	b = appendJSONString(b, s)
+	if len(w.esc) < maxEscCache {
+		if w.esc == nil {
+			w.esc = make(map[string]string)
+		}
+		w.esc[s] = string(b[start:])
+	}
+	return b
 }
 
 // NewWriter writes the trace header to w and returns a Writer for its events.
@@ -266,13 +289,13 @@ func (w *Writer) WriteEvent(e *OutEvent) error {
 	switch e.Ph {
 	case 'M':
 		b = append(b, "\"name\": "...)
-		b = appendJSONString(b, e.Name)
+		b = w.appendStr(b, e.Name)
 		b = append(b, ", \"ph\": \"M\", \"ts\": "...)
 		b = w.appendTS(b, e.TS)
 		b = w.appendPIDTID(b, e)
 	case 'i':
 		b = append(b, "\"name\": "...)
-		b = appendJSONString(b, e.Name)
+		b = w.appendStr(b, e.Name)
 		b = append(b, ", \"ph\": \"i\""...)
 		if e.Scope != "" {
 			b = append(b, ", \"s\": "...)
@@ -293,7 +316,7 @@ func (w *Writer) WriteEvent(e *OutEvent) error {
 		b = append(b, ",\n    \"cat\": "...)
 		b = appendJSONString(b, e.Cat)
 		b = append(b, ", \"name\": "...)
-		b = appendJSONString(b, e.Name)
+		b = w.appendStr(b, e.Name)
 		if e.BP != "" {
 			b = append(b, ", \"bp\": "...)
 			b = appendJSONString(b, e.BP)
@@ -302,7 +325,7 @@ func (w *Writer) WriteEvent(e *OutEvent) error {
 		b = append(b, "\"ph\": \"X\", \"cat\": "...)
 		b = appendJSONString(b, e.Cat)
 		b = append(b, ", \"name\": "...)
-		b = appendJSONString(b, e.Name)
+		b = w.appendStr(b, e.Name)
 		b = w.appendPIDTID(b, e)
 		b = append(b, ",\n    \"ts\": "...)
 		b = w.appendTS(b, e.TS)
@@ -324,7 +347,7 @@ func (w *Writer) WriteEvent(e *OutEvent) error {
 			case ArgInt:
 				b = strconv.AppendInt(b, a.Int, 10)
 			case ArgString:
-				b = appendJSONString(b, a.Str)
+				b = w.appendStr(b, a.Str)
 			case ArgInts:
 				b = append(b, '[')
 				for j, v := range a.Ints {
