@@ -1,0 +1,197 @@
+package tracing_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/profile-model/profile-model/tracing"
+)
+
+func TestParseStepLabel(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		label  string
+		ok     bool
+		kind   tracing.StepKind
+		bs     int
+		padded int
+		tokens int
+		eager  bool
+		why    string
+	}{
+		{"decode[bs=8 tok=8 ctx=1100]", true, tracing.StepDecode, 8, 0, 8, false, "ATOM decode"},
+		{"decode[bs=5/8 tok=5]", true, tracing.StepDecode, 5, 8, 5, false, "ATOM real/padded graph batch"},
+		{"prefill[bs=4 tok=4096]", true, tracing.StepPrefill, 4, 0, 4096, false, "ATOM prefill"},
+		{"prefill[bs=16 tok=16]", true, tracing.StepDecode, 16, 0, 16, true, "older ATOM eager decode: one token per sequence"},
+		{"eager_decode[bs=3 tok=3]", true, tracing.StepDecode, 3, 0, 3, true, "ATOM eager decode"},
+		{"dummy_decode[bs=1 tok=1]", true, tracing.StepDummy, 1, 0, 1, false, "warm-up"},
+		{"dummy_prefill[bs=2 tok=64]", true, tracing.StepDummy, 2, 0, 64, false, "warm-up"},
+		{"draft[1/3 bs=8]", true, tracing.StepDraft, 8, 0, 0, false, "speculative draft"},
+		{"capture_graph_bs_32", true, tracing.StepCapture, 32, 0, 0, false, "graph capture"},
+		{"execute_32_context_0(sq0sk0sqsq0sqsk0)_generation_32(sq32sk3)", true, tracing.StepDecode, 32, 0, 32, false, "vLLM decode"},
+		{"execute_15360_context_15(sq15360)_generation_0(sq0)", true, tracing.StepPrefill, 15, 0, 15360, false, "vLLM prefill"},
+		{"execute_context_2(a)_generation_6(b)", true, tracing.StepMixed, 8, 0, 0, false, "vLLM chunked prefill, no token count"},
+		{"step[DECODE bs=32]", true, tracing.StepDecode, 32, 0, 32, false, "SGLang decode"},
+		{"step[EXTEND bs=15 toks=15360]", true, tracing.StepPrefill, 15, 0, 15360, false, "SGLang prefill"},
+		{"ProfilerStep#12", true, tracing.StepProfiler, 0, 0, 0, false, "torch profiler step"},
+		{"decode_helper", false, "", 0, 0, 0, false, "no brackets"},
+		{"step[WHATEVER bs=1]", false, "", 0, 0, 0, false, "unknown SGLang mode"},
+		{"nccl:all_reduce", false, "", 0, 0, 0, false, "other annotation"},
+		{"ProfilerStep#", false, "", 0, 0, 0, false, "no number"},
+	}
+	for _, c := range cases {
+		t.Run(c.label, func(t *testing.T) {
+			t.Parallel()
+			st, ok := tracing.ParseStepLabel(c.label)
+			require.Equal(t, c.ok, ok, c.why)
+			if !ok {
+				return
+			}
+			assert.Equal(t, c.kind, st.Kind, c.why)
+			assert.Equal(t, c.bs, st.BS, c.why)
+			assert.Equal(t, c.padded, st.PaddedBS, c.why)
+			assert.Equal(t, c.tokens, st.Tokens, c.why)
+			assert.Equal(t, c.eager, st.Eager, c.why)
+			assert.Equal(t, c.label, st.Label)
+		})
+	}
+}
+
+// atomStep is one step of a hand-made ATOM-style trace.
+type atomStep struct {
+	label string
+	graph bool // decode replayed from a graph; else eager launches
+	drop  bool // the profiler buffer lost its GPU events
+}
+
+// atomTrace writes a small ATOM-style trace in Kineto's section order: CPU
+// annotations and launches first, then kernels, then GPU annotations. Each
+// step is 10 ms; a graph step replays 3 kernels and runs one eager sampling
+// kernel after the graph, outside its GPU annotation; an eager step launches
+// 2 kernels.
+func atomTrace(steps []atomStep, gpuAnnotations bool) []byte {
+	var cpu, gpu, gann []string
+	corr := 1000
+	for i, st := range steps {
+		t0 := int64(i) * 10_000 // µs
+		ext := 500 + i
+		cpu = append(cpu, fmt.Sprintf(`{"ph": "X", "cat": "user_annotation", "name": %q, "pid": 10, "tid": 10, "ts": %d.000, "dur": 9000, "args": {"External id": %d}}`, st.label, t0, ext))
+		var kernels []string
+		if st.graph {
+			corr++
+			cpu = append(cpu, fmt.Sprintf(`{"ph": "X", "cat": "cuda_runtime", "name": "hipGraphLaunch", "pid": 10, "tid": 10, "ts": %d.500, "dur": 20, "args": {"correlation": %d}}`, t0+100, corr))
+			for k := range 3 {
+				kernels = append(kernels, fmt.Sprintf(`{"ph": "X", "cat": "kernel", "name": "layer_kernel_%d", "pid": 2, "tid": 1, "ts": %d.250, "dur": 100.5, "args": {"device": 2, "stream": 1, "correlation": %d, "kind": "Dispatch Task"}}`, k, t0+1000+int64(k)*200, corr))
+			}
+			corr++
+			cpu = append(cpu, fmt.Sprintf(`{"ph": "X", "cat": "cuda_runtime", "name": "hipLaunchKernel", "pid": 10, "tid": 10, "ts": %d.000, "dur": 5, "args": {"correlation": %d}}`, t0+200, corr))
+			kernels = append(kernels, fmt.Sprintf(`{"ph": "X", "cat": "kernel", "name": "mix_sample", "pid": 2, "tid": 1, "ts": %d.000, "dur": 30, "args": {"device": 2, "stream": 1, "correlation": %d, "kind": "Dispatch Kernel"}}`, t0+3000, corr))
+		} else {
+			for k := range 2 {
+				corr++
+				cpu = append(cpu, fmt.Sprintf(`{"ph": "X", "cat": "cuda_runtime", "name": "hipLaunchKernel", "pid": 10, "tid": 10, "ts": %d.000, "dur": 5, "args": {"correlation": %d}}`, t0+100+int64(k)*10, corr))
+				kernels = append(kernels, fmt.Sprintf(`{"ph": "X", "cat": "kernel", "name": "fmha_fwd_%d", "pid": 2, "tid": 1, "ts": %d.000, "dur": 400, "args": {"device": 2, "stream": 1, "correlation": %d, "kind": "Dispatch Kernel"}}`, k, t0+1000+int64(k)*500, corr))
+			}
+		}
+		if st.drop {
+			continue
+		}
+		gpu = append(gpu, kernels...)
+		if gpuAnnotations {
+			gann = append(gann, fmt.Sprintf(`{"ph": "X", "cat": "gpu_user_annotation", "name": %q, "pid": 2, "tid": 1, "ts": %d.000, "dur": 1900, "args": {"External id": %d}}`, st.label, t0+900, ext))
+		}
+	}
+	noise := `{"ph": "X", "cat": "python_function", "name": "model_runner.py(12): forward", "pid": 10, "tid": 10, "ts": 5.0, "dur": 1, "args": {"Python id": 1}}`
+	all := append(append(append([]string{noise}, cpu...), gpu...), gann...)
+	return []byte(`{"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "AMD Instinct MI355X"}], "roctracer_version": 4.1, "traceEvents": [` +
+		strings.Join(all, ",\n") + `], "traceName": "atom", "baseTimeNanoseconds": 1751410836000000000}`)
+}
+
+func TestSteps(t *testing.T) {
+	t.Parallel()
+	mixed := []atomStep{
+		{label: "prefill[bs=4 tok=4096]"},
+		{label: "decode[bs=4 tok=4]", graph: true},
+		{label: "decode[bs=4 tok=4]", graph: true},
+		{label: "decode[bs=3/4 tok=3]", graph: true},
+		{label: "prefill[bs=2 tok=2]"}, // eager decode, older ATOM label
+		{label: "dummy_decode[bs=1 tok=1]", graph: true},
+	}
+	for _, gpuAnn := range []bool{true, false} {
+		t.Run(fmt.Sprintf("gpu_annotations=%v", gpuAnn), func(t *testing.T) {
+			t.Parallel()
+			tr, err := tracing.Read(context.Background(), bytes.NewReader(atomTrace(mixed, gpuAnn)), "atom", tracing.Options{})
+			require.NoError(t, err)
+			s := tr.Summarize()
+			assert.Equal(t, map[string]int{"prefill": 1, "decode": 4, "dummy": 1}, s.Steps)
+			assert.Equal(t, 4, s.DecodeBS, "bs=4 twice; 3 and 2 once each")
+			assert.Equal(t, map[int]int{4: 2, 3: 1, 2: 1}, tr.DecodeBSHist)
+			assert.Equal(t, 4, s.GraphLaunches)
+			assert.Equal(t, 12, s.KernelsReplayed)
+			assert.Empty(t, s.Warnings)
+			require.Len(t, tr.Steps, 6)
+			want := tracing.SourceCPUAnnotation
+			if gpuAnn {
+				want = tracing.SourceGPUAnnotation
+			}
+			for i, st := range tr.Steps {
+				assert.Equal(t, want, st.Source, "step %d", i)
+				assert.Equal(t, mixed[i].label, st.Label, "steps in time order")
+				n := 2
+				if mixed[i].graph {
+					// By GPU time the sampling kernel falls outside the
+					// annotation; through correlation it belongs to the step.
+					n = 3
+					if !gpuAnn {
+						n = 4
+					}
+				}
+				assert.Len(t, st.Kernels, n, "step %d (%s)", i, st.Label)
+				for _, k := range st.Kernels {
+					assert.Equal(t, int32(i), tr.Kernels[k].Step)
+				}
+			}
+			assert.Equal(t, 3, tr.Steps[3].BS)
+			assert.Equal(t, 4, tr.Steps[3].PaddedBS)
+			assert.True(t, tr.Steps[4].Eager)
+		})
+	}
+}
+
+// With the first steps' GPU events dropped (the profiler buffer), the
+// warning gives the covered span, the window, the share, the decode steps
+// without kernels and the fix.
+func TestCoverageWarning(t *testing.T) {
+	t.Parallel()
+	var steps []atomStep
+	for i := range 20 {
+		steps = append(steps, atomStep{label: "decode[bs=8 tok=8]", graph: true, drop: i < 15})
+	}
+	for _, gpuAnn := range []bool{true, false} {
+		t.Run(fmt.Sprintf("gpu_annotations=%v", gpuAnn), func(t *testing.T) {
+			t.Parallel()
+			tr, err := tracing.Read(context.Background(), bytes.NewReader(atomTrace(steps, gpuAnn)), "atom", tracing.Options{})
+			require.NoError(t, err)
+			// Window: first CPU annotation (0 ms) to the end of the last
+			// (190 ms + 9 ms) = 0.199 s. Kernels: step 15's first at
+			// 151.00025 ms to step 19's sampling end at 193.03 ms.
+			c := tr.Coverage
+			assert.Equal(t, int64(199_000_000), c.WindowNS)
+			assert.Equal(t, int64(193_030_000-151_000_250), c.GPUSpanNS)
+			assert.Equal(t, 20, c.DecodeSteps)
+			assert.Equal(t, 15, c.DecodeWithout)
+			require.Len(t, tr.Warnings, 1)
+			assert.Equal(t, "GPU kernels cover 42.0 ms of a 199.0 ms profile window (21%): 15 of 20 decode steps have no kernels (none in the first 151.0 ms); "+
+				"the profiler buffer dropped GPU events: raise KINETO_BUFFER_SIZE_MB (e.g. 256 or more), profile a shorter window, or send fewer prompts; "+
+				"per-step numbers cover only the steps with kernels", tr.Warnings[0])
+			assert.Equal(t, 8, tr.DecodeBS, "kernel-less steps still count for the batch size")
+			assert.Equal(t, map[int]int{8: 20}, tr.DecodeBSHist)
+		})
+	}
+}
