@@ -226,3 +226,34 @@ func BenchmarkGenerate(b *testing.B) {
 		})
 	}
 }
+
+// TestGPUSectionInStartOrder: like Kineto, GPU activities are written in
+// start order, also when a second stream overlaps the first.
+func TestGPUSectionInStartOrder(t *testing.T) {
+	t.Parallel()
+	tr, _, _ := generate(t, GenerateOptions{Layers: 3, DecodeSteps: 5, PrefillSteps: 1, BS: 8, Seed: 2, TwoStreams: true, PythonPerStep: -1})
+	var last int64
+	var side, overlaps int
+	var prevEnd int64
+	for _, e := range tr.TraceEvents {
+		if e.Cat != "kernel" {
+			continue
+		}
+		ts := parseMicros(t, e.TS)
+		if ts < last {
+			t.Fatalf("kernel %q at %d ns written after one at %d ns", e.Name, ts, last)
+		}
+		if string(e.TID) == "1" {
+			side++
+			if ts < prevEnd {
+				overlaps++
+			}
+		} else {
+			prevEnd = ts + parseMicros(t, e.Dur)
+		}
+		last = ts
+	}
+	if side == 0 || overlaps == 0 {
+		t.Errorf("side-stream kernels = %d, overlapping the main stream = %d; want both > 0", side, overlaps)
+	}
+}

@@ -1,6 +1,7 @@
 package synth
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -381,13 +382,14 @@ func (r *Recorder) WriteTrace(ctx context.Context, w io.Writer, opts tracing.Wri
 // annotations, Python frames, runtime calls with flow starts, GPU activities
 // with flow ends, GPU annotations, then metadata.
 type emitter struct {
-	r   *Recorder
-	tw  *tracing.Writer
-	pl  []placed
-	ctx context.Context
-	ev  tracing.OutEvent
-	err error
-	n   int
+	r     *Recorder
+	tw    *tracing.Writer
+	pl    []placed
+	ctx   context.Context
+	ev    tracing.OutEvent
+	err   error
+	n     int
+	order []int32
 }
 
 func (e *emitter) emit() {
@@ -645,7 +647,17 @@ func gridOf(k *KernelRun) []int64 {
 func (e *emitter) gpu(i int) {
 	s := &e.r.steps[i]
 	p := &e.pl[i]
+	order := e.order[:0]
+	side := false
 	for k := range s.Kernels {
+		order = append(order, int32(k))
+		side = side || s.Kernels[k].Stream != 0
+	}
+	if side { // Kineto writes GPU activities in start order
+		slices.SortStableFunc(order, func(a, b int32) int { return cmp.Compare(p.starts[a], p.starts[b]) })
+	}
+	e.order = order
+	for _, k := range order {
 		kr := &s.Kernels[k]
 		tid := int64(mainStream)
 		if kr.Stream != 0 {
