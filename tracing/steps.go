@@ -447,10 +447,5 @@ func measureCoverage(t *Trace, minTS, maxTS int64) {
 
 func secs(ns int64) float64 { return float64(ns) / 1e9 }
 
-// span prints a duration in s, or in ms under a second.
-func span(ns int64) string {
-	if ns < 1e9 {
-		return fmt.Sprintf("%.1f ms", float64(ns)/1e6)
-	}
-	return fmt.Sprintf("%.1f s", secs(ns))
-}
+// span prints a duration as SPEC §3.6 does: seconds, one decimal.
+func span(ns int64) string { return fmt.Sprintf("%.1f s", secs(ns)) }
