@@ -1,0 +1,153 @@
+package bench
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"sync"
+	"time"
+)
+
+// Load says how a level's requests are sent.
+type Load struct {
+	MaxConcurrency int     // in-flight limit; 0 = unlimited
+	RequestRate    float64 // requests per second; 0 or +Inf = all at once
+	Burstiness     float64 // gamma shape of the gaps: 1 = Poisson; 0 means 1
+	Seed           uint64
+	// StopOnConnection stops sending new requests after a connection
+	// failure: the server is most likely gone.
+	StopOnConnection bool
+	// Progress, when set, is called after each finished request.
+	Progress func(done int)
+}
+
+// Run sends reqs under load l and returns one Output per sent request, in
+// request order, with the wall-clock start and end of the run. A cancelled
+// ctx stops sending and cancels the requests in flight.
+func Run(ctx context.Context, c *Client, reqs []Request, l Load) (outs []Output, start, end time.Time) {
+	sendCtx, stopSending := context.WithCancel(ctx)
+	defer stopSending()
+	conc := l.MaxConcurrency
+	if conc <= 0 {
+		conc = len(reqs)
+	}
+	sem := make(chan struct{}, max(conc, 1))
+	results := make([]Output, len(reqs))
+	sent := make([]bool, len(reqs))
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		done int
+	)
+	gaps := newGapper(l)
+	start = time.Now()
+	next := start
+loop:
+	for i := range reqs {
+		if gaps != nil && i > 0 {
+			next = next.Add(gaps.next())
+			if !sleepUntil(sendCtx, next) {
+				break
+			}
+		}
+		select {
+		case sem <- struct{}{}:
+		case <-sendCtx.Done():
+			break loop
+		}
+		if sendCtx.Err() != nil {
+			<-sem
+			break
+		}
+		sent[i] = true
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			o := c.Do(ctx, reqs[i])
+			<-sem
+			results[i] = o
+			if o.Failure == FailConnection && l.StopOnConnection {
+				stopSending()
+			}
+			if l.Progress != nil {
+				mu.Lock()
+				done++
+				n := done
+				mu.Unlock()
+				l.Progress(n)
+			}
+		}(i)
+	}
+	wg.Wait()
+	end = time.Now()
+	for i := range results {
+		if sent[i] {
+			outs = append(outs, results[i])
+		}
+	}
+	return outs, start, end
+}
+
+// sleepUntil waits until t or until ctx is done; it reports whether t came.
+func sleepUntil(ctx context.Context, t time.Time) bool {
+	d := time.Until(t)
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// gapper draws inter-arrival gaps from a gamma distribution with shape
+// burstiness and mean 1/rate (vLLM's convention: burstiness 1 is Poisson).
+type gapper struct {
+	rng          *rand.Rand
+	shape, scale float64
+}
+
+func newGapper(l Load) *gapper {
+	if l.RequestRate <= 0 || math.IsInf(l.RequestRate, 1) {
+		return nil
+	}
+	shape := l.Burstiness
+	if shape <= 0 {
+		shape = 1
+	}
+	return &gapper{
+		rng:   rand.New(rand.NewPCG(l.Seed, 0x5eed)),
+		shape: shape,
+		scale: 1 / (l.RequestRate * shape),
+	}
+}
+
+func (g *gapper) next() time.Duration {
+	return time.Duration(gamma(g.rng, g.shape) * g.scale * float64(time.Second))
+}
+
+// gamma draws from Gamma(shape, 1) with Marsaglia and Tsang's method.
+func gamma(rng *rand.Rand, shape float64) float64 {
+	if shape < 1 {
+		// Boost: Gamma(a) = Gamma(a+1) · U^(1/a).
+		return gamma(rng, shape+1) * math.Pow(rng.Float64(), 1/shape)
+	}
+	d := shape - 1.0/3
+	c := 1 / math.Sqrt(9*d)
+	for {
+		x := rng.NormFloat64()
+		v := 1 + c*x
+		if v <= 0 {
+			continue
+		}
+		v = v * v * v
+		u := rng.Float64()
+		if u < 1-0.0331*x*x*x*x || math.Log(u) < 0.5*x*x+d*(1-v+math.Log(v)) {
+			return d * v
+		}
+	}
+}

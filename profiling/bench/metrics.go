@@ -1,0 +1,170 @@
+package bench
+
+import (
+	"math"
+	"slices"
+	"strconv"
+	"time"
+)
+
+// DefaultPercentiles are the percentiles reported when none are given.
+var DefaultPercentiles = []float64{50, 90, 95, 99}
+
+// Stats summarises one metric in milliseconds.
+type Stats struct {
+	Mean, Median, Std float64
+	Pcts              []Pct
+}
+
+// Pct is one percentile of a metric.
+type Pct struct {
+	P, Value float64
+}
+
+// At returns percentile p, and false when it was not computed.
+func (s Stats) At(p float64) (float64, bool) {
+	for _, x := range s.Pcts {
+		if x.P == p {
+			return x.Value, true
+		}
+	}
+	return 0, false
+}
+
+// PctName spells percentile p as vLLM does in its keys: 99 → "99", 99.9 → "99.9".
+func PctName(p float64) string {
+	return strconv.FormatFloat(p, 'f', -1, 64)
+}
+
+// Summarize computes mean, median, population std (numpy's default) and
+// percentiles with linear interpolation (numpy's default) of vals; an empty
+// input gives zeros, as vLLM reports.
+func Summarize(vals []float64, pcts []float64) Stats {
+	s := Stats{Pcts: make([]Pct, len(pcts))}
+	for i, p := range pcts {
+		s.Pcts[i].P = p
+	}
+	if len(vals) == 0 {
+		return s
+	}
+	sorted := slices.Clone(vals)
+	slices.Sort(sorted)
+	var sum float64
+	for _, v := range sorted {
+		sum += v
+	}
+	s.Mean = sum / float64(len(sorted))
+	var ss float64
+	for _, v := range sorted {
+		d := v - s.Mean
+		ss += d * d
+	}
+	s.Std = math.Sqrt(ss / float64(len(sorted)))
+	s.Median = Percentile(sorted, 50)
+	for i, p := range pcts {
+		s.Pcts[i].Value = Percentile(sorted, p)
+	}
+	return s
+}
+
+// Percentile returns percentile p (0–100) of sorted values by linear
+// interpolation between closest ranks (numpy.percentile's default).
+func Percentile(sorted []float64, p float64) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	pos := p / 100 * float64(len(sorted)-1)
+	lo := int(math.Floor(pos))
+	if lo >= len(sorted)-1 {
+		return sorted[len(sorted)-1]
+	}
+	if lo < 0 {
+		return sorted[0]
+	}
+	frac := pos - float64(lo)
+	return sorted[lo] + frac*(sorted[lo+1]-sorted[lo])
+}
+
+func ms(d time.Duration) float64 { return float64(d) / 1e6 }
+
+// SLO holds optional goodput limits in milliseconds; zero means no limit.
+type SLO struct {
+	TTFT, TPOT, E2EL float64
+}
+
+func (s SLO) set() bool { return s.TTFT > 0 || s.TPOT > 0 || s.E2EL > 0 }
+
+// Metrics is the aggregate of one level, with vLLM's definitions.
+type Metrics struct {
+	Duration             time.Duration
+	Completed, Failed    int
+	NotSent              int // requests never sent (the level was stopped)
+	Failures             map[FailureKind]int
+	TotalInput           int
+	TotalOutput          int
+	RequestThroughput    float64
+	RequestGoodput       float64 // 0 when no SLO is set
+	OutputThroughput     float64
+	TotalTokenThroughput float64
+	TTFT, TPOT, ITL      Stats
+	E2EL                 Stats
+	// Where token counts came from: requests whose output (prompt) length
+	// came from counted events (the requested length) instead of usage.
+	OutputCounted, PromptRequested int
+	InputLens, OutputLens          []int // per successful request
+}
+
+// Aggregate computes a level's metrics from its outputs. total is the
+// number of requests the level meant to send.
+func Aggregate(outs []Output, total int, duration time.Duration, pcts []float64, slo SLO) Metrics {
+	m := Metrics{Duration: duration, Failures: map[FailureKind]int{}}
+	var ttfts, tpots, itls, e2els []float64
+	good := 0
+	for i := range outs {
+		o := &outs[i]
+		if !o.OK() {
+			m.Failed++
+			m.Failures[o.Failure]++
+			continue
+		}
+		m.Completed++
+		m.TotalInput += o.PromptTokens
+		m.TotalOutput += o.OutputTokens
+		m.InputLens = append(m.InputLens, o.PromptTokens)
+		m.OutputLens = append(m.OutputLens, o.OutputTokens)
+		if !o.UsageOutput {
+			m.OutputCounted++
+		}
+		if !o.UsagePrompt {
+			m.PromptRequested++
+		}
+		ttft, e2el := ms(o.TTFT), ms(o.E2EL)
+		ttfts = append(ttfts, ttft)
+		e2els = append(e2els, e2el)
+		tpot := 0.0
+		if o.OutputTokens > 1 {
+			tpot = (e2el - ttft) / float64(o.OutputTokens-1)
+			tpots = append(tpots, tpot)
+		}
+		for _, g := range o.ITL {
+			itls = append(itls, ms(g))
+		}
+		if (slo.TTFT == 0 || ttft <= slo.TTFT) && (slo.TPOT == 0 || tpot <= slo.TPOT) && (slo.E2EL == 0 || e2el <= slo.E2EL) {
+			good++
+		}
+	}
+	m.NotSent = max(total-len(outs), 0)
+	if sec := duration.Seconds(); sec > 0 {
+		m.RequestThroughput = float64(m.Completed) / sec
+		m.OutputThroughput = float64(m.TotalOutput) / sec
+		m.TotalTokenThroughput = float64(m.TotalInput+m.TotalOutput) / sec
+		if slo.set() {
+			m.RequestGoodput = float64(good) / sec
+		}
+	}
+	m.TTFT = Summarize(ttfts, pcts)
+	m.TPOT = Summarize(tpots, pcts)
+	m.ITL = Summarize(itls, pcts)
+	m.E2EL = Summarize(e2els, pcts)
+	return m
+}

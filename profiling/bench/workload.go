@@ -1,0 +1,145 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+)
+
+// words are common short English words: one token each in the usual BPE
+// vocabularies (with their leading space) and at most 8 bytes.
+var words = shortWords(`the of and to in is was for on are with as his they
+at be this from have or one had by word but not what all were when we there can
+an your which their said if do will each about how up out them then she many some
+so these would other into has more her two like him see time could no make than
+first been its who now people my made over did down only way find use may water
+long little very after words called just where most know get through back much
+before go good new write our used me man too any day same right look think also
+around another came come work three word must because does part even place well
+such here take why things help put years different away again off went old
+number great tell men say small every found still between name should home big
+give air line set own under read last never us left end along while might next
+sound below saw something thought both few those always looked show large often
+together asked house don world going want school important until form food keep
+children feet land side without boy once animals life enough took sometimes four
+head above kind began almost live page got earth need far hand high year mother
+light parts country father let night following picture being study second eyes
+soon times story boys since white days ever paper hard near sentence better best
+across during today others however sure means knew try told young miles sun ways
+thing whole hear example heard several change answer room sea against top turned
+learn point city play toward five using himself usually`)
+
+// shortWords splits text into its distinct words of at most 8 bytes.
+func shortWords(text string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, w := range strings.Fields(text) {
+		if len(w) <= 8 && !seen[w] {
+			seen[w] = true
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// Lengths draws lengths uniformly in [⌊l·r⌋, l] (the range-ratio convention of
+// the seed's runs, r = 0.8), at least 1.
+func Lengths(rng *rand.Rand, n, l int, r float64) []int {
+	lo := max(int(math.Floor(float64(l)*r)), 1)
+	hi := max(l, lo)
+	out := make([]int, n)
+	for i := range out {
+		out[i] = lo + rng.IntN(hi-lo+1)
+	}
+	return out
+}
+
+// Shaper turns a token count into a word count: tokens ≈ Base + PerWord·words,
+// calibrated from the server's usage.prompt_tokens.
+type Shaper struct {
+	Base, PerWord float64
+	Calibrated    bool // false: one token per word was assumed
+}
+
+// Words is the number of words that makes a prompt of about tokens tokens.
+func (s Shaper) Words(tokens int) int {
+	if s.PerWord <= 0 {
+		return max(tokens, 1)
+	}
+	return max(int(math.Round((float64(tokens)-s.Base)/s.PerWord)), 1)
+}
+
+// Prompt builds request index's prompt of n words: a distinct first word
+// (so no two prompts share a prefix-cache block) then random common words.
+func Prompt(rng *rand.Rand, seed uint64, index, n int) string {
+	var b strings.Builder
+	b.Grow(n * 6)
+	// A short distinct prefix word: "r" + base-36 of a per-run, per-request number.
+	b.WriteString("r")
+	b.WriteString(strconv.FormatUint((seed%1000)*1_000_000+uint64(index), 36))
+	for i := 1; i < n; i++ {
+		b.WriteByte(' ')
+		b.WriteString(words[rng.IntN(len(words))])
+	}
+	return b.String()
+}
+
+// Workload is the random dataset of one level.
+type Workload struct {
+	ISL, OSL   int
+	RangeRatio float64
+	NumPrompts int
+	Seed       uint64
+}
+
+// Requests builds the level's requests; prompts are shaped with s.
+func (w Workload) Requests(s Shaper) []Request {
+	rng := rand.New(rand.NewPCG(w.Seed, 0x9e3779b97f4a7c15))
+	in := Lengths(rng, w.NumPrompts, w.ISL, w.RangeRatio)
+	out := Lengths(rng, w.NumPrompts, w.OSL, w.RangeRatio)
+	reqs := make([]Request, w.NumPrompts)
+	for i := range reqs {
+		reqs[i] = Request{
+			Index:     i,
+			Prompt:    Prompt(rng, w.Seed, i, s.Words(in[i])),
+			PromptLen: in[i],
+			MaxTokens: out[i],
+		}
+	}
+	return reqs
+}
+
+// Calibrate sends two short probe requests (one output token each) and fits
+// tokens = Base + PerWord·words from their usage.prompt_tokens. When the
+// server reports no usage it returns one token per word, uncalibrated.
+func Calibrate(ctx context.Context, c *Client, seed uint64) (Shaper, error) {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	probe := func(n int) (int, error) {
+		// Indexes beyond any level's keep probes distinct from requests.
+		o := c.Do(ctx, Request{Index: 900_000 + n, Prompt: Prompt(rng, seed, 900_000+n, n), PromptLen: n, MaxTokens: 1})
+		if !o.OK() {
+			return 0, fmt.Errorf("calibration probe of %d words: %s: %s", n, o.Failure, o.Error)
+		}
+		if !o.UsagePrompt {
+			return 0, nil
+		}
+		return o.PromptTokens, nil
+	}
+	const n1, n2 = 64, 512
+	t1, err := probe(n1)
+	if err != nil {
+		return Shaper{}, err
+	}
+	t2, err := probe(n2)
+	if err != nil {
+		return Shaper{}, err
+	}
+	if t1 == 0 || t2 <= t1 {
+		return Shaper{Base: 0, PerWord: 1}, nil
+	}
+	per := float64(t2-t1) / float64(n2-n1)
+	return Shaper{Base: float64(t1) - per*n1, PerWord: per, Calibrated: true}, nil
+}
