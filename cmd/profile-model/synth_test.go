@@ -1,0 +1,131 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/profile-model/profile-model/internal/corpus"
+	"github.com/profile-model/profile-model/synth"
+)
+
+func TestSynthCommand(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	out, truthPath := filepath.Join(dir, "t.json.gz"), filepath.Join(dir, "truth.json")
+	var stdout, stderr bytes.Buffer
+	err := run(context.Background(), []string{"synth", "--out", out, "--truth", truthPath, "--layers", "3", "--decode-steps", "12", "--prefill-steps", "1", "--bs", "16", "--seed", "4", "--python-per-step", "10"}, &stdout, &stderr)
+	if err != nil {
+		t.Fatalf("synth: %v\n%s", err, stderr.String())
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(data) < 2 || data[0] != 0x1f || data[1] != 0x8b {
+		t.Errorf("%s is not gzip", out)
+	}
+	raw, err := os.ReadFile(truthPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var truth synth.Truth
+	if err := json.Unmarshal(raw, &truth); err != nil {
+		t.Fatalf("truth file: %v", err)
+	}
+	if truth.Steps["decode"] != 12 || truth.Steps["prefill"] != 1 || truth.DecodeBS != 16 || len(truth.Positions) == 0 {
+		t.Errorf("truth = steps %v, decode bs %d, %d positions", truth.Steps, truth.DecodeBS, len(truth.Positions))
+	}
+	if !strings.Contains(stdout.String(), "12 decode + 1 prefill steps") {
+		t.Errorf("stdout = %q", stdout.String())
+	}
+}
+
+func TestSynthCommandFromLayerCSVAndSize(t *testing.T) {
+	t.Parallel()
+	csv := filepath.Join(corpus.Dir(t), "atom-minimax-m2.5", "conc32_layer.csv")
+	dir := t.TempDir()
+	out, truthPath := filepath.Join(dir, "t.json"), filepath.Join(dir, "truth.json")
+	var stdout, stderr bytes.Buffer
+	err := run(context.Background(), []string{"synth", "--out", out, "--truth", truthPath, "--layer-csv", csv, "--bs", "32", "--target-mb", "20", "--gpu-window", "0.05"}, &stdout, &stderr)
+	if err != nil {
+		t.Fatalf("synth: %v\n%s", err, stderr.String())
+	}
+	st, err := os.Stat(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// --target-mb picks whole decode steps: within one step (~2 MB) of 20 MB.
+	if mb := float64(st.Size()) / 1e6; mb < 17 || mb > 23 {
+		t.Errorf("--target-mb 20 wrote %.1f MB", mb)
+	}
+	raw, err := os.ReadFile(truthPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var truth synth.Truth
+	if err := json.Unmarshal(raw, &truth); err != nil {
+		t.Fatal(err)
+	}
+	if len(truth.KernelsPerLayer) != 1 || truth.KernelsPerLayer[0] != 20 {
+		t.Errorf("kernels per layer = %v, want conc32_layer.csv's 20", truth.KernelsPerLayer)
+	}
+	if truth.DecodeStepsWithoutKernels == 0 || !strings.Contains(stdout.String(), "decode steps have no kernels") {
+		t.Errorf("--gpu-window 0.05 dropped %d decode steps; stdout %q", truth.DecodeStepsWithoutKernels, stdout.String())
+	}
+}
+
+func TestSynthCommandErrors(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cases := []struct {
+		name  string
+		args  []string
+		usage bool
+		want  string
+	}{
+		{"no output", []string{"synth"}, true, "--out"},
+		{"both outputs", []string{"synth", "--out", "a.json", "--atom-dir", dir}, true, "exactly one"},
+		{"bad flag", []string{"synth", "--bogus"}, true, "bogus"},
+		{"stray argument", []string{"synth", "--out", "a.json", "extra"}, true, "extra"},
+		{"negative window", []string{"synth", "--out", "a.json", "--gpu-window", "-1"}, true, "negative"},
+		{"zero batch", []string{"synth", "--out", filepath.Join(dir, "z.json"), "--bs", "0"}, false, "batch size"},
+		{"missing table", []string{"synth", "--out", filepath.Join(dir, "m.json"), "--layer-csv", filepath.Join(dir, "conc8_layer.csv")}, false, "conc8_layer.csv"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			var stdout, stderr bytes.Buffer
+			err := run(context.Background(), c.args, &stdout, &stderr)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error = %v, want one mentioning %q", err, c.want)
+			}
+			var u usageError
+			if errors.As(err, &u) != c.usage {
+				t.Errorf("usage error = %v, want %v", errors.As(err, &u), c.usage)
+			}
+		})
+	}
+}
+
+func TestSynthCommandATOMDir(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	err := run(context.Background(), []string{"synth", "--atom-dir", dir, "--model", "Qwen/Qwen3-8B", "--layers", "2", "--decode-steps", "3", "--python-per-step", "-1"}, &stdout, &stderr)
+	if err != nil {
+		t.Fatalf("synth: %v\n%s", err, stderr.String())
+	}
+	files, err := filepath.Glob(filepath.Join(dir, "rank_0", "Qwen3-8B_ts_*_*.pt.trace.json.gz"))
+	if err != nil || len(files) != 1 {
+		t.Fatalf("rank_0 holds %v (%v), want one Qwen3-8B_ts_<time>_<ms>.pt.trace.json.gz", files, err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, "rank_0", "*.json")); len(left) != 0 {
+		t.Errorf("the .json was left behind: %v", left)
+	}
+}
