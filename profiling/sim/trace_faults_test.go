@@ -1,0 +1,169 @@
+package sim
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/profile-model/profile-model/tracing"
+)
+
+// gateClock is a fakeClock whose Sleep of exactly `gate` blocks until the
+// test releases it, announcing the wait first: the export delay can then be
+// observed without timing.
+type gateClock struct {
+	*fakeClock
+	gate     time.Duration
+	sleeping chan struct{}
+	release  chan struct{}
+}
+
+func (c *gateClock) Sleep(ctx context.Context, d time.Duration) error {
+	if d != c.gate {
+		return c.fakeClock.Sleep(ctx, d)
+	}
+	c.sleeping <- struct{}{}
+	select {
+	case <-c.release:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// runRequests sends n concurrent non-streamed requests of osl tokens.
+func runRequests(t *testing.T, url string, n, osl int) {
+	t.Helper()
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, err := http.Post(url+"/v1/completions", "application/json",
+				strings.NewReader(`{"prompt":"a b c d","ignore_eos":true,"max_tokens":`+strconv.Itoa(osl)+`}`))
+			if err == nil {
+				resp.Body.Close()
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// profiledTrace profiles n requests of osl tokens and loads the trace written.
+func profiledTrace(t *testing.T, cfg Config, n, osl int) (*tracing.Trace, string) {
+	t.Helper()
+	dir := t.TempDir()
+	cfg.ProfilerDir, cfg.Layers, cfg.PythonPerStep = dir, 2, -1
+	ts := start(t, cfg)
+	code, _ := post(t, ts.URL+"/start_profile", nil)
+	require.Equal(t, http.StatusOK, code)
+	runRequests(t, ts.URL, n, osl)
+	code, body := post(t, ts.URL+"/stop_profile", nil)
+	require.Equal(t, http.StatusOK, code, string(body))
+	files, _ := filepath.Glob(filepath.Join(dir, "rank_0", "*.pt.trace.json.gz"))
+	if len(files) == 0 {
+		return nil, dir
+	}
+	require.Len(t, files, 1)
+	tr, err := tracing.Load(context.Background(), files[0], tracing.Options{})
+	require.NoError(t, err)
+	return tr, dir
+}
+
+func TestGPUEventWindow(t *testing.T) {
+	t.Parallel()
+	// Baseline: the whole window has kernels and no warning.
+	tr, _ := profiledTrace(t, Config{}, 8, 100)
+	sum := tr.Summarize()
+	require.Empty(t, sum.Warnings)
+	window := time.Duration(sum.Coverage.WindowS * float64(time.Second))
+	require.Greater(t, window, 100*time.Millisecond, "the trace spans ~100 decode steps")
+
+	tr, _ = profiledTrace(t, Config{GPUEventWindow: window / 4}, 8, 100)
+	sum = tr.Summarize()
+	require.Len(t, sum.Warnings, 1, "%v", sum.Warnings)
+	require.Contains(t, sum.Warnings[0], "GPU kernels cover")
+	require.Contains(t, sum.Warnings[0], "decode steps have no kernels")
+	require.Greater(t, sum.Coverage.DecodeWithout, sum.Coverage.DecodeSteps/2, "about 3/4 of the steps lost their kernels")
+	require.Less(t, sum.Coverage.GPUSpanS, sum.Coverage.WindowS/2)
+}
+
+func TestNoTraceOnStop(t *testing.T) {
+	t.Parallel()
+	tr, dir := profiledTrace(t, Config{NoTraceOnStop: true}, 2, 10)
+	require.Nil(t, tr)
+	var files []string
+	filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
+		if err == nil && !fi.IsDir() {
+			files = append(files, p)
+		}
+		return nil
+	})
+	require.Empty(t, files, "no trace, not even a .json")
+}
+
+func TestExportDelay(t *testing.T) {
+	t.Parallel()
+	for _, async := range []bool{false, true} {
+		name := "stop waits for the export"
+		if async {
+			name = "async stop (older ATOM)"
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			clock := &gateClock{fakeClock: newFakeClock(), gate: time.Hour,
+				sleeping: make(chan struct{}), release: make(chan struct{})}
+			dir := t.TempDir()
+			ts := start(t, Config{Clock: clock, ProfilerDir: dir, ExportDelay: time.Hour, AsyncStop: async, Layers: 2, PythonPerStep: -1})
+			code, _ := post(t, ts.URL+"/start_profile", nil)
+			require.Equal(t, http.StatusOK, code)
+			runRequests(t, ts.URL, 2, 5)
+			replied := make(chan int, 1)
+			go func() {
+				resp, err := http.Post(ts.URL+"/stop_profile", "application/json", nil)
+				if err != nil {
+					replied <- 0
+					return
+				}
+				resp.Body.Close()
+				replied <- resp.StatusCode
+			}()
+			if async {
+				require.Equal(t, http.StatusOK, <-replied, "the reply comes before the export")
+			}
+			<-clock.sleeping // the export holds the .json
+			rank := filepath.Join(dir, "rank_0")
+			jsons, _ := filepath.Glob(filepath.Join(rank, "*.pt.trace.json"))
+			gzs, _ := filepath.Glob(filepath.Join(rank, "*.pt.trace.json.gz"))
+			require.Len(t, jsons, 1, "the .json is there during the export")
+			require.Empty(t, gzs, "the .gz is not there yet")
+			if !async {
+				select {
+				case <-replied:
+					t.Fatal("the reply came before the export finished")
+				default:
+				}
+			}
+			close(clock.release)
+			if !async {
+				require.Equal(t, http.StatusOK, <-replied)
+			} else {
+				// The engine finishes the export before it serves the next command.
+				code, body := post(t, ts.URL+"/start_profile", nil)
+				require.Equal(t, http.StatusOK, code, string(body))
+			}
+			jsons, _ = filepath.Glob(filepath.Join(rank, "*.pt.trace.json"))
+			gzs, _ = filepath.Glob(filepath.Join(rank, "*.pt.trace.json.gz"))
+			require.Empty(t, jsons, "the .json is removed")
+			require.Len(t, gzs, 1)
+		})
+	}
+}
