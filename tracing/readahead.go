@@ -34,21 +34,27 @@ func newReadAhead(ctx context.Context, r io.Reader) *readAhead {
 		done:   make(chan struct{}),
 		exited: make(chan struct{}),
 	}
-	for range readAheadDepth + 1 {
-		ra.free <- make([]byte, readAheadChunk)
-	}
 	go ra.run(ctx, r)
 	return ra
 }
 
 func (ra *readAhead) run(ctx context.Context, r io.Reader) {
 	defer close(ra.exited)
+	// Buffers are made on demand, small first, so that a small trace costs
+	// little; they grow to readAheadChunk.
+	made, size := 0, 64<<10
 	for {
 		var buf []byte
-		select {
-		case buf = <-ra.free:
-		case <-ra.done:
-			return
+		if made < readAheadDepth+1 && len(ra.free) == 0 {
+			buf = make([]byte, size)
+			made++
+			size = min(2*size, readAheadChunk)
+		} else {
+			select {
+			case buf = <-ra.free:
+			case <-ra.done:
+				return
+			}
 		}
 		n := 0
 		var err error

@@ -93,6 +93,9 @@ func (e *TruncatedError) Error() string {
 
 func (e *TruncatedError) Unwrap() error { return e.Err }
 
+// scanBuf is the buffer size the Scanner grows to on large input.
+const scanBuf = 1 << 20
+
 // maxValue bounds one event (or top-level value) held in memory at once.
 const maxValue = 256 << 20
 
@@ -154,13 +157,13 @@ func NewScanner(r io.Reader) *Scanner {
 		s.rd = br
 		s.cnt = nil
 	}
-	s.buf = make([]byte, 1<<20)
+	s.buf = make([]byte, 64<<10)
 	return s
 }
 
 // newScannerFrom reads already decompressed JSON (used with read-ahead).
 func newScannerFrom(r io.Reader, cnt *countingReader) *Scanner {
-	return &Scanner{rd: r, cnt: cnt, buf: make([]byte, 1<<20), names: make(map[string]string), hdr: Header{Meta: map[string]string{}}}
+	return &Scanner{rd: r, cnt: cnt, buf: make([]byte, 64<<10), names: make(map[string]string), hdr: Header{Meta: map[string]string{}}}
 }
 
 // Event returns the event found by the last successful Scan. It is
@@ -244,7 +247,9 @@ func (s *Scanner) fill() bool {
 		s.base += int64(s.r)
 		s.w, s.r = n, 0
 	}
-	if s.w > len(s.buf)/2 {
+	// Grow when the unread part fills half the buffer, and while the
+	// buffer is smaller than its working size (small traces stay small).
+	if s.w > len(s.buf)/2 || (len(s.buf) < scanBuf && s.base > 0) {
 		if len(s.buf) >= maxValue {
 			s.fail("a single value is larger than %d MB; this is not a trace event", maxValue>>20)
 			return false
