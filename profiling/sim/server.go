@@ -30,6 +30,8 @@ type Server struct {
 	completed atomic.Int64
 	crashOnce sync.Once
 	crashed   chan struct{}
+	crashMu   sync.Mutex
+	crashConn net.Conn // the connection whose reply completes the Nth request
 	idPrefix  string
 }
 
@@ -75,7 +77,19 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		<-engDone
 	}()
 
-	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 30 * time.Second}
+	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 30 * time.Second,
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context { return context.WithValue(ctx, connKey{}, c) },
+		// The crash waits until the Nth reply has left: its connection goes idle.
+		ConnState: func(c net.Conn, st http.ConnState) {
+			if st == http.StateIdle || st == http.StateClosed {
+				s.crashMu.Lock()
+				hit := s.crashConn != nil && s.crashConn == c
+				s.crashMu.Unlock()
+				if hit {
+					s.crash()
+				}
+			}
+		}}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	fmt.Fprintf(s.cfg.Log, "serve-sim: serving %q on http://%s (max_num_seqs %d, time scale %g)\n",
@@ -369,7 +383,7 @@ func (s *Server) stream(w http.ResponseWriter, ctx context.Context, er *request,
 		if err := rc.Flush(); err != nil {
 			return
 		}
-		s.finished()
+		s.finished(ctx)
 		return
 	}
 }
@@ -415,19 +429,34 @@ func (s *Server) whole(w http.ResponseWriter, ctx context.Context, er *request, 
 		"id": id, "object": object, "created": start.Unix(), "model": s.cfg.Model,
 		"choices": []any{choice}, "usage": usage,
 	})
-	s.finished()
+	s.finished(ctx)
 }
 
-// finished counts a served request and crashes the server when told to.
-func (s *Server) finished() {
+type connKey struct{}
+
+// finished counts a served request; the Nth (CrashAfterRequests) crashes the
+// server once its reply has been sent.
+func (s *Server) finished(ctx context.Context) {
 	n := s.completed.Add(1)
-	if s.cfg.CrashAfterRequests > 0 && n == int64(s.cfg.CrashAfterRequests) {
-		s.crashOnce.Do(func() {
-			fmt.Fprintf(s.cfg.Log, "serve-sim: simulated crash after %d requests (exit status %d)\n", n, ExitCrash)
-			s.cfg.Exit(ExitCrash)
-			close(s.crashed)
-		})
+	if s.cfg.CrashAfterRequests == 0 || n != int64(s.cfg.CrashAfterRequests) {
+		return
 	}
+	c, ok := ctx.Value(connKey{}).(net.Conn)
+	if !ok {
+		s.crash()
+		return
+	}
+	s.crashMu.Lock()
+	s.crashConn = c
+	s.crashMu.Unlock()
+}
+
+func (s *Server) crash() {
+	s.crashOnce.Do(func() {
+		fmt.Fprintf(s.cfg.Log, "serve-sim: simulated crash after %d requests (exit status %d)\n", s.cfg.CrashAfterRequests, ExitCrash)
+		s.cfg.Exit(ExitCrash)
+		close(s.crashed)
+	})
 }
 
 // writeError writes ATOM's error shape.
