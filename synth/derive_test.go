@@ -201,8 +201,8 @@ func deriveLayerSpecs(t *testing.T, dir string) ([]spec, []string, map[int][]lay
 		}
 		// Kernel variants: consecutive tables with the same name.
 		type variant struct {
-			name   string
-			lo, hi int
+			name string
+			hi   int
 		}
 		var vars []variant
 		for _, p := range o {
@@ -210,21 +210,19 @@ func deriveLayerSpecs(t *testing.T, dir string) ([]spec, []string, map[int][]lay
 				vars[len(vars)-1].hi = p.bs
 				continue
 			}
-			vars = append(vars, variant{p.row.Kernel, p.bs, p.bs})
+			vars = append(vars, variant{p.row.Kernel, p.bs})
 		}
 		// Batch-size ranges: a variant holds up to the last size it was
 		// seen at; the slot starts after the last table without it.
 		first := slices.Index(sizes, o[0].bs)
 		last := slices.Index(sizes, o[len(o)-1].bs)
 		for i, v := range vars {
-			lo := v.lo
-			if i == 0 {
-				lo = 1
-				if first > 0 {
-					lo = sizes[first-1] + 1
-				}
-			} else {
+			lo := 1
+			switch {
+			case i > 0:
 				lo = vars[i-1].hi + 1
+			case first > 0:
+				lo = sizes[first-1] + 1
 			}
 			hi := v.hi
 			if i == len(vars)-1 && last == len(sizes)-1 {

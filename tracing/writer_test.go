@@ -271,3 +271,24 @@ func BenchmarkWriter(b *testing.B) {
 type countWriter struct{ n int64 }
 
 func (c *countWriter) Write(p []byte) (int, error) { c.n += int64(len(p)); return len(p), nil }
+
+// FuzzAppendJSONString: any string is written as valid JSON that decodes to
+// the string with each invalid UTF-8 byte replaced by U+FFFD.
+func FuzzAppendJSONString(f *testing.F) {
+	for _, s := range []string{"", "plain", `q"b\s`, "\x00\x1f\x7f", "é漢😀", "\xff\xfe", "a\u2028b", strings.Repeat("ck::Sequence<16, 16, 1>", 10)} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		var w Writer
+		for range 2 { // the second pass may come from the escape cache
+			b := w.appendStr(nil, s)
+			var got string
+			if err := json.Unmarshal(b, &got); err != nil {
+				t.Fatalf("%q written as %q: %v", s, b, err)
+			}
+			if want := string([]rune(s)); got != want {
+				t.Fatalf("%q decodes to %q, want %q", s, got, want)
+			}
+		}
+	})
+}
