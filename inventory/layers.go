@@ -105,10 +105,19 @@ func DecodeLayers(ctx context.Context, tr *tracing.Trace, opt LayerOptions) (*La
 
 // PrefillLayers is the robust breakdown of the prefill (and mixed) steps.
 func PrefillLayers(ctx context.Context, tr *tracing.Trace, opt LayerOptions) (*LayerTable, error) {
+	return StepLayers(ctx, tr, []tracing.StepKind{tracing.StepPrefill, tracing.StepMixed}, opt)
+}
+
+// StepLayers is the robust breakdown of the steps of the given kinds (for
+// traces without engine steps: tracing.StepProfiler or tracing.StepGraph).
+func StepLayers(ctx context.Context, tr *tracing.Trace, kinds []tracing.StepKind, opt LayerOptions) (*LayerTable, error) {
 	if opt.Rules == nil {
 		opt.Rules = DefaultRules()
 	}
-	return robustLayers(ctx, tr, []tracing.StepKind{tracing.StepPrefill, tracing.StepMixed}, opt)
+	if len(kinds) == 0 {
+		return nil, fmt.Errorf("no step kinds given")
+	}
+	return robustLayers(ctx, tr, kinds, opt)
 }
 
 // stepKernels returns the kernel indices (kernels only, no copies) of the
@@ -166,7 +175,7 @@ func (s *stats) std() float64 {
 }
 
 // positions turns per-kind position stats into rows with pct per kind.
-func positions(kinds [][]stats, rules *Rules, short func(string) string) []Position {
+func positions(kinds [][]stats, classify func(string) Class, short func(string) string) []Position {
 	var out []Position
 	pos := 0
 	for kind, ps := range kinds {
@@ -176,7 +185,7 @@ func positions(kinds [][]stats, rules *Rules, short func(string) string) []Posit
 		}
 		for i := range ps {
 			s := &ps[i]
-			c := rules.Classify(s.name)
+			c := classify(s.name)
 			p := Position{Pos: pos, LayerKind: kind, ShortName: short(s.name), Kernel: s.name, Stream: s.stream,
 				Category: c.Category, Provider: c.Provider,
 				AvgUS: s.mean, StdUS: s.std(), MinUS: s.min, MaxUS: s.max, Count: s.n}
@@ -259,6 +268,6 @@ func compatLayers(ctx context.Context, tr *tracing.Trace, opt LayerOptions) (*La
 	}
 	t.Layers = layers
 	t.KernelsPerLayer = []int{n}
-	t.Positions = positions([][]stats{ps}, opt.Rules, CompatShortName)
+	t.Positions = positions([][]stats{ps}, opt.Rules.memo(), CompatShortName)
 	return t, nil
 }

@@ -83,3 +83,20 @@ func TestPrefillLayersCorpus(t *testing.T) {
 	require.Equal(t, 36, lt.Layers, "Qwen3-8B has 36 layers in prefill too")
 	require.Len(t, lt.KernelsPerLayer, 1)
 }
+
+// A Hugging Face forward pass has no engine steps, only ProfilerStep#N; the
+// layers of those steps are found all the same (Qwen1.5-0.5B: 24 layers).
+func TestProfilerStepLayersCorpus(t *testing.T) {
+	t.Parallel()
+	for _, f := range []string{"qwen1.5-0.5b-forward-mi300x.json.gz", "qwen1.5-0.5b-forward-h100.json.gz"} {
+		t.Run(f, func(t *testing.T) {
+			t.Parallel()
+			tr, err := tracing.Load(context.Background(), corpus.Path(t, "traces/"+f), tracing.Options{})
+			require.NoError(t, err)
+			lt, err := StepLayers(context.Background(), tr, []tracing.StepKind{tracing.StepProfiler}, LayerOptions{})
+			require.NoError(t, err)
+			t.Logf("%s: %d steps, layers %v, kernels per layer %v, %d irregular, warnings %v", f, lt.Steps, lt.LayersHist, lt.KernelsPerLayer, len(lt.Irregular), lt.Warnings)
+			require.Equal(t, 24, lt.Layers)
+		})
+	}
+}

@@ -74,6 +74,7 @@ type rawLayer struct {
 func robustLayers(ctx context.Context, tr *tracing.Trace, kinds []tracing.StepKind, opt LayerOptions) (*LayerTable, error) {
 	t := &LayerTable{Mode: ModeRobust, StepKind: string(kinds[0]), Irregular: []IrregularLayer{}, LayersHist: map[int]int{}, KernelsPerLayer: []int{}, Positions: []Position{}}
 	in := &interner{ids: map[string]int32{}}
+	classOf := opt.Rules.memo()
 	cache := map[string]*structure{}
 	kCount := map[int]int{}
 	var all []rawLayer
@@ -175,10 +176,10 @@ func robustLayers(ctx context.Context, tr *tracing.Trace, kinds []tracing.StepKi
 			slices.Sort(pro)
 			slices.Sort(epi)
 			for _, k := range pro {
-				t.Prologue = append(t.Prologue, opt.Rules.Classify(tr.Kernels[k].Name).ShortName)
+				t.Prologue = append(t.Prologue, classOf(tr.Kernels[k].Name).ShortName)
 			}
 			for _, k := range epi {
-				t.Epilogue = append(t.Epilogue, opt.Rules.Classify(tr.Kernels[k].Name).ShortName)
+				t.Epilogue = append(t.Epilogue, classOf(tr.Kernels[k].Name).ShortName)
 			}
 		}
 	}
@@ -200,7 +201,7 @@ func robustLayers(ctx context.Context, tr *tracing.Trace, kinds []tracing.StepKi
 	if len(t.LayersHist) > 1 {
 		t.Warnings = append(t.Warnings, fmt.Sprintf("the number of layers differs between %s steps: %v (layers: steps)", t.StepKind, t.LayersHist))
 	}
-	classify(t, all, mostCommon(kCount), in, tr, opt.Rules)
+	classify(t, all, mostCommon(kCount), in, tr, classOf)
 	return t, nil
 }
 
@@ -217,7 +218,7 @@ func mostCommon(h map[int]int) int {
 
 // classify finds the layer kinds (the k most common sequences), assigns
 // every layer to one, and fills positions and irregular layers.
-func classify(t *LayerTable, all []rawLayer, k int, in *interner, tr *tracing.Trace, rules *Rules) {
+func classify(t *LayerTable, all []rawLayer, k int, in *interner, tr *tracing.Trace, classOf func(string) Class) {
 	count := map[string]int{}
 	firstSeen := map[string]int{}
 	for i, l := range all {
@@ -279,7 +280,7 @@ func classify(t *LayerTable, all []rawLayer, k int, in *interner, tr *tracing.Tr
 	for c := range st {
 		offset[c] = make([]float64, len(st[c]))
 	}
-	short := func(name string) string { return rules.Classify(name).ShortName }
+	short := func(name string) string { return classOf(name).ShortName }
 	var extraAt [][][]int // per irregular layer and diff: positions of the kernels that started after it
 	for i, l := range all {
 		kind := renum[assigned[i]]
@@ -359,7 +360,7 @@ func classify(t *LayerTable, all []rawLayer, k int, in *interner, tr *tracing.Tr
 			}
 		}
 	}
-	t.Positions = positions(st, rules, short)
+	t.Positions = positions(st, classOf, short)
 }
 
 // findStructure finds the layers of one main-stream id sequence, or nil.

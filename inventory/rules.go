@@ -166,3 +166,17 @@ func (rs *Rules) Classify(name string) Class {
 	}
 	return c
 }
+
+// memo returns Classify remembering its answers, for one analysis (not safe
+// for concurrent use): the regular expressions are the costly part.
+func (rs *Rules) memo() func(string) Class {
+	seen := map[string]Class{}
+	return func(name string) Class {
+		c, ok := seen[name]
+		if !ok {
+			c = rs.Classify(name)
+			seen[name] = c
+		}
+		return c
+	}
+}

@@ -64,6 +64,17 @@ func runLayers(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if prefill.Steps == 0 {
 			prefill = nil
 		}
+		if lt.Steps == 0 && prefill == nil {
+			// No engine steps (a plain model forward): the profiler's
+			// steps, or graph replays, are the steps.
+			other, err := inventory.StepLayers(ctx, tr, []tracing.StepKind{tracing.StepProfiler, tracing.StepGraph}, opt)
+			if err != nil {
+				return fmt.Errorf("%s: %w", trace, err)
+			}
+			if other.Steps > 0 {
+				lt = other
+			}
+		}
 	}
 	out := ""
 	if len(lt.Positions) > 0 {
@@ -178,7 +189,7 @@ func printLayerTable(w io.Writer, lt *inventory.LayerTable) {
 	case inventory.ModeCompat:
 		fmt.Fprintf(w, "compat mode (anchor %q): %d layers of %v kernels over %d decode steps\n", lt.Anchor, lt.Layers, lt.KernelsPerLayer, lt.Steps)
 	default:
-		fmt.Fprintf(w, "%s steps: %d, %d layers per step, kernels per layer %v (robust mode)\n", lt.StepKind, lt.Steps, lt.Layers, lt.KernelsPerLayer)
+		fmt.Fprintf(w, "%s steps: %d, %d layers per step, kernels per layer %v (robust mode)\n", strings.ReplaceAll(lt.StepKind, "_", " "), lt.Steps, lt.Layers, lt.KernelsPerLayer)
 	}
 	if len(lt.Positions) > 0 {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -207,11 +218,14 @@ func printLayerTable(w io.Writer, lt *inventory.LayerTable) {
 	}
 	if n := len(lt.Irregular); n > 0 {
 		fmt.Fprintf(w, "irregular layers: %d\n", n)
-		for i, irr := range lt.Irregular {
-			if i == 20 {
-				fmt.Fprintf(w, "  ... and %d more (see --json)\n", n-i)
-				break
-			}
+		// Layers that differ the same way are listed once.
+		type group struct {
+			what   string
+			layers []string
+		}
+		var groups []*group
+		byWhat := map[string]*group{}
+		for _, irr := range lt.Irregular {
 			var ds []string
 			for _, d := range irr.Diffs {
 				switch d.Op {
@@ -223,7 +237,25 @@ func printLayerTable(w io.Writer, lt *inventory.LayerTable) {
 					ds = append(ds, fmt.Sprintf("pos %d runs %s instead of %s", d.Pos, d.Kernel, d.Want))
 				}
 			}
-			fmt.Fprintf(w, "  step %d layer %d (kind %d): %s\n", irr.Step, irr.Layer, irr.Kind, strings.Join(ds, "; "))
+			what := fmt.Sprintf("kind %d: %s", irr.Kind, strings.Join(ds, "; "))
+			g := byWhat[what]
+			if g == nil {
+				g = &group{what: what}
+				byWhat[what] = g
+				groups = append(groups, g)
+			}
+			g.layers = append(g.layers, fmt.Sprintf("step %d layer %d", irr.Step, irr.Layer))
+		}
+		for i, g := range groups {
+			if i == 20 {
+				fmt.Fprintf(w, "  ... and %d more kinds of difference (see --json)\n", len(groups)-i)
+				break
+			}
+			where := strings.Join(g.layers, ", ")
+			if len(g.layers) > 3 {
+				where = fmt.Sprintf("%s, ... (%d layers)", strings.Join(g.layers[:3], ", "), len(g.layers))
+			}
+			fmt.Fprintf(w, "  %s: %s\n", where, g.what)
 		}
 	}
 	for _, warn := range lt.Warnings {

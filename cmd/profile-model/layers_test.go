@@ -163,3 +163,21 @@ func micros(t *testing.T, s string) int64 {
 	require.Equal(t, 3, digits, "three decimals: %q", s)
 	return whole*1000 + frac
 }
+
+// A trace without engine steps (a Hugging Face forward pass) gets the table
+// of its profiler steps.
+func TestLayersCommandProfilerSteps(t *testing.T) {
+	t.Parallel()
+	trace := corpus.Path(t, "traces/qwen1.5-0.5b-forward-h100.json.gz")
+	var out, errb bytes.Buffer
+	require.NoError(t, run(context.Background(), []string{"layers", trace, "--json", "--csv", filepath.Join(t.TempDir(), "l.csv")}, &out, &errb), errb.String())
+	var got struct {
+		StepKind string `json:"step_kind"`
+		Layers   int    `json:"layers"`
+		CSV      string `json:"csv"`
+	}
+	require.NoError(t, json.Unmarshal(out.Bytes(), &got))
+	require.Equal(t, "profiler_step", got.StepKind)
+	require.Equal(t, 24, got.Layers, "Qwen1.5-0.5B has 24 layers")
+	require.FileExists(t, got.CSV)
+}
