@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -168,8 +169,14 @@ func TestCorpusTimestamps(t *testing.T) {
 		if k.Start == 1712195495505582988 {
 			found = true
 			assert.Equal(t, int64(4928), k.Dur)
+			// "grid": [4, 106, 1], "block": [128, 1, 1], "stream": 7, "correlation": 135071.
+			assert.Equal(t, tracing.Dims{Grid: [3]int32{4, 106, 1}, Block: [3]int32{128, 1, 1}}, tr.Dims[k.Dims])
+			assert.Equal(t, int32(7), k.Stream)
+			assert.Equal(t, int64(135071), k.Correlation)
 		}
 	}
 	assert.True(t, found, "kernel at ts 1712195495505582.988 µs kept to the nanosecond")
+	// A Kernel stays small: a large trace keeps hundreds of thousands.
+	assert.LessOrEqual(t, unsafe.Sizeof(tracing.Kernel{}), uintptr(72))
 	assert.Zero(t, tr.BaseNS)
 }

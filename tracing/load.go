@@ -56,10 +56,10 @@ func Read(ctx context.Context, r io.Reader, name string, opts Options) (*Trace, 
 		if !errors.As(err, &te) {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
-		if len(b.kernels) == 0 {
+		if b.klog.n == 0 {
 			return nil, fmt.Errorf("%s: %w; no GPU kernel was read before the cut, so there is nothing to analyse", name, err)
 		}
-		warnings = append(warnings, fmt.Sprintf("%s; analysed the %d kernels read before the cut", err.Error(), len(b.kernels)))
+		warnings = append(warnings, fmt.Sprintf("%s; analysed the %d kernels read before the cut", err.Error(), b.klog.n))
 	} else if sc.Events() == 0 {
 		return nil, fmt.Errorf("%s: traceEvents is empty: the profiler recorded nothing (was the workload run between start and stop of the profiler?)", name)
 	}
@@ -94,7 +94,9 @@ func openScanner(ctx context.Context, r io.Reader, opts Options) (*Scanner, func
 
 // builder collects the kept events of one pass.
 type builder struct {
-	kernels  []Kernel
+	klog     kernelLog
+	dimList  []Dims
+	dimIndex map[Dims]int32
 	launches []Launch
 	anns     []Annotation
 	legacy   bool // 2021 category names seen
@@ -116,13 +118,32 @@ func (b *builder) span(start, end int64) {
 	b.any = true
 }
 
+// dims interns a launch geometry.
+func (b *builder) dims(grid, block [3]int32) int32 {
+	d := Dims{grid, block}
+	if d == (Dims{}) {
+		return 0
+	}
+	if b.dimIndex == nil {
+		b.dimIndex = map[Dims]int32{}
+		b.dimList = []Dims{{}}
+	}
+	i, ok := b.dimIndex[d]
+	if !ok {
+		i = int32(len(b.dimList))
+		b.dimList = append(b.dimList, d)
+		b.dimIndex[d] = i
+	}
+	return i
+}
+
 func (b *builder) add(ev *Event) {
 	switch ev.Type {
 	case EventKernel, EventMemcpy, EventMemset:
 		k := Kernel{
 			Name: ev.Name, Start: ev.TS, Dur: ev.Dur, Correlation: ev.Correlation,
 			External: ev.External, Device: ev.Device, Stream: ev.Stream,
-			Replayed: ev.Replay, Graph: -1, Step: -1, Grid: ev.Grid, Block: ev.Block,
+			Replayed: ev.Replay, Graph: -1, Step: -1, Dims: b.dims(ev.Grid, ev.Block),
 		}
 		if k.Device < 0 {
 			k.Device = int32(ev.PID)
@@ -142,7 +163,7 @@ func (b *builder) add(ev *Event) {
 		if ev.TS%1000 != 0 {
 			b.fracTS = true
 		}
-		b.kernels = append(b.kernels, k)
+		b.klog.add(&k)
 	case EventLaunch:
 		b.launches = append(b.launches, Launch{
 			Name: ev.Name, Start: ev.TS, Dur: ev.Dur, Correlation: ev.Correlation,
@@ -177,9 +198,13 @@ func (b *builder) finish(sc *Scanner, name string) *Trace {
 		Events:      sc.Events(),
 		ByCat:       sc.Categories(),
 		Meta:        h.Meta,
-		Kernels:     b.kernels,
+		Kernels:     b.klog.kernels(),
+		Dims:        b.dimList,
 		Launches:    b.launches,
 		Annotations: b.anns,
+	}
+	if t.Dims == nil {
+		t.Dims = []Dims{{}}
 	}
 	for _, d := range h.Devices {
 		if d != "" {

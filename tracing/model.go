@@ -37,6 +37,13 @@ type Kernel struct {
 	Replayed    bool  // issued by a graph launch (§3.3), no CPU op of its own
 	Graph       int32 // index into Trace.Graphs, -1 when launched eagerly
 	Step        int32 // index into Trace.Steps, -1 when outside every step
+	Dims        int32 // index into Trace.Dims (grid and block), 0 when not given
+}
+
+// Dims is a kernel's launch geometry. Kernels share few distinct ones, so
+// Trace.Dims holds each once and a Kernel keeps an index (a Kernel is 72
+// bytes instead of 96: a large trace keeps millions).
+type Dims struct {
 	Grid, Block [3]int32
 }
 
@@ -131,6 +138,7 @@ type Trace struct {
 	BaseNS int64             // baseTimeNanoseconds, 0 when absolute
 
 	Kernels     []Kernel // kernels, memcpys and memsets, sorted by (Start, input order)
+	Dims        []Dims   // launch geometries; Dims[0] is the zero value (not given)
 	Launches    []Launch // runtime launches with a correlation id
 	Graphs      []GraphLaunch
 	Annotations []Annotation

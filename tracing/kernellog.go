@@ -1,0 +1,101 @@
+package tracing
+
+import "encoding/binary"
+
+// kernelLog stages kernels during the scan as varint records (about 15
+// bytes each instead of 72): the final []Kernel is then made once, at its
+// exact size. Growing a []Kernel by append would hold the old and the new
+// array at once (1.8× the kernels' memory at the peak); this holds 1.2×.
+type kernelLog struct {
+	chunks [][]byte
+	cur    []byte
+	n      int
+	names  []string
+	ids    map[string]uint32
+	prev   Kernel // fields are written as deltas against the previous record
+}
+
+const kernelLogChunk = 1 << 20
+
+func (l *kernelLog) add(k *Kernel) {
+	if l.ids == nil {
+		l.ids = map[string]uint32{}
+	}
+	id, ok := l.ids[k.Name]
+	if !ok {
+		id = uint32(len(l.names))
+		l.names = append(l.names, k.Name)
+		l.ids[k.Name] = id
+	}
+	if cap(l.cur)-len(l.cur) < 10*binary.MaxVarintLen64 {
+		if l.cur != nil {
+			l.chunks = append(l.chunks, l.cur)
+		}
+		l.cur = make([]byte, 0, kernelLogChunk)
+	}
+	b := l.cur
+	b = binary.AppendUvarint(b, uint64(id))
+	b = binary.AppendVarint(b, k.Start-l.prev.Start)
+	b = binary.AppendVarint(b, k.Dur)
+	b = binary.AppendVarint(b, k.Correlation-l.prev.Correlation)
+	b = binary.AppendVarint(b, k.External-l.prev.External)
+	b = binary.AppendVarint(b, int64(k.Device))
+	b = binary.AppendVarint(b, int64(k.Stream))
+	b = binary.AppendVarint(b, int64(k.Dims))
+	flags := byte(k.Kind) << 1
+	if k.Replayed {
+		flags |= 1
+	}
+	b = append(b, flags)
+	l.cur = b
+	l.prev = *k
+	l.n++
+}
+
+// kernels decodes the log into a new slice and releases the log.
+func (l *kernelLog) kernels() []Kernel {
+	out := make([]Kernel, 0, l.n)
+	if l.cur != nil {
+		l.chunks = append(l.chunks, l.cur)
+		l.cur = nil
+	}
+	var prev Kernel
+	for ci, c := range l.chunks {
+		for i := 0; i < len(c); {
+			var k Kernel
+			id, n := binary.Uvarint(c[i:])
+			i += n
+			k.Name = l.names[id]
+			v, n := binary.Varint(c[i:])
+			i += n
+			k.Start = prev.Start + v
+			k.Dur, n = binary.Varint(c[i:])
+			i += n
+			v, n = binary.Varint(c[i:])
+			i += n
+			k.Correlation = prev.Correlation + v
+			v, n = binary.Varint(c[i:])
+			i += n
+			k.External = prev.External + v
+			v, n = binary.Varint(c[i:])
+			i += n
+			k.Device = int32(v)
+			v, n = binary.Varint(c[i:])
+			i += n
+			k.Stream = int32(v)
+			v, n = binary.Varint(c[i:])
+			i += n
+			k.Dims = int32(v)
+			flags := c[i]
+			i++
+			k.Kind = ActivityKind(flags >> 1)
+			k.Replayed = flags&1 != 0
+			k.Graph, k.Step = -1, -1
+			out = append(out, k)
+			prev = k
+		}
+		l.chunks[ci] = nil // let the GC take each chunk once decoded
+	}
+	*l = kernelLog{}
+	return out
+}
