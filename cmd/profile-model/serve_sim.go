@@ -61,7 +61,8 @@ func runServeSim(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs.DurationVar(&cfg.ExportDelay, "export-delay", 0, "fault: hold the uncompressed .json this long before gzipping it")
 	fs.BoolVar(&cfg.AsyncStop, "async-stop-profile", false, "answer /stop_profile before the export is done (older ATOM releases)")
 	// ATOM flags a launcher may pass; accepted and ignored.
-	for _, name := range []string{"kv_cache_dtype", "kv-cache-dtype", "tp", "level", "cudagraph-capture-sizes", "max-model-len", "gpu-memory-utilization", "port"} {
+	capture := fs.String("cudagraph-capture-sizes", "", "CUDA-graph batch sizes, e.g. \"[1,2,4,8]\"; like older ATOM, start fails when one exceeds --max-num-seqs")
+	for _, name := range []string{"kv_cache_dtype", "kv-cache-dtype", "tp", "level", "max-model-len", "gpu-memory-utilization", "port"} {
 		fs.String(name, "", "ignored (ATOM compatibility)")
 	}
 	for _, name := range []string{"enforce-eager", "trust-remote-code"} {
@@ -78,6 +79,13 @@ func runServeSim(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	if cfg.Model == "" {
 		return usageError{"serve-sim: --model NAME is required"}
+	}
+	for _, f := range strings.FieldsFunc(*capture, func(r rune) bool { return r == '[' || r == ']' || r == ',' || r == ' ' }) {
+		n, err := strconv.Atoi(f)
+		if err != nil {
+			return usageError{fmt.Sprintf("serve-sim: --cudagraph-capture-sizes %q: %q is not an integer", *capture, f)}
+		}
+		cfg.CudagraphCaptureSizes = append(cfg.CudagraphCaptureSizes, n)
 	}
 	cfg.KernelCSVs = kernels
 	cfg.Seed = *seed

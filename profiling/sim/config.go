@@ -27,10 +27,13 @@ type Config struct {
 	KernelCSVs []string // per-layer kernel tables (compatible CSV); none: the built-in model
 	Layers     int      // decoder layers per step; 0: the kernel model's own count
 
-	MaxNumSeqs          int     // decode batch limit; 0: DefaultMaxNumSeqs
-	MaxNumBatchedTokens int     // prefill token budget per step; 0: DefaultMaxNumBatchedTokens
-	TimeScale           float64 // wall time runs this many times faster than trace time; 0: 1
-	Seed                uint64  // seeds kernel-time jitter and the stream-error draw
+	MaxNumSeqs int // decode batch limit; 0: DefaultMaxNumSeqs
+	// CudagraphCaptureSizes, when given, must not exceed MaxNumSeqs: older
+	// ATOM releases fail at start otherwise, and so does the simulator.
+	CudagraphCaptureSizes []int
+	MaxNumBatchedTokens   int     // prefill token budget per step; 0: DefaultMaxNumBatchedTokens
+	TimeScale             float64 // wall time runs this many times faster than trace time; 0: 1
+	Seed                  uint64  // seeds kernel-time jitter and the stream-error draw
 
 	// Faults (see the package comment).
 	CrashAfterRequests int
@@ -89,6 +92,14 @@ func (cfg Config) withDefaults() (Config, error) {
 		return cfg, fmt.Errorf("stream-error-rate %v: must be between 0 and 1", cfg.StreamErrorRate)
 	case cfg.ReadyDelay < 0 || cfg.GPUEventWindow < 0 || cfg.ExportDelay < 0:
 		return cfg, errors.New("ready-delay, gpu-event-window and export-delay must not be negative")
+	}
+	for _, c := range cfg.CudagraphCaptureSizes {
+		if c > cfg.MaxNumSeqs {
+			return cfg, fmt.Errorf("cudagraph capture size %d is larger than max_num_seqs %d: pass --cudagraph-capture-sizes with sizes up to --max-num-seqs (ATOM fails at start the same way)", c, cfg.MaxNumSeqs)
+		}
+		if c < 1 {
+			return cfg, fmt.Errorf("cudagraph capture size %d: must be at least 1", c)
+		}
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = realClock{}

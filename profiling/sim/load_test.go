@@ -7,10 +7,14 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 )
 
 // loadResult is what one closed-loop load run measured.
@@ -106,4 +110,24 @@ func BenchmarkStreams(b *testing.B) {
 			b.ReportMetric(float64(res.tokens-res.requests)/float64(c.Decode), "decode-bs")
 		})
 	}
+}
+
+// TestLoadExternal measures a separately started server (for example
+// `profile-model serve-sim --model m --max-num-seqs 2048 --time-scale 1e6`)
+// so that the server's process has its own CPU account:
+// SIM_LOAD_URL=http://127.0.0.1:8000 SIM_LOAD_STREAMS=1024 go test -run LoadExternal -v.
+func TestLoadExternal(t *testing.T) {
+	url := os.Getenv("SIM_LOAD_URL")
+	if url == "" {
+		t.Skip("set SIM_LOAD_URL to a running serve-sim to measure it")
+	}
+	conc, _ := strconv.Atoi(os.Getenv("SIM_LOAD_STREAMS"))
+	if conc <= 0 {
+		conc = 1024
+	}
+	const osl = 200
+	r := runLoad(context.Background(), url, conc, 3*conc, osl)
+	require.Zero(t, r.failed, "failed requests")
+	t.Logf("%d streams: %d requests, %d tokens in %v: %.0f tok/s, %.0f req/s",
+		conc, r.requests, r.tokens, r.elapsed.Round(time.Millisecond), float64(r.tokens)/r.elapsed.Seconds(), float64(r.requests)/r.elapsed.Seconds())
 }

@@ -415,20 +415,48 @@ func (s *Server) whole(w http.ResponseWriter, ctx context.Context, er *request, 
 	}
 	latency := s.cfg.Clock.Now().Sub(start).Seconds()
 	round4 := func(v float64) float64 { return float64(int64(v*1e4+0.5)) / 1e4 }
-	usage := map[string]any{
-		"prompt_tokens": er.promptTokens, "completion_tokens": n, "total_tokens": er.promptTokens + n,
-		"ttft_s": round4(ttft), "tpot_s": round4(tpot), "latency_s": round4(latency),
+	type usage struct {
+		PromptTokens     int     `json:"prompt_tokens"`
+		CompletionTokens int     `json:"completion_tokens"`
+		TotalTokens      int     `json:"total_tokens"`
+		TTFT             float64 `json:"ttft_s"`
+		TPOT             float64 `json:"tpot_s"`
+		Latency          float64 `json:"latency_s"`
 	}
-	choice := map[string]any{"index": 0, "text": text.String(), "finish_reason": er.finish}
-	object := "text_completion"
+	type textChoice struct {
+		Index        int    `json:"index"`
+		Text         string `json:"text"`
+		FinishReason string `json:"finish_reason"`
+	}
+	type message struct {
+		Role    string `json:"role"`
+		Content string `json:"content"`
+	}
+	type chatChoice struct {
+		Index        int     `json:"index"`
+		Message      message `json:"message"`
+		FinishReason string  `json:"finish_reason"`
+		Text         string  `json:"text"`
+	}
+	type reply struct {
+		ID      string `json:"id"`
+		Object  string `json:"object"`
+		Created int64  `json:"created"`
+		Model   string `json:"model"`
+		Choices []any  `json:"choices"`
+		Usage   usage  `json:"usage"`
+	}
+	// ATOM's field order: completion choices {index, text, finish_reason},
+	// chat choices {index, message, finish_reason, text}.
+	out := reply{ID: id, Object: "text_completion", Created: start.Unix(), Model: s.cfg.Model,
+		Usage: usage{er.promptTokens, n, er.promptTokens + n, round4(ttft), round4(tpot), round4(latency)}}
 	if chat {
-		object = "chat.completion"
-		choice["message"] = map[string]string{"role": "assistant", "content": text.String()}
+		out.Object = "chat.completion"
+		out.Choices = []any{chatChoice{0, message{"assistant", text.String()}, er.finish, text.String()}}
+	} else {
+		out.Choices = []any{textChoice{0, text.String(), er.finish}}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{
-		"id": id, "object": object, "created": start.Unix(), "model": s.cfg.Model,
-		"choices": []any{choice}, "usage": usage,
-	})
+	writeJSON(w, http.StatusOK, out)
 	s.finished(ctx)
 }
 

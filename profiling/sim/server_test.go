@@ -340,3 +340,25 @@ func TestContinuousBatching(t *testing.T) {
 	c := ts.StepCounts()
 	require.Equal(t, int64(len(b.Steps())), c.Prefill+c.Decode)
 }
+
+func TestConfigErrors(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		cfg  Config
+		want string
+	}{
+		{"no model", Config{}, "--model"},
+		{"capture size over max_num_seqs", Config{Model: "m", MaxNumSeqs: 8, CudagraphCaptureSizes: []int{1, 2, 4, 8, 16}}, "capture size 16 is larger than max_num_seqs 8"},
+		{"negative time scale", Config{Model: "m", TimeScale: -1}, "time-scale"},
+		{"error rate over 1", Config{Model: "m", StreamErrorRate: 1.5}, "stream-error-rate"},
+		{"missing kernel table", Config{Model: "m", KernelCSVs: []string{"/nonexistent/conc8_layer.csv"}}, "--kernels"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := New(tc.cfg)
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
+}
