@@ -209,3 +209,23 @@ func TestPrefillLayers(t *testing.T) {
 	require.Equal(t, "prefill", lt.StepKind)
 	require.Equal(t, 6, lt.Layers)
 }
+
+// A kernel on another stream that starts after the last layer is done (a
+// sampler on its own stream) is epilogue, not part of the last layer.
+func TestRobustSideStreamEpilogue(t *testing.T) {
+	t.Parallel()
+	var ks []k
+	for li := 0; li < 6; li++ {
+		ks = append(ks, layer(dense, li)...)
+	}
+	ks = append(ks, k{name: "sampler", stream: 3, dur: 2000})
+	tr := makeTrace(tracing.StepDecode, ks)
+	last := &tr.Kernels[len(tr.Kernels)-1]
+	prev := tr.Kernels[len(tr.Kernels)-2]
+	last.Start = prev.End() + 500
+	lt, err := DecodeLayers(context.Background(), tr, LayerOptions{})
+	require.NoError(t, err)
+	require.Equal(t, 6, lt.Layers)
+	require.Empty(t, lt.Irregular)
+	require.Equal(t, []string{"sampler"}, lt.Epilogue)
+}

@@ -135,11 +135,18 @@ func robustLayers(ctx context.Context, tr *tracing.Trace, kinds []tracing.StepKi
 			layers[j] = append(make([]int32, 0, sp.end-sp.start+2), main[sp.start:sp.end]...)
 			starts[j] = tr.Kernels[main[sp.start]].Start
 		}
-		lastEnd := s.layers[len(s.layers)-1].end
-		epiStart := int64(1<<63 - 1)
-		if lastEnd < len(main) {
-			epiStart = tr.Kernels[main[lastEnd]].Start
+		// Side-stream kernels that start once the last layer's main-stream
+		// kernels are done belong to the epilogue (a sampler on its own
+		// stream), as do those after the first epilogue kernel.
+		last := s.layers[len(s.layers)-1]
+		epiStart := int64(0)
+		for _, k := range main[last.start:last.end] {
+			epiStart = max(epiStart, tr.Kernels[k].End())
 		}
+		if last.end < len(main) {
+			epiStart = min(epiStart, tr.Kernels[main[last.end]].Start)
+		}
+		lastEnd := last.end
 		pro := append([]int32(nil), main[:s.layers[0].start]...)
 		epi := append([]int32(nil), main[lastEnd:]...)
 		for _, k := range side {
