@@ -26,7 +26,7 @@ type Step struct {
 	BS      int              // sequences in the step
 	Tokens  int              // tokens processed (a decode step: BS)
 	Start   time.Time        // when the engine began the step, on its own clock
-	Kernels []KernelRun      // from Model.DecodeStep / PrefillStep; not copied, do not modify after Record
+	Kernels []KernelRun      // from Model.DecodeStep / PrefillStep; Record packs a copy
 	// Eager marks a decode step run without graph replay: every kernel is
 	// launched eagerly and, as older ATOM releases do, the step is labelled
 	// prefill[bs=N tok=N ...].
@@ -56,11 +56,63 @@ type RecorderOptions struct {
 // Recorder collects the steps an engine runs while profiling and writes them
 // as an ATOM-style Kineto trace. It is safe for concurrent use.
 type Recorder struct {
-	opts  RecorderOptions
-	mu    sync.Mutex
-	start time.Time
-	stop  time.Time
-	steps []Step
+	opts   RecorderOptions
+	mu     sync.Mutex
+	start  time.Time
+	stop   time.Time
+	steps  []Step        // Kernels nil: kept packed in kernels
+	packed [][]kernelRec // per step
+	strs   []string      // interned names
+	strIdx map[string]int32
+}
+
+// kernelRec is a KernelRun packed for storage (a long profile records
+// millions): names interned, small fields narrowed.
+type kernelRec struct {
+	dur                 int64
+	gap                 int32
+	name, short, launch int32
+	layer, pos          int16
+	layerKind, stream   uint8
+	section             Section
+}
+
+func (r *Recorder) intern(s string) int32 {
+	if i, ok := r.strIdx[s]; ok {
+		return i
+	}
+	if r.strIdx == nil {
+		r.strIdx = map[string]int32{}
+	}
+	r.strs = append(r.strs, s)
+	r.strIdx[s] = int32(len(r.strs) - 1)
+	return int32(len(r.strs) - 1)
+}
+
+func (r *Recorder) pack(runs []KernelRun) []kernelRec {
+	out := make([]kernelRec, len(runs))
+	for i := range runs {
+		k := &runs[i]
+		out[i] = kernelRec{
+			dur: k.Dur, gap: int32(min(k.Gap, math.MaxInt32)),
+			name: r.intern(k.Name), short: r.intern(k.ShortName), launch: r.intern(k.Launch),
+			layer: int16(k.Layer), pos: int16(k.Pos), layerKind: uint8(k.LayerKind), stream: uint8(k.Stream), section: k.Section,
+		}
+	}
+	return out
+}
+
+// expand unpacks step i's kernels into buf.
+func (r *Recorder) expand(i int, buf []KernelRun) []KernelRun {
+	buf = buf[:0]
+	for _, k := range r.packed[i] {
+		buf = append(buf, KernelRun{
+			Name: r.strs[k.name], ShortName: r.strs[k.short], Launch: r.strs[k.launch],
+			Dur: k.dur, Gap: int64(k.gap), Section: k.section,
+			Layer: int(k.layer), Pos: int(k.pos), LayerKind: int(k.layerKind), Stream: int(k.stream),
+		})
+	}
+	return buf
 }
 
 // NewRecorder returns an empty Recorder.
@@ -88,6 +140,8 @@ func (r *Recorder) Record(s Step) {
 	if r.start.IsZero() {
 		r.start = s.Start
 	}
+	r.packed = append(r.packed, r.pack(s.Kernels))
+	s.Kernels = nil
 	r.steps = append(r.steps, s)
 }
 
@@ -229,8 +283,10 @@ func stepLabel(s *Step) string {
 func (r *Recorder) layout() []placed {
 	out := make([]placed, len(r.steps))
 	var prevEnd, ext, corr int64 = 0, 1000, 50000
+	var ks []KernelRun
 	for i := range r.steps {
 		s := &r.steps[i]
+		ks = r.expand(i, ks)
 		p := &out[i]
 		p.label = stepLabel(s)
 		cpu := max(s.Start.UnixNano(), prevEnd+hostGapNS)
@@ -238,12 +294,12 @@ func (r *Recorder) layout() []placed {
 		ext++
 		p.firstExt = ext
 		cur := cpu + 60_000 // scheduling and input preparation on the host
-		n := len(s.Kernels)
+		n := len(ks)
 		p.starts, p.launches, p.corrs, p.exts = make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
 		gpu := cur
 		var lastMainStart, side int64
 		place := func(k int, notBefore int64) {
-			kr := &s.Kernels[k]
+			kr := &ks[k]
 			if kr.Stream != 0 {
 				st := max(lastMainStart+kr.Gap, side)
 				p.starts[k] = st
@@ -258,8 +314,8 @@ func (r *Recorder) layout() []placed {
 		eager := s.eagerForward()
 		// Prep and (eager) forward kernels: one launch each, 2-8 µs apart.
 		firstGPU := true
-		for k := range s.Kernels {
-			kr := &s.Kernels[k]
+		for k := range ks {
+			kr := &ks[k]
 			if kr.Section == SectionSample || (!eager && kr.Section == SectionForward) {
 				continue
 			}
@@ -280,8 +336,8 @@ func (r *Recorder) layout() []placed {
 			corr++
 			p.graphCorr = corr
 			gpu = max(gpu, cur+15_000)
-			for k := range s.Kernels {
-				if s.Kernels[k].Section == SectionForward {
+			for k := range ks {
+				if ks[k].Section == SectionForward {
 					p.corrs[k] = corr
 					place(k, 0)
 					if firstGPU {
@@ -296,8 +352,8 @@ func (r *Recorder) layout() []placed {
 		p.cpuEnd = cur + 5_000
 		// The sampler: launched after the annotation, runs after the forward pass.
 		cur = p.cpuEnd + 10_000
-		for k := range s.Kernels {
-			if s.Kernels[k].Section == SectionSample {
+		for k := range ks {
+			if ks[k].Section == SectionSample {
 				cur += launchDurNS + 3_000
 				p.launches[k] = cur
 				ext++
@@ -390,6 +446,13 @@ type emitter struct {
 	err   error
 	n     int
 	order []int32
+	kbuf  []KernelRun
+}
+
+// kernels unpacks step i's kernels into the emitter's buffer.
+func (e *emitter) kernels(i int) []KernelRun {
+	e.kbuf = e.r.expand(i, e.kbuf)
+	return e.kbuf
 }
 
 func (e *emitter) emit() {
@@ -518,17 +581,17 @@ func shortOp(s string) string {
 }
 
 func (e *emitter) cpuOps(i int) {
-	s := &e.r.steps[i]
+	ks := e.kernels(i)
 	p := &e.pl[i]
 	e.x("user_annotation", p.label, cpuPID, cpuTID, p.cpuStart, p.cpuEnd-p.cpuStart)
 	e.arg(tracing.IntArg("External id", p.firstExt))
 	e.arg(tracing.IntArg("Record function id", 0))
 	e.emit()
-	for k := range s.Kernels {
+	for k := range ks {
 		if p.launches[k] == 0 {
 			continue
 		}
-		kr := &s.Kernels[k]
+		kr := &ks[k]
 		e.x("cpu_op", cpuOpName(kr), cpuPID, cpuTID, p.launches[k]-2_000, launchDurNS+3_000)
 		e.arg(tracing.IntArg("External id", p.exts[k]))
 		e.arg(tracing.IntArg("Record function id", 0))
@@ -593,13 +656,13 @@ func (e *emitter) python(i int) {
 }
 
 func (e *emitter) runtime(i int) {
-	s := &e.r.steps[i]
+	ks := e.kernels(i)
 	p := &e.pl[i]
-	for k := range s.Kernels {
+	for k := range ks {
 		if p.launches[k] == 0 {
 			continue
 		}
-		kr := &s.Kernels[k]
+		kr := &ks[k]
 		ts := p.launches[k]
 		e.x("cuda_runtime", kr.Launch, cpuPID, cpuTID, ts, launchDurNS)
 		e.arg(tracing.IntArg("External id", p.exts[k]))
@@ -645,20 +708,20 @@ func gridOf(k *KernelRun) []int64 {
 }
 
 func (e *emitter) gpu(i int) {
-	s := &e.r.steps[i]
+	ks := e.kernels(i)
 	p := &e.pl[i]
 	order := e.order[:0]
 	side := false
-	for k := range s.Kernels {
+	for k := range ks {
 		order = append(order, int32(k))
-		side = side || s.Kernels[k].Stream != 0
+		side = side || ks[k].Stream != 0
 	}
 	if side { // Kineto writes GPU activities in start order
 		slices.SortStableFunc(order, func(a, b int32) int { return cmp.Compare(p.starts[a], p.starts[b]) })
 	}
 	e.order = order
 	for _, k := range order {
-		kr := &s.Kernels[k]
+		kr := &ks[k]
 		tid := int64(mainStream)
 		if kr.Stream != 0 {
 			tid = sideStream
@@ -749,8 +812,10 @@ func (r *Recorder) truth(pl []placed) *Truth {
 	pre := map[[2]int]*posAcc{}
 	kpl := map[int]int{}
 	var gpuFirst, gpuLast int64 = math.MaxInt64, 0
+	var ks []KernelRun
 	for i := range r.steps {
 		s := &r.steps[i]
+		ks = r.expand(i, ks)
 		p := &pl[i]
 		t.Steps[string(s.Kind)]++
 		if s.Kind == tracing.StepDecode {
@@ -767,12 +832,12 @@ func (r *Recorder) truth(pl []placed) *Truth {
 		lastLayer := -1
 		if s.Kind == tracing.StepDecode {
 			acc = dec
-			for k := range s.Kernels {
-				lastLayer = max(lastLayer, s.Kernels[k].Layer)
+			for k := range ks {
+				lastLayer = max(lastLayer, ks[k].Layer)
 			}
 		}
-		for k := range s.Kernels {
-			kr := &s.Kernels[k]
+		for k := range ks {
+			kr := &ks[k]
 			t.Kernels++
 			t.KernelTimeUS += float64(kr.Dur) / 1000
 			gpuFirst = min(gpuFirst, p.starts[k])
