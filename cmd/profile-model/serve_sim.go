@@ -59,6 +59,7 @@ func runServeSim(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs.BoolVar(&cfg.NoTraceOnStop, "no-trace-on-stop", false, "fault: /stop_profile succeeds but writes no trace")
 	fs.DurationVar(&cfg.GPUEventWindow, "gpu-event-window", 0, "fault: drop GPU events older than this (trace time) at stop, like a full profiler buffer")
 	fs.DurationVar(&cfg.ExportDelay, "export-delay", 0, "fault: hold the uncompressed .json this long before gzipping it")
+	fs.IntVar(&cfg.PythonPerStep, "trace-python-per-step", 0, "python_function events per step in the trace (0: 2500, like a trace recorded with stacks; -1: none)")
 	fs.BoolVar(&cfg.AsyncStop, "async-stop-profile", false, "answer /stop_profile before the export is done (older ATOM releases)")
 	// ATOM flags a launcher may pass; accepted and ignored.
 	capture := fs.String("cudagraph-capture-sizes", "", "CUDA-graph batch sizes, e.g. \"[1,2,4,8]\"; like older ATOM, start fails when one exceeds --max-num-seqs")

@@ -2,19 +2,27 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/profile-model/profile-model/inventory"
+	"github.com/profile-model/profile-model/synth"
 )
 
 const helperEnv = "PROFILE_MODEL_SERVE_SIM_HELPER"
@@ -135,4 +143,98 @@ func TestServeSimProcess(t *testing.T) {
 		require.ErrorAs(t, err, &u)
 		require.Contains(t, err.Error(), "--model")
 	})
+}
+
+// TestServeSimRoundTrip: a closed loop at concurrency 8 against a serve-sim
+// process with profiling on; `inspect` reports decode_bs 8 and `layers`
+// gives back the per-layer table the engine ran from, within 2%.
+func TestServeSimRoundTrip(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	var table []inventory.LayerRow
+	for _, p := range synth.DefaultModel().DecodeLayer(8, 0) {
+		// min/max at ±3 std: clipping does not move the mean of the draws.
+		table = append(table, inventory.LayerRow{Pos: p.Pos, ShortName: p.ShortName, Kernel: p.Kernel,
+			AvgUS: p.AvgUS, StdUS: p.StdUS, MinUS: max(p.AvgUS-3*p.StdUS, 0.1), MaxUS: p.AvgUS + 3*p.StdUS})
+	}
+	tablePath := filepath.Join(dir, "conc8_layer.csv")
+	require.NoError(t, os.WriteFile(tablePath, inventory.FormatLayerCSV(table), 0o644))
+	table, err := inventory.ReadLayerCSV(tablePath)
+	require.NoError(t, err)
+	profDir := filepath.Join(dir, "traces")
+	p := startSim(t, "--model", "org/Sim-Model", "--server-port", "0", "--torch-profiler-dir", profDir,
+		"--kernels", tablePath, "--layers", "6", "--trace-python-per-step", "20")
+
+	completed := make(chan struct{})
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			body := fmt.Sprintf(`{"model":"org/Sim-Model","prompt":"%s","max_tokens":%d,"ignore_eos":true,"stream":true}`, strings.Repeat("w ", 50+i), 30+5*i)
+			for {
+				resp, err := http.Post(p.url+"/v1/completions", "application/json", strings.NewReader(body))
+				if !assert.NoError(t, err) {
+					return
+				}
+				out, err := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if !assert.NoError(t, err) || !assert.True(t, strings.HasSuffix(string(out), "data: [DONE]\n\n")) {
+					return
+				}
+				select {
+				case completed <- struct{}{}:
+				case <-stop:
+					return
+				}
+			}
+		}()
+	}
+	n := 0
+	waitFor := func(want int) {
+		for ; n < want; n++ {
+			<-completed
+		}
+	}
+	postOK := func(path string) {
+		resp, err := http.Post(p.url+path, "application/json", nil)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode, path)
+	}
+	waitFor(16)
+	postOK("/start_profile")
+	waitFor(48)
+	postOK("/stop_profile")
+	close(stop)
+	wg.Wait()
+
+	traces, err := filepath.Glob(filepath.Join(profDir, "rank_0", "Sim-Model_ts_*.pt.trace.json.gz"))
+	require.NoError(t, err)
+	require.Len(t, traces, 1)
+
+	var out strings.Builder
+	require.NoError(t, run(t.Context(), []string{"inspect", "--json", traces[0]}, &out, io.Discard))
+	var sum struct {
+		DecodeBS int            `json:"decode_bs"`
+		Steps    map[string]int `json:"steps"`
+		Warnings []string       `json:"warnings"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out.String()), &sum), out.String())
+	require.Equal(t, 8, sum.DecodeBS)
+	require.Positive(t, sum.Steps["prefill"])
+	require.Positive(t, sum.Steps["decode"])
+	require.Empty(t, sum.Warnings)
+
+	outDir := filepath.Join(dir, "out")
+	require.NoError(t, os.Mkdir(outDir, 0o755))
+	require.NoError(t, run(t.Context(), []string{"layers", traces[0], "--mode", "compat", "--csv", filepath.Join(outDir, "layer.csv")}, io.Discard, io.Discard))
+	got, err := inventory.ReadLayerCSV(filepath.Join(outDir, "conc8_layer.csv"))
+	require.NoError(t, err)
+	require.Len(t, got, len(table))
+	for i := range table {
+		require.Equal(t, table[i].Kernel, got[i].Kernel, "pos %d", i)
+		require.InEpsilon(t, table[i].AvgUS, got[i].AvgUS, 0.02, "pos %d (%s)", i, table[i].ShortName)
+	}
 }
