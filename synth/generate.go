@@ -23,6 +23,7 @@ type GenerateOptions struct {
 	GPUWindow     time.Duration // drop GPU events outside the last GPUWindow (profiler buffer)
 	PythonPerStep int           // python_function events per step; 0: the Recorder's default, <0: none
 	Gzip          bool          // gzip the output
+	MetaFirst     bool          // write traceName, displayTimeUnit and baseTimeNanoseconds before traceEvents (Kineto writes them after)
 	ModelName     string        // served model name (file name of WriteATOM); "" : MiniMaxAI/MiniMax-M2.5
 	Start         time.Time     // profiler start; zero: a fixed date, so output is reproducible
 
@@ -111,7 +112,7 @@ func Generate(ctx context.Context, w io.Writer, opts GenerateOptions) (*Truth, e
 	if err != nil {
 		return nil, err
 	}
-	return rec.WriteTrace(ctx, w, tracing.WriterOptions{Gzip: opts.Gzip, TraceName: "synthetic ATOM trace"})
+	return rec.WriteTrace(ctx, w, tracing.WriterOptions{Gzip: opts.Gzip, MetaFirst: opts.MetaFirst, TraceName: "synthetic ATOM trace"})
 }
 
 // applyVariants changes a step's kernels as the robust-mode variants ask.

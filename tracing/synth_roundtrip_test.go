@@ -68,7 +68,7 @@ func TestSynthRoundTrip(t *testing.T) {
 		{"plain bs8", "a.json", synth.GenerateOptions{Layers: 6, DecodeSteps: 40, PrefillSteps: 3, BS: 8, Seed: 1, PythonPerStep: 200}, true},
 		{"gzip bs32", "b.pt.trace.json.gz", synth.GenerateOptions{Layers: 4, DecodeSteps: 25, PrefillSteps: 2, BS: 32, Seed: 2}, true},
 		{"eager decode labelled prefill", "c.json.gz", synth.GenerateOptions{Layers: 3, DecodeSteps: 12, PrefillSteps: 2, BS: 4, Seed: 3, EagerDecode: true, PythonPerStep: -1}, false},
-		{"two streams", "d.json", synth.GenerateOptions{Layers: 3, DecodeSteps: 10, PrefillSteps: 1, BS: 16, Seed: 4, TwoStreams: true, PythonPerStep: 10}, true},
+		{"two streams, metadata first", "d.json", synth.GenerateOptions{Layers: 3, DecodeSteps: 10, PrefillSteps: 1, BS: 16, Seed: 4, TwoStreams: true, PythonPerStep: 10, MetaFirst: true}, true},
 		{"alternating layers, renamed anchor", "e.json", synth.GenerateOptions{Layers: 4, DecodeSteps: 10, BS: 8, Seed: 5, Alternate: true, RenameAnchor: "aiter::paged_attention_v2_gqa8", PythonPerStep: 10}, true},
 	}
 	for _, c := range cases {

@@ -50,6 +50,7 @@ func runSynth(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		twoStreams   = fs.Bool("two-streams", false, "variant: run two kernels of each layer on a second, overlapping stream")
 		alternate    = fs.Bool("alternate", false, "variant: odd layers are dense (two alternating kernel sequences)")
 		eagerDecode  = fs.Bool("eager-decode", false, "variant: decode steps launched eagerly and labelled prefill[bs=N tok=N ...]")
+		metaFirst    = fs.Bool("meta-first", false, "write baseTimeNanoseconds and the other trailing keys before traceEvents")
 	)
 	fs.Var(&layerCSVs, "layer-csv", "per-layer table(s) in the compatible CSV format (conc{N}_layer.csv); repeat or comma-separate; default: the built-in model")
 	fs.Usage = func() {
@@ -75,7 +76,7 @@ func runSynth(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Layers: *layers, DecodeSteps: *decodeSteps, PrefillSteps: *prefillSteps, BS: *bs, Seed: *seed,
 		GPUWindow: time.Duration(*gpuWindow * float64(time.Second)), PythonPerStep: *python, ModelName: *model,
 		RenameAnchor: *renameAnchor, TwoStreams: *twoStreams, Alternate: *alternate, EagerDecode: *eagerDecode,
-		Gzip: strings.HasSuffix(*out, ".gz"),
+		Gzip: strings.HasSuffix(*out, ".gz"), MetaFirst: *metaFirst,
 	}
 	if len(layerCSVs) > 0 {
 		m, err := synth.ModelFromLayerCSV(layerCSVs...)
@@ -111,7 +112,7 @@ func runSynth(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			if err != nil {
 				return err
 			}
-			truth, err = rec.WriteTrace(ctx, w, tracing.WriterOptions{Gzip: opts.Gzip, TraceName: path})
+			truth, err = rec.WriteTrace(ctx, w, tracing.WriterOptions{Gzip: opts.Gzip, MetaFirst: opts.MetaFirst, TraceName: path})
 			return err
 		})
 		if err != nil {
