@@ -162,3 +162,36 @@ func TestGunzipTime(t *testing.T) {
 	require.NoError(t, gunzip(f))
 	t.Logf("klauspost gzip decompression of %s to io.Discard: %v", path, time.Since(start))
 }
+
+// BenchmarkLoadFile loads $PROFILE_MODEL_BENCH_TRACE (for example a 1 GB
+// trace from `profile-model synth --target-mb 1000`); SetBytes is the
+// file's uncompressed size.
+func BenchmarkLoadFile(b *testing.B) {
+	path := os.Getenv("PROFILE_MODEL_BENCH_TRACE")
+	if path == "" {
+		b.Skip("set PROFILE_MODEL_BENCH_TRACE=trace.json.gz to load a large trace")
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	size, err := uncompressedSize(f)
+	f.Close()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(size)
+	for b.Loop() {
+		if _, err := tracing.Load(context.Background(), path, tracing.Options{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func uncompressedSize(r io.Reader) (int64, error) {
+	zr, err := gzip.NewReader(r)
+	if err != nil {
+		return 0, err
+	}
+	return io.Copy(io.Discard, zr)
+}

@@ -599,8 +599,28 @@ func classify(cat []byte) class {
 
 var (
 	profilerStep = []byte("ProfilerStep#")
-	kinetoPrefix = []byte(`{"ph": "X", "cat": "`)
+	phKey        = []byte(`"ph": "`)
+	catKey       = []byte(`"cat": "`)
 )
+
+// kinetoCat matches the start Kineto writes, compact or indented:
+// {"ph": "X", "cat": " and returns the index of the category's first byte,
+// or 0.
+func kinetoCat(b []byte) int {
+	j := skipSpace(b, 1)
+	if !bytes.HasPrefix(b[j:], phKey) {
+		return 0
+	}
+	j += len(phKey) + 1
+	if j+2 > len(b) || b[j] != '"' || b[j+1] != ',' {
+		return 0
+	}
+	j = skipSpace(b, j+2)
+	if !bytes.HasPrefix(b[j:], catKey) {
+		return 0
+	}
+	return j + len(catKey)
+}
 
 // isLaunch tells runtime calls that put work on the GPU.
 func isLaunch(name []byte) (launch, graph bool) {
@@ -653,8 +673,7 @@ func (s *Scanner) parseEvent(b []byte) (end int, kept bool, msg string) {
 	}
 	// Fast path for the layout Kineto writes (ph, then cat): most events
 	// are skipped on their category alone.
-	if bytes.HasPrefix(b, kinetoPrefix) {
-		j := len(kinetoPrefix)
+	if j := kinetoCat(b); j > 0 {
 		if e := bytes.IndexByte(b[j:min(len(b), j+64)], '"'); e > 0 {
 			cat := b[j : j+e]
 			if classify(cat) == clSkip {
