@@ -105,6 +105,13 @@ func TestLayersGoldenFromSeedCSVs(t *testing.T) {
 				require.Equal(t, src[i].Kernel, p.Kernel, "pos %d", i)
 			}
 			requireMatchesTruth(t, robust.Positions, truth.Positions)
+
+			// Prefill steps get the same breakdown, separately.
+			prefill, err := inventory.PrefillLayers(context.Background(), tr, inventory.LayerOptions{})
+			require.NoError(t, err)
+			require.Equal(t, truth.Steps["prefill"], prefill.Steps)
+			require.Equal(t, truth.Layers, prefill.Layers)
+			requireMatchesTruth(t, prefill.Positions, truth.PrefillPositions)
 		})
 	}
 }
