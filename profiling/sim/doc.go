@@ -5,6 +5,22 @@
 // from a kernel model, and the steps that run while profiling are written as
 // an ATOM-style Kineto trace.
 //
+// # HTTP surface
+//
+// GET /health ({"status":"ok"}; 503 until ready), GET /v1/models,
+// POST /v1/completions and /v1/chat/completions (streamed or not), POST
+// /start_profile and /stop_profile. Errors are 400 {"error":{"message",
+// "type","code"}} for a request naming another model, a non-string prompt or
+// bad fields. A streamed completion sends one data: frame per engine step
+// that produced a token (the last one carries finish_reason "length" or
+// "stop"), then ATOM's extra frame with empty text and finish_reason "stop",
+// then a usage frame without choices, then data: [DONE]; a chat stream starts
+// with an empty-delta frame. Frames use Python's json.dumps spacing, as
+// ATOM's do. /stop_profile waits for the export and lists the trace
+// directories in "traces" (AsyncStop: it answers at once, as older releases
+// do). The profiler runs on the engine goroutine, as ATOM's utility commands
+// do: while a trace is exported no step runs.
+//
 // # Scheduling
 //
 // Like ATOM (a nano-vllm descendant), a step is either a prefill or a decode.

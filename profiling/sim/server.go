@@ -121,6 +121,19 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /v1/chat/completions", s.ready(s.chatCompletions))
 	mux.HandleFunc("POST /start_profile", s.ready(s.startProfile))
 	mux.HandleFunc("POST /stop_profile", s.ready(s.stopProfile))
+	// FastAPI's replies to a wrong method and to an unknown path.
+	for _, p := range []string{"/health", "/v1/models", "/v1/completions", "/v1/chat/completions", "/start_profile", "/stop_profile"} {
+		mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusMethodNotAllowed)
+			io.WriteString(w, `{"detail":"Method Not Allowed"}`)
+		})
+	}
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusNotFound)
+		io.WriteString(w, `{"detail":"Not Found"}`)
+	})
 	return mux
 }
 
@@ -160,13 +173,19 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request) {
 	}{"list", []card{{s.cfg.Model, "model", time.Now().Unix(), "atom"}}})
 }
 
+// statusReply is ATOM's profiler reply.
+type statusReply struct {
+	Status  string `json:"status"`
+	Message string `json:"message"`
+}
+
 func (s *Server) startProfile(w http.ResponseWriter, r *http.Request) {
 	if _, err := s.eng.profile(r.Context(), true, true); err != nil {
 		writeError(w, http.StatusInternalServerError, "Failed to start profiling: "+err.Error(), "InternalServerError")
 		return
 	}
 	fmt.Fprintln(s.cfg.Log, "serve-sim: profiling started")
-	writeJSON(w, http.StatusOK, map[string]string{"status": "success", "message": "Profiling started"})
+	writeJSON(w, http.StatusOK, statusReply{"success", "Profiling started"})
 }
 
 func (s *Server) stopProfile(w http.ResponseWriter, r *http.Request) {
@@ -178,7 +197,7 @@ func (s *Server) stopProfile(w http.ResponseWriter, r *http.Request) {
 				fmt.Fprintf(s.cfg.Log, "serve-sim: stop_profile: %v\n", err)
 			}
 		}()
-		writeJSON(w, http.StatusOK, map[string]string{"status": "success", "message": "Profiling stopped. Trace files generated."})
+		writeJSON(w, http.StatusOK, statusReply{"success", "Profiling stopped. Trace files generated."})
 		return
 	}
 	dirs, err := s.eng.profile(r.Context(), false, write)

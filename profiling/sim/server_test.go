@@ -39,6 +39,9 @@ func TestHealthAndModels(t *testing.T) {
 
 	code, _ = get(t, ts.URL+"/v1/completions")
 	require.Equal(t, http.StatusMethodNotAllowed, code, "completions is POST only")
+	code, body = get(t, ts.URL+"/v1/nothing")
+	require.Equal(t, http.StatusNotFound, code)
+	require.JSONEq(t, `{"detail":"Not Found"}`, string(body))
 }
 
 // wantTokens is the text of the first n output tokens of request seq.
