@@ -229,80 +229,107 @@ func skipNested(b []byte, i int, open0 byte, depth int) int {
 	var stack [64]byte
 	stack[0] = open0
 	var deep []byte
-	for i < len(b) {
-		if i+8 <= len(b) {
-			x := binary.LittleEndian.Uint64(b[i:])
-			// '[' and ']' differ from '{' and '}' only in bit 0x20.
-			y := x | 0x2020202020202020
-			m := hasByte(x, '"') | hasByte(y, '{') | hasByte(y, '}')
-			if m == 0 {
-				i += 8
-				continue
-			}
-			i += bits.TrailingZeros64(m) >> 3
-		}
-		c := b[i]
-		if !structural[c] {
-			i++
-			continue
-		}
-		switch c {
-		case '"':
-			// The string scan of stringEnd, inlined: skipped events are
-			// mostly short strings, and a call per string shows.
-			i++
-			for {
-				if i+8 <= len(b) {
-					x := binary.LittleEndian.Uint64(b[i:])
-					m := hasByte(x, '"') | hasByte(x, '\\')
-					if m == 0 {
-						i += 8
-						continue
-					}
-					i += bits.TrailingZeros64(m) >> 3
-				}
-				if i >= len(b) {
-					return incomplete
-				}
-				if c := b[i]; c == '"' {
-					i++
-					break
-				} else if c == '\\' {
-					i += 2
-				} else {
-					i++
-				}
-			}
-			continue
-		case '{', '[':
+	// bracket applies an opening or closing bracket: it returns the index
+	// past the value when it closes, incomplete to go on, invalid on a
+	// mismatch.
+	bracket := func(c byte, at int) int {
+		if c == '{' || c == '[' {
 			if depth < len(stack) {
 				stack[depth] = c
 			} else {
 				deep = append(deep, c)
 			}
 			depth++
-		case '}', ']':
-			if depth == 0 {
-				return invalid
+			return incomplete
+		}
+		if depth == 0 {
+			return invalid
+		}
+		depth--
+		var open byte
+		if depth < len(stack) {
+			open = stack[depth]
+		} else {
+			open = deep[len(deep)-1]
+			deep = deep[:len(deep)-1]
+		}
+		if (open == '{') != (c == '}') {
+			return invalid
+		}
+		if depth == 0 {
+			return at + 1
+		}
+		return incomplete
+	}
+	inStr, esc := false, false
+	for i < len(b) {
+		if !esc && i+8 <= len(b) {
+			x := binary.LittleEndian.Uint64(b[i:])
+			if hasByte(x, '\\') == 0 {
+				// Eight bytes at once, without a branch per quote: quote
+				// parity gives the bytes inside strings, the brackets
+				// outside them are handled one by one (a few per event).
+				q := gather(eqMask(x, '"'))
+				y := x | 0x2020202020202020 // '[' ']' become '{' '}'
+				br := gather(eqMask(y, '{') | eqMask(y, '}'))
+				in := prefixXor8(q)
+				if inStr {
+					in = ^in
+				}
+				br &^= in
+				if bits.OnesCount8(q)&1 == 1 {
+					inStr = !inStr
+				}
+				for br != 0 {
+					k := bits.TrailingZeros8(br)
+					br &= br - 1
+					if r := bracket(b[i+k], i+k); r != incomplete {
+						return r
+					}
+				}
+				i += 8
+				continue
 			}
-			depth--
-			var open byte
-			if depth < len(stack) {
-				open = stack[depth]
-			} else {
-				open = deep[len(deep)-1]
-				deep = deep[:len(deep)-1]
+		}
+		// One byte at a time around escapes and at the end.
+		c := b[i]
+		switch {
+		case esc:
+			esc = false
+		case inStr:
+			if c == '\\' {
+				esc = true
+			} else if c == '"' {
+				inStr = false
 			}
-			if (open == '{') != (c == '}') {
-				return invalid
-			}
-			if depth == 0 {
-				return i + 1
+		case c == '"':
+			inStr = true
+		case structural[c]:
+			if r := bracket(c, i); r != incomplete {
+				return r
 			}
 		}
 		i++
 	}
 	return incomplete
+}
+
+// eqMask sets the high bit of each byte of x equal to c (exactly).
+func eqMask(x uint64, c byte) uint64 {
+	y := x ^ (lsb * uint64(c))
+	t := ((y & 0x7f7f7f7f7f7f7f7f) + 0x7f7f7f7f7f7f7f7f) | y
+	return ^t & msb
+}
+
+// gather packs the high bits of the eight bytes into one byte (bit k: byte k).
+func gather(m uint64) uint8 { return uint8(((m >> 7) * 0x0102040810204080) >> 56) }
+
+// prefixXor8 sets bit k to the parity of bits 0..k.
+func prefixXor8(q uint8) uint8 {
+	q ^= q << 1
+	q ^= q << 2
+	q ^= q << 4
+	return q
 }
 
 // scalarEnd returns the index past the number or literal starting at b[i],
