@@ -1,0 +1,443 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/go-json-experiment/json"
+)
+
+// SweepConfig describes one benchmark run: a level per concurrency.
+type SweepConfig struct {
+	URL      string // server base URL, e.g. http://localhost:8000
+	Endpoint string // /v1/completions (default) or /v1/chat/completions
+	Model    string // served model; "" = read from /v1/models
+
+	ISL, OSL      int
+	RangeRatio    float64 // lengths uniform in [⌊L·r⌋, L]; 0 = exactly L
+	Concurrencies []int
+	NumPromptsMul int // num_prompts = conc × mul; 0 = 1
+
+	RequestRate    float64 // 0 or +Inf: all at once (closed loop)
+	Burstiness     float64 // 0 = 1 (Poisson)
+	Warmups        int     // warmup requests before each level (not measured)
+	Seed           uint64
+	RequestTimeout time.Duration // per request; 0 = none
+
+	Profile       bool
+	TraceDir      string        // the server's torch profiler directory (needed with Profile)
+	ExportTimeout time.Duration // deadline for /stop_profile and the export; 0 = 10 min
+	PollInterval  time.Duration // how often the export is checked; 0 = 200 ms
+
+	OutDir      string    // run directories are created under it; "" = "bench-results"
+	Percentiles []float64 // nil = DefaultPercentiles; 50 and 99 are always computed
+	SLO         SLO
+	Details     bool // per-request lengths and latencies in the result JSON
+
+	// Shaper skips the calibration probes when set.
+	Shaper *Shaper
+	// Log receives the result block of each level and run messages; nil = discard.
+	Log io.Writer
+	// Progress, when set, is called at the start of a level and returns the
+	// function told of each finished request and one called at the end.
+	Progress func(conc, total int) (update func(done int), finish func())
+	// DecodeBS reads the observed decode batch size from a trace (§2.7);
+	// nil skips the check.
+	DecodeBS func(ctx context.Context, path string) (int, error)
+	// Now names the run directory; nil = time.Now.
+	Now func() time.Time
+}
+
+// Level statuses.
+const (
+	StatusOK          = "ok"
+	StatusFailed      = "failed"      // some requests failed or were not sent
+	StatusInterrupted = "interrupted" // the run was cancelled during the level
+)
+
+// LevelResult is one concurrency level's outcome.
+type LevelResult struct {
+	Conc       int
+	NumPrompts int
+	Status     string
+	Start, End time.Time // the measured window (export excluded)
+	Metrics    Metrics
+	Outputs    []Output
+	TraceFiles []string // one per rank, when profiled
+	DecodeBS   int      // from the first trace; 0 when unknown
+	Warnings   []string
+	ResultFile string
+}
+
+// SweepResult is what a run produced.
+type SweepResult struct {
+	RunDir      string
+	Model       string
+	Shaper      Shaper
+	Levels      []*LevelResult
+	Skipped     []int // concurrencies not run after a failed level
+	SummaryCSV  string
+	BenchFile   string
+	Percentiles []float64
+}
+
+func (cfg *SweepConfig) defaults() error {
+	if cfg.URL == "" {
+		return errors.New("no server URL: pass --url")
+	}
+	cfg.URL = strings.TrimRight(cfg.URL, "/")
+	if cfg.Endpoint == "" {
+		cfg.Endpoint = "/v1/completions"
+	}
+	if cfg.ISL < 1 || cfg.OSL < 1 {
+		return fmt.Errorf("isl %d, osl %d: both must be at least 1", cfg.ISL, cfg.OSL)
+	}
+	if cfg.RangeRatio < 0 || cfg.RangeRatio > 1 {
+		return fmt.Errorf("random range ratio %v: must be in [0, 1]", cfg.RangeRatio)
+	}
+	if cfg.RangeRatio == 0 {
+		cfg.RangeRatio = 1
+	}
+	if len(cfg.Concurrencies) == 0 {
+		return errors.New("no concurrency levels")
+	}
+	for _, c := range cfg.Concurrencies {
+		if c < 1 {
+			return fmt.Errorf("concurrency %d: must be at least 1", c)
+		}
+	}
+	if cfg.NumPromptsMul < 1 {
+		cfg.NumPromptsMul = 1
+	}
+	if cfg.Profile && cfg.TraceDir == "" {
+		return errors.New("--profile needs --trace-dir: the server's torch profiler directory, where the traces are waited for")
+	}
+	if cfg.ExportTimeout <= 0 {
+		cfg.ExportTimeout = 10 * time.Minute
+	}
+	if cfg.PollInterval <= 0 {
+		cfg.PollInterval = 200 * time.Millisecond
+	}
+	if cfg.OutDir == "" {
+		cfg.OutDir = "bench-results"
+	}
+	if cfg.Percentiles == nil {
+		cfg.Percentiles = DefaultPercentiles
+	}
+	ps := slices.Clone(cfg.Percentiles)
+	for _, p := range ps {
+		if p <= 0 || p >= 100 {
+			return fmt.Errorf("percentile %v: must be between 0 and 100", p)
+		}
+	}
+	ps = append(ps, 50, 99)
+	slices.Sort(ps)
+	cfg.Percentiles = slices.Compact(ps)
+	if cfg.Log == nil {
+		cfg.Log = io.Discard
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return nil
+}
+
+// Sweep runs every level in order and writes the run directory. It stops at
+// the first level with failures (its partial results are kept and marked)
+// and returns an error naming it; completed levels stay on disk whatever
+// happens, including a cancelled ctx.
+func Sweep(ctx context.Context, cfg SweepConfig) (*SweepResult, error) {
+	if err := cfg.defaults(); err != nil {
+		return nil, err
+	}
+	c := NewClient(cfg.URL, cfg.Model, slices.Max(cfg.Concurrencies))
+	c.Endpoint = cfg.Endpoint
+	c.Timeout = cfg.RequestTimeout
+	if c.Model == "" {
+		m, err := FetchModel(ctx, c.HTTP, cfg.URL)
+		if err != nil {
+			return nil, err
+		}
+		c.Model = m
+		fmt.Fprintf(cfg.Log, "model: %s (from %s/v1/models)\n", m, cfg.URL)
+	}
+	res := &SweepResult{Model: c.Model, Percentiles: cfg.Percentiles}
+	dir, err := newRunDir(cfg.OutDir, cfg.Now())
+	if err != nil {
+		return nil, err
+	}
+	res.RunDir = dir
+	res.SummaryCSV = filepath.Join(dir, "summary.csv")
+	res.BenchFile = filepath.Join(dir, "bench.txt")
+	fmt.Fprintf(cfg.Log, "run directory: %s\n", dir)
+
+	if cfg.Shaper != nil {
+		res.Shaper = *cfg.Shaper
+	} else {
+		s, err := Calibrate(ctx, c, cfg.Seed)
+		if err != nil {
+			return res, fmt.Errorf("calibrating prompt lengths against %s: %w", cfg.URL, err)
+		}
+		res.Shaper = s
+		if s.Calibrated {
+			fmt.Fprintf(cfg.Log, "prompt calibration: %.4f tokens per word + %.1f\n", s.PerWord, s.Base)
+		} else {
+			fmt.Fprintln(cfg.Log, "prompt calibration: the server reports no usage.prompt_tokens; assuming one token per word")
+		}
+	}
+
+	for i, conc := range cfg.Concurrencies {
+		lv := runLevel(ctx, &cfg, c, res.Shaper, conc)
+		res.Levels = append(res.Levels, lv)
+		if err := writeLevel(&cfg, res, lv); err != nil {
+			return res, err
+		}
+		if err := writeSummary(&cfg, res); err != nil {
+			return res, err
+		}
+		printLevel(cfg.Log, &cfg, c.Model, lv)
+		if lv.Status != StatusOK {
+			res.Skipped = cfg.Concurrencies[i+1:]
+			if lv.Status == StatusInterrupted {
+				return res, fmt.Errorf("interrupted during concurrency %d; results of completed levels are in %s: %w", conc, dir, ctx.Err())
+			}
+			return res, fmt.Errorf("concurrency %d: %s; partial results in %s; skipped levels %v",
+				conc, failureSummary(&lv.Metrics), lv.ResultFile, res.Skipped)
+		}
+	}
+	return res, nil
+}
+
+func failureSummary(m *Metrics) string {
+	var parts []string
+	for _, k := range FailureKinds {
+		if n := m.Failures[k]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, k))
+		}
+	}
+	s := fmt.Sprintf("%d of %d requests failed", m.Failed, m.Completed+m.Failed+m.NotSent)
+	if len(parts) > 0 {
+		s += " (" + strings.Join(parts, ", ") + ")"
+	}
+	if m.NotSent > 0 {
+		s += fmt.Sprintf(", %d not sent", m.NotSent)
+	}
+	return s
+}
+
+// runLevel runs one level: warmup, [start_profile], requests, end time,
+// [stop_profile, wait for the export], metrics.
+func runLevel(ctx context.Context, cfg *SweepConfig, c *Client, s Shaper, conc int) *LevelResult {
+	lv := &LevelResult{Conc: conc, NumPrompts: conc * cfg.NumPromptsMul, Status: StatusOK}
+	levelSeed := cfg.Seed*1_000_003 + uint64(conc)
+	reqs := Workload{ISL: cfg.ISL, OSL: cfg.OSL, RangeRatio: cfg.RangeRatio, NumPrompts: lv.NumPrompts, Seed: levelSeed}.Requests(s)
+	fail := func(msg string) *LevelResult {
+		lv.Status = StatusFailed
+		if ctx.Err() != nil {
+			lv.Status = StatusInterrupted
+		}
+		lv.Warnings = append(lv.Warnings, msg)
+		lv.Metrics = Aggregate(nil, lv.NumPrompts, 0, cfg.Percentiles, cfg.SLO)
+		return lv
+	}
+
+	if cfg.Warmups > 0 {
+		warm := Workload{ISL: cfg.ISL, OSL: cfg.OSL, RangeRatio: cfg.RangeRatio, NumPrompts: cfg.Warmups, Seed: levelSeed + 500_000}.Requests(s)
+		for i := range warm {
+			warm[i].Index += 1_000_000 // distinct prefixes from the measured prompts
+		}
+		outs, _, _ := Run(ctx, c, warm, Load{MaxConcurrency: min(cfg.Warmups, conc)})
+		for _, o := range outs {
+			if !o.OK() {
+				return fail(fmt.Sprintf("warmup request failed (%s): %s", o.Failure, o.Error))
+			}
+		}
+	}
+
+	var before map[string]int64
+	if cfg.Profile {
+		var err error
+		if before, err = traceFiles(cfg.TraceDir); err != nil {
+			return fail(err.Error())
+		}
+		if err := postProfile(ctx, c.HTTP, cfg.URL+"/start_profile", cfg.ExportTimeout); err != nil {
+			return fail(err.Error())
+		}
+	}
+
+	var update func(int)
+	var finish func()
+	if cfg.Progress != nil {
+		update, finish = cfg.Progress(conc, lv.NumPrompts)
+	}
+	outs, start, end := Run(ctx, c, reqs, Load{
+		MaxConcurrency:   conc,
+		RequestRate:      cfg.RequestRate,
+		Burstiness:       cfg.Burstiness,
+		Seed:             levelSeed,
+		StopOnConnection: true,
+		Progress:         update,
+	})
+	if finish != nil {
+		finish()
+	}
+	lv.Start, lv.End, lv.Outputs = start, end, outs
+	lv.Metrics = Aggregate(outs, lv.NumPrompts, end.Sub(start), cfg.Percentiles, cfg.SLO)
+	if lv.Metrics.Failed > 0 || lv.Metrics.NotSent > 0 {
+		lv.Status = StatusFailed
+	}
+	if ctx.Err() != nil {
+		lv.Status = StatusInterrupted
+	}
+	if n := lv.Metrics.OutputCounted; n > 0 {
+		lv.Warnings = append(lv.Warnings, fmt.Sprintf("%d requests had no usage.completion_tokens: their output lengths are counted token events", n))
+	}
+	if n := lv.Metrics.PromptRequested; n > 0 {
+		lv.Warnings = append(lv.Warnings, fmt.Sprintf("%d requests had no usage.prompt_tokens: their input lengths are the requested lengths", n))
+	}
+
+	if cfg.Profile {
+		// The benchmark window is closed; the export is not part of it. A
+		// cancelled run still stops the profiler so the server is not left
+		// recording.
+		stopCtx := context.WithoutCancel(ctx)
+		if err := postProfile(stopCtx, c.HTTP, cfg.URL+"/stop_profile", cfg.ExportTimeout); err != nil {
+			lv.Warnings = append(lv.Warnings, err.Error())
+			if lv.Status == StatusOK {
+				lv.Status = StatusFailed
+			}
+			return lv
+		}
+		files, err := waitExport(ctx, cfg.TraceDir, before, cfg.ExportTimeout, cfg.PollInterval)
+		lv.TraceFiles = files
+		if err != nil {
+			lv.Warnings = append(lv.Warnings, err.Error())
+			if lv.Status == StatusOK {
+				lv.Status = StatusFailed
+			}
+			return lv
+		}
+		if cfg.DecodeBS != nil && len(files) > 0 {
+			bs, err := cfg.DecodeBS(ctx, files[0])
+			switch {
+			case err != nil:
+				lv.Warnings = append(lv.Warnings, fmt.Sprintf("reading the decode batch size of %s: %v", files[0], err))
+			default:
+				lv.DecodeBS = bs
+				if w := batchWarning(conc, bs); w != "" {
+					lv.Warnings = append(lv.Warnings, w)
+				}
+			}
+		}
+	}
+	return lv
+}
+
+// batchWarning compares the trace's decode batch size with the requested
+// concurrency (§2.7).
+func batchWarning(conc, bs int) string {
+	switch {
+	case bs == 0:
+		return fmt.Sprintf("the trace has no decode step with a batch size: cannot check it against concurrency %d", conc)
+	case bs > conc:
+		return fmt.Sprintf("decode batch size %d in the trace is above the requested concurrency %d: requests leaked or were aborted and still occupy the server", bs, conc)
+	case bs*4 < conc*3:
+		return fmt.Sprintf("decode batch size %d in the trace is far below the requested concurrency %d: the server never reached that batch (raise --num-prompts-mul so the level lasts longer, or the server's --max-num-seqs)", bs, conc)
+	}
+	return ""
+}
+
+// FetchModel reads the served model's name from GET /v1/models.
+func FetchModel(ctx context.Context, hc *http.Client, baseURL string) (string, error) {
+	url := strings.TrimRight(baseURL, "/") + "/v1/models"
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return "", fmt.Errorf("GET %s: %w", url, err)
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("GET %s: %w (is the server up? pass --model to skip this query)", url, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return "", fmt.Errorf("GET %s: %w", url, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("GET %s: HTTP %d: %s", url, resp.StatusCode, bytes.TrimSpace(body))
+	}
+	var list struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(body, &list); err != nil {
+		return "", fmt.Errorf("GET %s: decoding the model list: %w", url, err)
+	}
+	if len(list.Data) == 0 || list.Data[0].ID == "" {
+		return "", fmt.Errorf("GET %s: no model listed; pass --model", url)
+	}
+	if len(list.Data) > 1 {
+		ids := make([]string, len(list.Data))
+		for i, d := range list.Data {
+			ids[i] = d.ID
+		}
+		return "", fmt.Errorf("GET %s: several models are served (%s); pass --model", url, strings.Join(ids, ", "))
+	}
+	return list.Data[0].ID, nil
+}
+
+// postProfile POSTs to a profiler endpoint and checks for a 200 reply; newer
+// ATOM releases answer /stop_profile only after the export.
+func postProfile(ctx context.Context, hc *http.Client, url string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, nil)
+	if err != nil {
+		return fmt.Errorf("POST %s: %w", url, err)
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("POST %s: %w", url, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("POST %s: HTTP %d: %s (was the server started with a torch profiler directory?)", url, resp.StatusCode, bytes.TrimSpace(body))
+	}
+	return nil
+}
+
+// newRunDir creates a directory under out named after t that did not exist
+// before; a second run in the same second gets a suffix.
+func newRunDir(out string, t time.Time) (string, error) {
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return "", fmt.Errorf("creating the output directory: %w", err)
+	}
+	base := filepath.Join(out, "run-"+t.UTC().Format("20060102-150405"))
+	for i := 1; i < 1000; i++ {
+		dir := base
+		if i > 1 {
+			dir = fmt.Sprintf("%s-%d", base, i)
+		}
+		err := os.Mkdir(dir, 0o755)
+		if err == nil {
+			return dir, nil
+		}
+		if !errors.Is(err, os.ErrExist) {
+			return "", fmt.Errorf("creating the run directory: %w", err)
+		}
+	}
+	return "", fmt.Errorf("creating the run directory: %s-* all exist", base)
+}
