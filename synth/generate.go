@@ -17,7 +17,7 @@ type GenerateOptions struct {
 	Layers        int           // transformer layers per step; 0: the model's
 	DecodeSteps   int           // decode steps
 	PrefillSteps  int           // prefill steps, spread evenly among the decode steps
-	BS            int           // decode batch size (the last 5% of decode steps drain to BS/2)
+	BS            int           // decode batch size (the last 5% of decode steps run BS-1 when that runs the same kernels)
 	PromptLen     int           // prompt length upper bound; lengths are uniform in [0.8·L, L]; 0: 1024
 	Seed          uint64        // random seed (same seed, same trace)
 	GPUWindow     time.Duration // drop GPU events outside the last GPUWindow (profiler buffer)
@@ -74,7 +74,13 @@ func NewRecording(opts GenerateOptions) (*Recorder, error) {
 	ctxPerSeq := int(0.9 * float64(opts.PromptLen))
 	prefillAt := func(p int) int { return p * opts.DecodeSteps / max(opts.PrefillSteps, 1) }
 	nextPrefill := 0
+	// The last 5% of decode steps run one sequence short (requests finishing),
+	// when that batch size runs the same kernels: a trace keeps one layer shape.
 	drainFrom := opts.DecodeSteps - opts.DecodeSteps/20
+	drainBS := opts.BS - 1
+	if drainBS < 1 || !sameLayer(mm.DecodeLayer(drainBS, 0), mm.DecodeLayer(opts.BS, 0)) {
+		drainBS = opts.BS
+	}
 	for d := 0; d <= opts.DecodeSteps; d++ {
 		for nextPrefill < opts.PrefillSteps && (prefillAt(nextPrefill) <= d || d == opts.DecodeSteps) {
 			tokens := 0
@@ -94,7 +100,7 @@ func NewRecording(opts GenerateOptions) (*Recorder, error) {
 		}
 		bs := opts.BS
 		if d >= drainFrom && d > 0 {
-			bs = max(opts.BS/2, 1)
+			bs = drainBS
 		}
 		runs := mm.DecodeStep(bs, bs*ctxPerSeq, rng)
 		runs = applyVariants(runs, &opts, rng)
@@ -113,6 +119,18 @@ func Generate(ctx context.Context, w io.Writer, opts GenerateOptions) (*Truth, e
 		return nil, err
 	}
 	return rec.WriteTrace(ctx, w, tracing.WriterOptions{Gzip: opts.Gzip, MetaFirst: opts.MetaFirst, TraceName: "synthetic ATOM trace"})
+}
+
+func sameLayer(a, b []LayerPosition) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Kernel != b[i].Kernel {
+			return false
+		}
+	}
+	return true
 }
 
 // applyVariants changes a step's kernels as the robust-mode variants ask.

@@ -6,9 +6,12 @@ import (
 	"encoding/json"
 	"io"
 	"math"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/profile-model/profile-model/tracing"
 )
 
 type rawEvent struct {
@@ -127,8 +130,8 @@ func TestGenerateDecodeStructure(t *testing.T) {
 	if truth.Steps["decode"] != 20 || truth.Steps["prefill"] != 2 {
 		t.Errorf("truth steps = %v", truth.Steps)
 	}
-	if truth.DecodeBS != 8 || truth.DecodeBSHist[8] != 19 || truth.DecodeBSHist[4] != 1 {
-		t.Errorf("truth decode bs = %d hist %v, want 8 with {8:19, 4:1}", truth.DecodeBS, truth.DecodeBSHist)
+	if truth.DecodeBS != 8 || truth.DecodeBSHist[8] != 19 || truth.DecodeBSHist[7] != 1 {
+		t.Errorf("truth decode bs = %d hist %v, want 8 with {8:19, 7:1}", truth.DecodeBS, truth.DecodeBSHist)
 	}
 	if len(truth.KernelsPerLayer) != 1 || truth.KernelsPerLayer[0] != 19 || truth.Layers != 4 {
 		t.Errorf("truth layers = %d × %v, want 4 × [19]", truth.Layers, truth.KernelsPerLayer)
@@ -255,5 +258,40 @@ func TestGPUSectionInStartOrder(t *testing.T) {
 	}
 	if side == 0 || overlaps == 0 {
 		t.Errorf("side-stream kernels = %d, overlapping the main stream = %d; want both > 0", side, overlaps)
+	}
+}
+
+// TestTruthCountsTheCommonLayerShape: steps whose batch size picks other
+// kernels (MoE sorting in one or two phases) have layers of another length;
+// the truth's positions count only layers of the most common length, as the
+// seed's anchor slicing does.
+func TestTruthCountsTheCommonLayerShape(t *testing.T) {
+	t.Parallel()
+	m := DefaultModel()
+	m.Layers = 3
+	rng := rand.New(rand.NewPCG(1, 1))
+	rec := NewRecorder(RecorderOptions{PythonPerStep: -1})
+	at := defaultStart
+	for i, bs := range []int{32, 32, 16, 32, 16, 32} {
+		runs := m.DecodeStep(bs, 0, rng)
+		rec.Record(Step{Kind: tracing.StepDecode, BS: bs, Tokens: bs, Start: at.Add(time.Duration(i) * 50 * time.Millisecond), Kernels: runs})
+	}
+	truth, err := rec.WriteTrace(context.Background(), io.Discard, tracing.WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(truth.KernelsPerLayer) != 1 || truth.KernelsPerLayer[0] != 20 {
+		t.Fatalf("kernels per layer = %v, want [20] (bs 32's layer)", truth.KernelsPerLayer)
+	}
+	for _, p := range truth.Positions {
+		if p.Count != 4*3 {
+			t.Errorf("pos %d (%s): %d layers, want the 12 of the bs-32 steps", p.Pos, p.ShortName, p.Count)
+		}
+	}
+	if len(truth.Positions) != 20 || truth.Positions[7].ShortName != "MoE_sort_P0" {
+		t.Errorf("positions = %d, pos 7 = %s; want 20 with the two-phase sort", len(truth.Positions), truth.Positions[7].ShortName)
+	}
+	if truth.DecodeBSHist[32] != 4 || truth.DecodeBSHist[16] != 2 {
+		t.Errorf("decode bs hist = %v", truth.DecodeBSHist)
 	}
 }

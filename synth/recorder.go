@@ -810,9 +810,50 @@ func (r *Recorder) truth(pl []placed) *Truth {
 	dec := map[[2]int]*posAcc{}
 	cmp := map[[2]int]*posAcc{}
 	pre := map[[2]int]*posAcc{}
-	kpl := map[int]int{}
 	var gpuFirst, gpuLast int64 = math.MaxInt64, 0
 	var ks []KernelRun
+	// Layer lengths per kind: a step whose batch size picks other kernels can
+	// have layers of another length. Like the seed's anchor slicing (the most
+	// common distance wins), positions count only layers of the most common
+	// length of their kind.
+	type kindLen struct{ decode, kind, n int }
+	lengths := map[kindLen]int{}
+	layerLen := func(ks []KernelRun) map[int]int {
+		m := map[int]int{}
+		for k := range ks {
+			if ks[k].Layer >= 0 {
+				m[ks[k].Layer]++
+			}
+		}
+		return m
+	}
+	isDecode := func(s *Step) int {
+		if s.Kind == tracing.StepDecode {
+			return 1
+		}
+		return 0
+	}
+	for i := range r.steps {
+		if pl[i].dropped {
+			continue
+		}
+		ks = r.expand(i, ks)
+		lens := layerLen(ks)
+		seen := map[int]bool{}
+		for k := range ks {
+			if l := ks[k].Layer; l >= 0 && !seen[l] {
+				seen[l] = true
+				lengths[kindLen{isDecode(&r.steps[i]), ks[k].LayerKind, lens[l]}]++
+			}
+		}
+	}
+	dominant := map[[2]int]int{} // (decode, kind) -> length
+	for kl, n := range lengths {
+		key := [2]int{kl.decode, kl.kind}
+		if best := dominant[key]; n > lengths[kindLen{kl.decode, kl.kind, best}] || (n == lengths[kindLen{kl.decode, kl.kind, best}] && kl.n > best) {
+			dominant[key] = kl.n
+		}
+	}
 	for i := range r.steps {
 		s := &r.steps[i]
 		ks = r.expand(i, ks)
@@ -836,17 +877,15 @@ func (r *Recorder) truth(pl []placed) *Truth {
 				lastLayer = max(lastLayer, ks[k].Layer)
 			}
 		}
+		lens := layerLen(ks)
 		for k := range ks {
 			kr := &ks[k]
 			t.Kernels++
 			t.KernelTimeUS += float64(kr.Dur) / 1000
 			gpuFirst = min(gpuFirst, p.starts[k])
 			gpuLast = max(gpuLast, p.starts[k]+kr.Dur)
-			if kr.Layer < 0 {
+			if kr.Layer < 0 || lens[kr.Layer] != dominant[[2]int{isDecode(s), kr.LayerKind}] {
 				continue
-			}
-			if kr.Layer == 0 || kr.Layer == 1 {
-				kpl[kr.LayerKind] = max(kpl[kr.LayerKind], kr.Pos+1)
 			}
 			addPos(acc, kr)
 			if s.Kind == tracing.StepDecode && kr.Layer < lastLayer {
@@ -856,6 +895,13 @@ func (r *Recorder) truth(pl []placed) *Truth {
 				t.Layers = kr.Layer + 1
 			}
 		}
+	}
+	for kind := 0; ; kind++ {
+		n, ok := dominant[[2]int{1, kind}]
+		if !ok {
+			break
+		}
+		t.KernelsPerLayer = append(t.KernelsPerLayer, n)
 	}
 	best := 0
 	for bs, n := range t.DecodeBSHist {
@@ -887,9 +933,6 @@ func (r *Recorder) truth(pl []placed) *Truth {
 	t.Positions = finish(dec)
 	t.CompatPositions = finish(cmp)
 	t.PrefillPositions = finish(pre)
-	for kind := 0; kind < len(kpl); kind++ {
-		t.KernelsPerLayer = append(t.KernelsPerLayer, kpl[kind])
-	}
 	if gpuLast > 0 {
 		t.GPUSpanS = float64(gpuLast-gpuFirst) / 1e9
 	}

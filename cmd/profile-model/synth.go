@@ -39,7 +39,7 @@ func runSynth(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		layers       = fs.Int("layers", 0, "transformer layers per step (default: the model's, 62)")
 		decodeSteps  = fs.Int("decode-steps", 32, "decode steps")
 		prefillSteps = fs.Int("prefill-steps", 2, "prefill steps, spread among the decode steps")
-		bs           = fs.Int("bs", 8, "decode batch size (the last 5% of decode steps drain to bs/2)")
+		bs           = fs.Int("bs", 8, "decode batch size (the last 5% of decode steps run bs-1 when that runs the same kernels)")
 		seed         = fs.Uint64("seed", 1, "random seed")
 		gpuWindow    = fs.Float64("gpu-window", 0, "drop GPU events older than this many seconds before the end (profiler buffer); 0 keeps all")
 		truthPath    = fs.String("truth", "", "write the truth JSON (steps, decode bs, per-position stats of what was written) here")
