@@ -52,8 +52,14 @@ var servingLine = regexp.MustCompile(`serving "[^"]*" on (http://\S+)`)
 // startSim starts serve-sim with args; it returns once the server listens.
 func startSim(t *testing.T, args ...string) *simProcess {
 	t.Helper()
+	return startSimEnv(t, nil, args...)
+}
+
+// startSimEnv is startSim with extra environment variables.
+func startSimEnv(t *testing.T, env []string, args ...string) *simProcess {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestServeSimHelper$")
-	cmd.Env = append(os.Environ(), helperEnv+"="+strings.Join(append([]string{"serve-sim"}, args...), "\x1f"))
+	cmd.Env = append(append(os.Environ(), env...), helperEnv+"="+strings.Join(append([]string{"serve-sim"}, args...), "\x1f"))
 	pipe, err := cmd.StderrPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
@@ -121,6 +127,21 @@ func TestServeSimProcess(t *testing.T) {
 		}
 		require.Equal(t, 3, p.wait(t), p.stderr.String())
 		require.Contains(t, p.stderr.String(), "simulated crash after 2 requests")
+	})
+	t.Run("ATOM_TORCH_PROFILER_DIR", func(t *testing.T) {
+		t.Parallel()
+		dir := t.TempDir()
+		p := startSimEnv(t, []string{"ATOM_TORCH_PROFILER_DIR=" + dir}, "--model", "m", "--server-port", "0", "--trace-python-per-step", "-1", "--layers", "2")
+		for _, path := range []string{"/start_profile", "/v1/completions", "/stop_profile"} {
+			resp, err := http.Post(p.url+path, "application/json", strings.NewReader(`{"prompt":"x","max_tokens":2}`))
+			require.NoError(t, err)
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			require.Equal(t, http.StatusOK, resp.StatusCode, path)
+		}
+		traces, err := filepath.Glob(filepath.Join(dir, "rank_0", "m_ts_*.pt.trace.json.gz"))
+		require.NoError(t, err)
+		require.Len(t, traces, 1)
 	})
 	t.Run("port taken exits 1", func(t *testing.T) {
 		t.Parallel()
