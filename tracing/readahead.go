@@ -5,32 +5,37 @@ import (
 	"io"
 )
 
-// readAhead reads its source on its own goroutine, a few chunks ahead, so
-// that gzip decompression overlaps JSON scanning (the pgzip idea, without
-// parallel inflation: one trace is one deflate stream).
+// readAhead decompresses (reads its source) on its own goroutine, a few
+// chunks ahead, so that gzip decompression overlaps JSON scanning (the pgzip
+// idea, without parallel inflation: one trace is one deflate stream). The
+// Scanner takes each chunk's buffer as its own instead of copying it: a
+// headroom before the data receives the few bytes of an event cut by the
+// chunk boundary.
 type readAhead struct {
 	full   chan chunk
 	free   chan []byte
 	done   chan struct{}
 	exited chan struct{}
-	cur    chunk
-	off    int
+	err    error // the error that ended the stream, once seen
 }
 
+// chunk is a buffer whose data is b[readAheadHeadroom : readAheadHeadroom+n].
 type chunk struct {
 	b   []byte
+	n   int
 	err error
 }
 
 const (
-	readAheadChunk = 1 << 20
-	readAheadDepth = 4
+	readAheadChunk    = 1 << 20
+	readAheadDepth    = 4
+	readAheadHeadroom = 64 << 10
 )
 
 func newReadAhead(ctx context.Context, r io.Reader) *readAhead {
 	ra := &readAhead{
 		full:   make(chan chunk, readAheadDepth),
-		free:   make(chan []byte, readAheadDepth+1),
+		free:   make(chan []byte, readAheadDepth+2),
 		done:   make(chan struct{}),
 		exited: make(chan struct{}),
 	}
@@ -45,8 +50,8 @@ func (ra *readAhead) run(ctx context.Context, r io.Reader) {
 	made, size := 0, 64<<10
 	for {
 		var buf []byte
-		if made < readAheadDepth+1 && len(ra.free) == 0 {
-			buf = make([]byte, size)
+		if made < readAheadDepth+2 && len(ra.free) == 0 {
+			buf = make([]byte, readAheadHeadroom+size)
 			made++
 			size = min(2*size, readAheadChunk)
 		} else {
@@ -56,18 +61,19 @@ func (ra *readAhead) run(ctx context.Context, r io.Reader) {
 				return
 			}
 		}
+		data := buf[readAheadHeadroom:]
 		n := 0
 		var err error
-		for n < len(buf) && err == nil {
+		for n < len(data) && err == nil {
 			var k int
-			k, err = r.Read(buf[n:])
+			k, err = r.Read(data[n:])
 			n += k
 			if ctx.Err() != nil && err == nil {
 				err = ctx.Err()
 			}
 		}
 		select {
-		case ra.full <- chunk{buf[:n], err}:
+		case ra.full <- chunk{buf, n, err}:
 		case <-ra.done:
 			return
 		}
@@ -77,20 +83,23 @@ func (ra *readAhead) run(ctx context.Context, r io.Reader) {
 	}
 }
 
-func (ra *readAhead) Read(p []byte) (int, error) {
-	for ra.off == len(ra.cur.b) {
-		if ra.cur.err != nil {
-			return 0, ra.cur.err
-		}
-		if ra.cur.b != nil {
-			ra.free <- ra.cur.b[:cap(ra.cur.b)]
-		}
-		ra.cur = <-ra.full
-		ra.off = 0
+// next returns the next chunk; after the last one, an empty chunk with the
+// error that ended the stream (io.EOF at a clean end).
+func (ra *readAhead) next() chunk {
+	if ra.err != nil {
+		return chunk{err: ra.err}
 	}
-	n := copy(p, ra.cur.b[ra.off:])
-	ra.off += n
-	return n, nil
+	c := <-ra.full
+	ra.err = c.err
+	return c
+}
+
+// release gives a chunk's buffer back for reuse.
+func (ra *readAhead) release(b []byte) {
+	select {
+	case ra.free <- b:
+	default:
+	}
 }
 
 // Close stops the goroutine and waits for it.

@@ -120,13 +120,15 @@ type catCount struct {
 // scanning stopped. Gzip input is detected by its magic bytes. Skipped
 // events are counted (Events, Categories) but never decoded.
 type Scanner struct {
-	rd   io.Reader
-	cnt  *countingReader // compressed input, nil when not gzip
-	buf  []byte
-	r, w int   // unread data is buf[r:w]
-	base int64 // stream offset of buf[0]
-	eof  bool
-	rerr error
+	rd    io.Reader
+	ra    *readAhead      // when set, chunks come from it (rd is unused)
+	chunk bool            // buf is a read-ahead chunk, to give back
+	cnt   *countingReader // compressed input, nil when not gzip
+	buf   []byte
+	r, w  int   // unread data is buf[r:w]
+	base  int64 // stream offset of buf[0]
+	eof   bool
+	rerr  error
 
 	state   scanState
 	ev      Event
@@ -161,9 +163,9 @@ func NewScanner(r io.Reader) *Scanner {
 	return s
 }
 
-// newScannerFrom reads already decompressed JSON (used with read-ahead).
-func newScannerFrom(r io.Reader, cnt *countingReader) *Scanner {
-	return &Scanner{rd: r, cnt: cnt, buf: make([]byte, 64<<10), names: make(map[string]string), hdr: Header{Meta: map[string]string{}}}
+// newScannerFrom scans the chunks of a read-ahead.
+func newScannerFrom(ra *readAhead, cnt *countingReader) *Scanner {
+	return &Scanner{ra: ra, cnt: cnt, names: make(map[string]string), hdr: Header{Meta: map[string]string{}}}
 }
 
 // Event returns the event found by the last successful Scan. It is
@@ -242,6 +244,9 @@ func (s *Scanner) fill() bool {
 	if s.eof {
 		return false
 	}
+	if s.ra != nil {
+		return s.fillChunk()
+	}
 	if s.r > 0 {
 		n := copy(s.buf, s.buf[s.r:s.w])
 		s.base += int64(s.r)
@@ -275,6 +280,50 @@ func (s *Scanner) fill() bool {
 		}
 	}
 	return added
+}
+
+// fillChunk is fill with read-ahead: the next chunk's buffer becomes the
+// scanner's, the unread bytes moved into its headroom.
+func (s *Scanner) fillChunk() bool {
+	c := s.ra.next()
+	if c.err != nil {
+		s.eof = true
+		if c.err != io.EOF {
+			s.rerr = c.err
+		}
+	}
+	if c.n == 0 {
+		if c.b != nil {
+			s.ra.release(c.b)
+		}
+		return false
+	}
+	left := s.w - s.r
+	old, oldChunk := s.buf, s.chunk
+	if left <= readAheadHeadroom {
+		start := readAheadHeadroom - left
+		copy(c.b[start:readAheadHeadroom], s.buf[s.r:s.w])
+		s.base += int64(s.r - start)
+		s.buf, s.chunk = c.b, true
+		s.r, s.w = start, readAheadHeadroom+c.n
+	} else {
+		// An event longer than the headroom spans the boundary: join.
+		if left+c.n > maxValue {
+			s.fail("a single value is larger than %d MB; this is not a trace event", maxValue>>20)
+			return false
+		}
+		nb := make([]byte, left+c.n)
+		copy(nb, s.buf[s.r:s.w])
+		copy(nb[left:], c.b[readAheadHeadroom:readAheadHeadroom+c.n])
+		s.ra.release(c.b)
+		s.base += int64(s.r)
+		s.buf, s.chunk = nb, false
+		s.r, s.w = 0, left+c.n
+	}
+	if oldChunk {
+		s.ra.release(old)
+	}
+	return true
 }
 
 // peek skips whitespace and returns the next byte without consuming it.
