@@ -358,6 +358,9 @@ func (s *Server) stream(w http.ResponseWriter, ctx context.Context, er *request,
 	buf := make([]byte, 0, 1024)
 	if chat {
 		buf = fm.appendDelta(buf, "", "") // ATOM's initial empty chat chunk
+	} else if err := rc.Flush(); err != nil { // headers go out before the first token, as uvicorn sends them
+		er.aborted.Store(true)
+		return
 	}
 	sent := 0
 	for {

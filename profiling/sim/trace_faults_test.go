@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -166,4 +167,26 @@ func TestExportDelay(t *testing.T) {
 			require.Len(t, gzs, 1)
 		})
 	}
+}
+
+// TestStreamHeadersBeforeFirstToken: the 200 and the event-stream headers
+// go out when the request is accepted, before its first step completes.
+func TestStreamHeadersBeforeFirstToken(t *testing.T) {
+	t.Parallel()
+	// recBackend's one-sequence prefill: 1 ms + 10 µs, plus the host gap.
+	first := hostGap + time.Millisecond + 10*time.Microsecond
+	clock := &gateClock{fakeClock: newFakeClock(), gate: first, sleeping: make(chan struct{}, 1), release: make(chan struct{})}
+	ts := start(t, Config{Clock: clock, Backend: &recBackend{}})
+	// Without the early headers this Post would wait for the gated step: the
+	// timeout turns that into a failure instead of a hang.
+	client := &http.Client{Timeout: 30 * time.Second}
+	resp, err := client.Post(ts.URL+"/v1/completions", "application/json", strings.NewReader(`{"prompt":"x","max_tokens":2,"stream":true,"ignore_eos":true}`))
+	require.NoError(t, err, "headers must arrive while the first step runs")
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	<-clock.sleeping // the engine is inside the first step: no token yet
+	close(clock.release)
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, 5, strings.Count(string(body), "data: "), "2 tokens, stop, usage, [DONE]")
 }
