@@ -69,6 +69,18 @@ func TestBadInput(t *testing.T) {
 	}
 }
 
+func TestReadCancelled(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var buf bytes.Buffer
+	require.NoError(t, bigTrace(&buf, 3, 2, 4))
+	for _, opts := range []tracing.Options{{}, {NoReadAhead: true}} {
+		_, err := tracing.Read(ctx, bytes.NewReader(buf.Bytes()), "big", opts)
+		require.ErrorIs(t, err, context.Canceled)
+	}
+}
+
 func TestLoadMissingFile(t *testing.T) {
 	t.Parallel()
 	_, err := tracing.Load(context.Background(), t.TempDir()+"/none.json.gz", tracing.Options{})

@@ -24,18 +24,19 @@ var corpusTable = []struct {
 	graphLaunches int
 	device        string // README's device column; see deviceOK
 	vendor        string
+	era           string // from the README's description of each file
 }{
-	{"sglang-qwen3-8b-decode-mi300x.json.gz", 2058, 555, 27, "9765.437", 1, "AMD Instinct MI300X", "amd"},
-	{"sglang-qwen3-8b-prefilldecode-mi300x.json.gz", 60315, 527, 27, "492773.592", 0, "AMD Instinct MI300X", "amd"},
-	{"vllm-decode-fullgraph-mi300x.json.gz", 1993, 425, 24, "10674.517", 1, "(none given)", "amd"},
-	{"qwen1.5-0.5b-forward-mi300x.json.gz", 18090, 1516, 28, "43062.042", 0, "AMD Instinct MI300X VF", "amd"},
-	{"qwen1.5-0.5b-forward-h100.json.gz", 18221, 1465, 26, "45432.698", 0, "NVIDIA H100 80GB HBM3", "nvidia"},
-	{"minitoy-train-mi250-rocm62.json.gz", 220, 14, 12, "110.881", 0, "MI250 (ROCm 6.2)", "amd"},
-	{"triton-example-cuda.json.gz", 71, 1, 1, "1.760", 0, "NVIDIA A100", "nvidia"},
-	{"ns-resolution-absolute-ts-cuda.pt.trace.json.gz", 68692, 4350, 77, "468153.602", 0, "Tesla V100", "nvidia"},
-	{"resnet50-legacy-2021-v100.pt.trace.json.gz", 75718, 8772, 67, "591532.000", 0, "Tesla V100", "nvidia"},
-	{"trace-diff-control-a100.json.gz", 109123, 8568, 170, "446813.000", 0, "NVIDIA A100", "nvidia"},
-	{"trace-diff-test-v100-graphs.json.gz", 105167, 9876, 131, "801858.000", 12, "Tesla V100", "nvidia"},
+	{"sglang-qwen3-8b-decode-mi300x.json.gz", 2058, 555, 27, "9765.437", 1, "AMD Instinct MI300X", "amd", "kineto-relative-ts/roctracer"},
+	{"sglang-qwen3-8b-prefilldecode-mi300x.json.gz", 60315, 527, 27, "492773.592", 0, "AMD Instinct MI300X", "amd", "kineto-relative-ts/roctracer"},
+	{"vllm-decode-fullgraph-mi300x.json.gz", 1993, 425, 24, "10674.517", 1, "(none given)", "amd", "kineto-relative-ts/roctracer"},
+	{"qwen1.5-0.5b-forward-mi300x.json.gz", 18090, 1516, 28, "43062.042", 0, "AMD Instinct MI300X VF", "amd", "kineto-relative-ts/roctracer"},
+	{"qwen1.5-0.5b-forward-h100.json.gz", 18221, 1465, 26, "45432.698", 0, "NVIDIA H100 80GB HBM3", "nvidia", "kineto-relative-ts/cupti"},
+	{"minitoy-train-mi250-rocm62.json.gz", 220, 14, 12, "110.881", 0, "MI250 (ROCm 6.2)", "amd", "kineto-relative-ts/roctracer"},
+	{"triton-example-cuda.json.gz", 71, 1, 1, "1.760", 0, "NVIDIA A100", "nvidia", "kineto-relative-ts/cupti"},
+	{"ns-resolution-absolute-ts-cuda.pt.trace.json.gz", 68692, 4350, 77, "468153.602", 0, "Tesla V100", "nvidia", "kineto-absolute-ns/cupti"},
+	{"resnet50-legacy-2021-v100.pt.trace.json.gz", 75718, 8772, 67, "591532.000", 0, "Tesla V100", "nvidia", "legacy-2021/cupti"},
+	{"trace-diff-control-a100.json.gz", 109123, 8568, 170, "446813.000", 0, "NVIDIA A100", "nvidia", "kineto-absolute-us/cupti"},
+	{"trace-diff-test-v100-graphs.json.gz", 105167, 9876, 131, "801858.000", 12, "Tesla V100", "nvidia", "kineto-absolute-us/cupti"},
 }
 
 // deviceOK compares the device name with the README's column, which
@@ -68,6 +69,7 @@ func TestCorpusTable(t *testing.T) {
 			assert.Equal(t, row.graphLaunches, s.GraphLaunches, "graph launches")
 			assert.True(t, deviceOK(row.device, s.Device), "device %q, README says %q", s.Device, row.device)
 			assert.Equal(t, row.vendor, tr.Vendor, "vendor")
+			assert.Equal(t, row.era, tr.Era, "format era")
 			var sum int64
 			for _, n := range s.EventsByCategory {
 				sum += n
@@ -160,6 +162,11 @@ func TestCorpusTimestamps(t *testing.T) {
 	// "ts": 2413669097444.592 µs after baseTimeNanoseconds 1727743122000000000.
 	assert.Equal(t, int64(1727743122000000000+2413669097444592), tr.Kernels[0].Start)
 	assert.Equal(t, int64(1760), tr.Kernels[0].Dur)
+	// Launched by the driver call cuLaunchKernel (cat cuda_driver), correlation 35.
+	li, ok := tr.LaunchIndex()[tr.Kernels[0].Correlation]
+	require.True(t, ok)
+	assert.Equal(t, "cuLaunchKernel", tr.Launches[li].Name)
+	assert.Equal(t, int64(35), tr.Launches[li].Correlation)
 
 	tr, err = tracing.Load(context.Background(), corpus.Path(t, "traces/ns-resolution-absolute-ts-cuda.pt.trace.json.gz"), tracing.Options{})
 	require.NoError(t, err)

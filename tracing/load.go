@@ -280,6 +280,19 @@ func (b *builder) era(h *Header) (vendor, era string) {
 	return vendor, era
 }
 
+// LaunchIndex maps correlation ids to indices into t.Launches: the runtime
+// call that launched a kernel is t.Launches[idx[k.Correlation]] (for a
+// replayed kernel, its graph launch). Build it once and keep it.
+func (t *Trace) LaunchIndex() map[int64]int32 {
+	m := make(map[int64]int32, len(t.Launches))
+	for i := range t.Launches {
+		if c := t.Launches[i].Correlation; c != 0 {
+			m[c] = int32(i)
+		}
+	}
+	return m
+}
+
 // corrIndex finds kernels by correlation id: kernel indices sorted by
 // (correlation, index). It costs 4 bytes a kernel, unlike a map.
 type corrIndex []int32
