@@ -135,18 +135,6 @@ func (l *lexer) scalar() ([]byte, bool) {
 	return s, true
 }
 
-func validScalar(s []byte) bool {
-	switch s[0] {
-	case 't':
-		return string(s) == "true"
-	case 'f':
-		return string(s) == "false"
-	case 'n':
-		return string(s) == "null"
-	}
-	return validNumber(s)
-}
-
 // validNumber checks JSON number grammar.
 func validNumber(s []byte) bool {
 	i := 0
