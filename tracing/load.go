@@ -54,6 +54,10 @@ func Read(ctx context.Context, r io.Reader, name string, opts Options) (*Trace, 
 	if err := sc.Err(); err != nil {
 		var te *TruncatedError
 		if !errors.As(err, &te) {
+			var se *SyntaxError
+			if errors.As(err, &se) && se.Event >= 0 {
+				return nil, fmt.Errorf("%s: %w (the trace is corrupt from there on: export it again)", name, err)
+			}
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
 		if b.klog.n == 0 {
@@ -82,7 +86,7 @@ func openScanner(ctx context.Context, r io.Reader, opts Options) (*Scanner, func
 	if len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
 		zr, err := gzip.NewReader(br)
 		if err != nil {
-			return nil, nil, fmt.Errorf("reading gzip header: %w", err)
+			return nil, nil, fmt.Errorf("reading gzip header: %w (the file is truncated, or gzip-like but not gzip)", err)
 		}
 		src = zr
 	} else {

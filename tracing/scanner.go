@@ -150,7 +150,7 @@ func NewScanner(r io.Reader) *Scanner {
 	if len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
 		zr, err := gzip.NewReader(br)
 		if err != nil {
-			s.err = fmt.Errorf("reading gzip header: %w", err)
+			s.err = fmt.Errorf("reading gzip header: %w (the file is truncated, or gzip-like but not gzip)", err)
 			s.state = stDone
 			return s
 		}
