@@ -3,10 +3,195 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
+	"fmt"
 	"io"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
+
+	"github.com/profile-model/profile-model/profiling/bench"
 )
 
-// runBench is not written yet; its owner replaces this file.
+// runBench runs the streaming benchmark client over a concurrency sweep.
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return errors.New("not implemented yet")
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		url         = fs.String("url", "", "server base URL, e.g. http://localhost:8000 (required)")
+		model       = fs.String("model", "", "served model name (default: read from /v1/models)")
+		endpoint    = fs.String("endpoint", "/v1/completions", "completion endpoint: /v1/completions or /v1/chat/completions")
+		isl         = fs.Int("isl", 1024, "input length in tokens (random prompts)")
+		osl         = fs.Int("osl", 128, "output length in tokens (ignore_eos is set)")
+		ratio       = fs.Float64("random-range-ratio", 0.8, "lengths are drawn uniformly in [floor(L*r), L]; 1 = exactly L")
+		concStart   = fs.Int("conc-start", 4, "first concurrency; the sweep doubles it up to --conc-end")
+		concEnd     = fs.Int("conc-end", 32, "last concurrency of the doubling sweep")
+		concList    = fs.String("conc", "", "explicit concurrency list, e.g. 4,8,16 (overrides --conc-start/--conc-end)")
+		mul         = fs.Int("num-prompts-mul", 10, "num_prompts = concurrency × this")
+		rate        = fs.String("request-rate", "inf", "requests per second (inf: all at once, limited by the concurrency)")
+		burstiness  = fs.Float64("burstiness", 1, "gamma shape of the request gaps (1 = Poisson; higher is more even)")
+		warmups     = fs.Int("warmups", 1, "warmup requests before each level (not measured, not profiled)")
+		seed        = fs.Uint64("seed", 0, "random seed of the prompts, lengths and gaps")
+		profile     = fs.Bool("profile", false, "wrap each level in POST /start_profile and /stop_profile and wait for its traces")
+		traceDir    = fs.String("trace-dir", "", "the server's torch profiler directory (with --profile)")
+		exportWait  = fs.Duration("export-timeout", 10*time.Minute, "deadline for /stop_profile and the trace export of a level")
+		out         = fs.String("out", "bench-results", "directory that receives one new run directory per invocation")
+		percentiles = fs.String("percentiles", "50,90,95,99", "percentiles to report (50 and 99 are always computed)")
+		goodput     = fs.String("goodput", "", "SLOs for goodput in ms, e.g. ttft:500,tpot:50,e2el:10000")
+		details     = fs.Bool("details", false, "save per-request lengths, TTFTs, ITLs and errors in the result JSON")
+		timeout     = fs.Duration("timeout", 0, "per-request timeout (0: none)")
+	)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: profile-model bench --url URL [--model M] --isl N --osl N [--conc-start N --conc-end N | --conc 4,8,16] [flags]\n\n"+
+			"Streams random prompts to an OpenAI-compatible server at each concurrency level and writes,\n"+
+			"in a new run directory under --out: conc{N}.json per level (vLLM's keys), summary.csv and\n"+
+			"bench.txt (Go benchmark format for benchstat). With --profile each level's traces are waited\n"+
+			"for and listed; the benchmark duration never includes the trace export.\n\nflags:")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return usageError{err.Error()}
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Sprintf("bench: unexpected argument %q", fs.Arg(0))}
+	}
+	if *url == "" {
+		return usageError{"bench: --url is required (the server's base URL, e.g. http://localhost:8000)"}
+	}
+	concs, err := concurrencies(*concList, *concStart, *concEnd)
+	if err != nil {
+		return usageError{"bench: " + err.Error()}
+	}
+	pcts, err := floatList(*percentiles)
+	if err != nil {
+		return usageError{"bench: --percentiles: " + err.Error()}
+	}
+	slo, err := parseSLO(*goodput)
+	if err != nil {
+		return usageError{"bench: --goodput: " + err.Error()}
+	}
+	rps := math.Inf(1)
+	if *rate != "inf" {
+		if rps, err = strconv.ParseFloat(*rate, 64); err != nil || rps <= 0 {
+			return usageError{fmt.Sprintf("bench: --request-rate %q: want a positive number or inf", *rate)}
+		}
+	}
+	if *mul < 1 || *warmups < 0 || *burstiness <= 0 {
+		return usageError{"bench: --num-prompts-mul must be ≥ 1, --warmups ≥ 0, --burstiness > 0"}
+	}
+	if *profile && *traceDir == "" {
+		return usageError{"bench: --profile needs --trace-dir (the server's torch profiler directory) to wait for the traces"}
+	}
+
+	cfg := bench.SweepConfig{
+		URL: *url, Endpoint: *endpoint, Model: *model,
+		ISL: *isl, OSL: *osl, RangeRatio: *ratio,
+		Concurrencies: concs, NumPromptsMul: *mul,
+		RequestRate: rps, Burstiness: *burstiness, Warmups: *warmups, Seed: *seed,
+		RequestTimeout: *timeout,
+		Profile:        *profile, TraceDir: *traceDir, ExportTimeout: *exportWait,
+		OutDir: *out, Percentiles: pcts, SLO: slo, Details: *details,
+		Log:      stdout,
+		Progress: progress(stderr),
+	}
+	if *profile {
+		cfg.DecodeBS = bench.TraceDecodeBS
+	}
+	res, err := bench.Sweep(ctx, cfg)
+	if res != nil && res.RunDir != "" {
+		fmt.Fprintf(stdout, "\nsummary: %s\nbenchmarks: %s\n", res.SummaryCSV, res.BenchFile)
+	}
+	return err
+}
+
+// concurrencies is the explicit list, or start doubled up to end.
+func concurrencies(list string, start, end int) ([]int, error) {
+	if list != "" {
+		var out []int
+		for _, f := range strings.Split(list, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n < 1 {
+				return nil, fmt.Errorf("--conc %q: want positive integers separated by commas", list)
+			}
+			out = append(out, n)
+		}
+		return out, nil
+	}
+	if start < 1 || end < start {
+		return nil, fmt.Errorf("--conc-start %d, --conc-end %d: want 1 ≤ start ≤ end", start, end)
+	}
+	var out []int
+	for c := start; c <= end; c *= 2 {
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+func floatList(s string) ([]float64, error) {
+	var out []float64
+	for _, f := range strings.Split(s, ",") {
+		v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil || v <= 0 || v >= 100 {
+			return nil, fmt.Errorf("%q: want numbers between 0 and 100 separated by commas", s)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// parseSLO reads vLLM's goodput syntax, "ttft:500 tpot:50" (commas allowed).
+func parseSLO(s string) (bench.SLO, error) {
+	var slo bench.SLO
+	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' }) {
+		k, v, ok := strings.Cut(f, ":")
+		ms, err := strconv.ParseFloat(v, 64)
+		if !ok || err != nil || ms <= 0 {
+			return slo, fmt.Errorf("%q: want NAME:MS pairs with NAME ttft, tpot or e2el", f)
+		}
+		switch k {
+		case "ttft":
+			slo.TTFT = ms
+		case "tpot":
+			slo.TPOT = ms
+		case "e2el":
+			slo.E2EL = ms
+		default:
+			return slo, fmt.Errorf("%q: unknown metric %q (ttft, tpot or e2el)", f, k)
+		}
+	}
+	return slo, nil
+}
+
+// progress shows a bar per level on a terminal and plain lines (every 10%)
+// otherwise.
+func progress(w io.Writer) func(conc, total int) (func(int), func()) {
+	f, ok := w.(*os.File)
+	tty := ok && term.IsTerminal(int(f.Fd()))
+	return func(conc, total int) (func(int), func()) {
+		if tty {
+			bar := progressbar.NewOptions(total,
+				progressbar.OptionSetWriter(w),
+				progressbar.OptionSetDescription(fmt.Sprintf("conc %d", conc)),
+				progressbar.OptionShowCount(),
+				progressbar.OptionSetPredictTime(true),
+				progressbar.OptionThrottle(100*time.Millisecond),
+				progressbar.OptionClearOnFinish())
+			return func(done int) { _ = bar.Set(done) }, func() { _ = bar.Finish() }
+		}
+		fmt.Fprintf(w, "conc %d: sending %d requests\n", conc, total)
+		step := max(total/10, 1)
+		return func(done int) {
+				if done%step == 0 || done == total {
+					fmt.Fprintf(w, "conc %d: %d/%d done\n", conc, done, total)
+				}
+			}, func() {}
+	}
 }

@@ -70,11 +70,10 @@ loop:
 				stopSending()
 			}
 			if l.Progress != nil {
-				mu.Lock()
+				mu.Lock() // in order, one at a time
 				done++
-				n := done
+				l.Progress(done)
 				mu.Unlock()
-				l.Progress(n)
 			}
 		}(i)
 	}

@@ -228,7 +228,6 @@ func WriteBenchmarks(w io.Writer, cfg *SweepConfig, res *SweepResult) error {
 			Name:  benchfmt.Name(BenchName(res.Model, cfg.ISL, cfg.OSL, lv.Conc)),
 			Iters: max(m.Completed, 1),
 		}
-		r.SetConfig("url", cfg.URL)
 		add := func(v float64, unit string) { r.Values = append(r.Values, benchfmt.Value{Value: v, Unit: unit}) }
 		add(pct(m.TTFT, 50), "ttft-p50-ms")
 		add(pct(m.TTFT, 99), "ttft-p99-ms")
@@ -302,7 +301,9 @@ func printLevel(w io.Writer, cfg *SweepConfig, model string, lv *LevelResult) {
 		line("Mean "+x.name+" (ms):", x.s.Mean)
 		line("Median "+x.name+" (ms):", x.s.Median)
 		for _, p := range x.s.Pcts {
-			line("P"+PctName(p.P)+" "+x.name+" (ms):", p.Value)
+			if p.P != 50 { // printed as the median
+				line("P"+PctName(p.P)+" "+x.name+" (ms):", p.Value)
+			}
 		}
 	}
 	fmt.Fprintln(w, strings.Repeat("=", 50))
