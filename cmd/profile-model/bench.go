@@ -189,9 +189,9 @@ func progress(w io.Writer) func(conc, total int) (func(int), func()) {
 		fmt.Fprintf(w, "conc %d: sending %d requests\n", conc, total)
 		step := max(total/10, 1)
 		return func(done int) {
-				if done%step == 0 || done == total {
-					fmt.Fprintf(w, "conc %d: %d/%d done\n", conc, done, total)
-				}
-			}, func() {}
+			if done%step == 0 || done == total {
+				fmt.Fprintf(w, "conc %d: %d/%d done\n", conc, done, total)
+			}
+		}, func() {}
 	}
 }
