@@ -224,3 +224,49 @@ func TestProfileEndpoints(t *testing.T) {
 		require.Equal(t, []bool{false}, b.stops, "but the backend was told not to write")
 	})
 }
+
+// TestCrashExactlyN: of many requests finishing in the same steps, exactly N
+// complete (every frame up to [DONE]); the others are cut.
+func TestCrashExactlyN(t *testing.T) {
+	t.Parallel()
+	exits := make(chan int, 1)
+	ts := start(t, Config{Backend: &recBackend{}, CrashAfterRequests: 3, Exit: func(code int) { exits <- code }})
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	complete := 0
+	for i := range 12 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var body []byte
+			var err error
+			if i%2 == 0 {
+				_, body, err = streamBody(t, ts.URL+"/v1/completions", map[string]any{"prompt": "x", "max_tokens": 4, "ignore_eos": true, "stream": true})
+				if err == nil && strings.HasSuffix(string(body), "data: [DONE]\n\n") {
+					mu.Lock()
+					complete++
+					mu.Unlock()
+				}
+				return
+			}
+			resp, err := http.Post(ts.URL+"/v1/completions", "application/json", strings.NewReader(`{"prompt":"x","max_tokens":4,"ignore_eos":true}`))
+			if err != nil {
+				return
+			}
+			defer resp.Body.Close()
+			var r struct {
+				Usage struct {
+					CompletionTokens int `json:"completion_tokens"`
+				} `json:"usage"`
+			}
+			if json.NewDecoder(resp.Body).Decode(&r) == nil && r.Usage.CompletionTokens == 4 {
+				mu.Lock()
+				complete++
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	require.Equal(t, ExitCrash, <-exits)
+	require.Equal(t, 3, complete)
+}

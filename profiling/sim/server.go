@@ -31,7 +31,8 @@ type Server struct {
 	crashOnce sync.Once
 	crashed   chan struct{}
 	crashMu   sync.Mutex
-	crashConn net.Conn // the connection whose reply completes the Nth request
+	sent      int               // replies of allowed completions written (≤ CrashAfterRequests)
+	pending   map[net.Conn]bool // connections whose completed reply is still leaving
 	idPrefix  string
 }
 
@@ -47,7 +48,7 @@ func New(cfg Config) (*Server, error) {
 			return nil, err
 		}
 	}
-	s := &Server{cfg: cfg, crashed: make(chan struct{})}
+	s := &Server{cfg: cfg, crashed: make(chan struct{}), pending: map[net.Conn]bool{}}
 	s.eng = newEngine(&s.cfg, b)
 	s.idPrefix = fmt.Sprintf("%016x", uint64(cfg.Clock.Now().UnixNano())^cfg.Seed)
 	return s, nil
@@ -79,15 +80,10 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 
 	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 30 * time.Second,
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context { return context.WithValue(ctx, connKey{}, c) },
-		// The crash waits until the Nth reply has left: its connection goes idle.
+		// A reply has left when its connection goes idle (or closes).
 		ConnState: func(c net.Conn, st http.ConnState) {
 			if st == http.StateIdle || st == http.StateClosed {
-				s.crashMu.Lock()
-				hit := s.crashConn != nil && s.crashConn == c
-				s.crashMu.Unlock()
-				if hit {
-					s.crash()
-				}
+				s.replyLeft(c)
 			}
 		}}
 	errc := make(chan error, 1)
@@ -392,6 +388,10 @@ func (s *Server) stream(w http.ResponseWriter, ctx context.Context, er *request,
 		if !done {
 			continue
 		}
+		if !s.mayComplete() {
+			s.awaitCrash(ctx)
+			return
+		}
 		if failed {
 			buf = appendStreamError(buf, fmt.Sprintf("simulated engine failure after %d tokens (stream-error-rate)", n))
 		} else {
@@ -478,27 +478,64 @@ func (s *Server) whole(w http.ResponseWriter, ctx context.Context, er *request, 
 	} else {
 		out.Choices = []any{textChoice{0, text.String(), er.finish}}
 	}
+	if !s.mayComplete() {
+		s.awaitCrash(ctx)
+		return
+	}
 	writeJSON(w, http.StatusOK, out)
 	s.finished(ctx)
 }
 
 type connKey struct{}
 
-// finished counts a served request; the Nth (CrashAfterRequests) crashes the
-// server once its reply has been sent.
-func (s *Server) finished(ctx context.Context) {
+// mayComplete counts a request about to send its last frame; with
+// CrashAfterRequests N, only the first N may, so that exactly N complete.
+func (s *Server) mayComplete() bool {
 	n := s.completed.Add(1)
-	if s.cfg.CrashAfterRequests == 0 || n != int64(s.cfg.CrashAfterRequests) {
+	return s.cfg.CrashAfterRequests == 0 || n <= int64(s.cfg.CrashAfterRequests)
+}
+
+// awaitCrash holds a reply back until the crash cuts its connection.
+func (s *Server) awaitCrash(ctx context.Context) {
+	select {
+	case <-s.crashed:
+	case <-ctx.Done():
+	}
+}
+
+// finished runs after a completed request's reply was written. With
+// CrashAfterRequests N, the server crashes once all N replies have left.
+func (s *Server) finished(ctx context.Context) {
+	if s.cfg.CrashAfterRequests == 0 {
 		return
 	}
 	c, ok := ctx.Value(connKey{}).(net.Conn)
-	if !ok {
+	s.crashMu.Lock()
+	s.sent++
+	if ok {
+		s.pending[c] = true
+	}
+	fire := s.sent == s.cfg.CrashAfterRequests && len(s.pending) == 0
+	s.crashMu.Unlock()
+	if fire {
 		s.crash()
+	}
+}
+
+func (s *Server) replyLeft(c net.Conn) {
+	if s.cfg.CrashAfterRequests == 0 {
 		return
 	}
 	s.crashMu.Lock()
-	s.crashConn = c
+	fire := false
+	if s.pending[c] {
+		delete(s.pending, c)
+		fire = s.sent == s.cfg.CrashAfterRequests && len(s.pending) == 0
+	}
 	s.crashMu.Unlock()
+	if fire {
+		s.crash()
+	}
 }
 
 func (s *Server) crash() {

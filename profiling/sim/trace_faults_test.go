@@ -93,8 +93,11 @@ func TestGPUEventWindow(t *testing.T) {
 	require.Len(t, sum.Warnings, 1, "%v", sum.Warnings)
 	require.Contains(t, sum.Warnings[0], "GPU kernels cover")
 	require.Contains(t, sum.Warnings[0], "decode steps have no kernels")
-	require.Greater(t, sum.Coverage.DecodeWithout, sum.Coverage.DecodeSteps/2, "about 3/4 of the steps lost their kernels")
-	require.Less(t, sum.Coverage.GPUSpanS, sum.Coverage.WindowS/2)
+	require.Positive(t, sum.Coverage.DecodeWithout)
+	// The drop cuts at a step boundary: the kernels left span the window
+	// asked for, give or take a step (a few ms here).
+	require.InDelta(t, (window / 4).Seconds(), sum.Coverage.GPUSpanS, 0.01)
+	require.Less(t, sum.Coverage.GPUSpanS, sum.Coverage.WindowS)
 }
 
 func TestNoTraceOnStop(t *testing.T) {
