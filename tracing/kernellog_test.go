@@ -1,0 +1,47 @@
+package tracing
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// The varint staging gives back exactly what went in: out-of-order starts
+// (Kineto's sections), negative and extreme values, repeated names.
+func TestKernelLogRoundTrip(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(1, 2))
+	names := []string{"a", "void at::native::kernel<float>(x)", "", "Memcpy HtoD"}
+	var in []Kernel
+	var l kernelLog
+	for i := range 200_000 { // several 1 MB chunks
+		k := Kernel{
+			Name:        names[rng.IntN(len(names))],
+			Start:       rng.Int64N(1<<62) - 1<<61,
+			Dur:         rng.Int64N(1 << 40),
+			Correlation: rng.Int64(),
+			External:    -rng.Int64N(1 << 20),
+			Device:      rng.Int32N(8) - 1,
+			Stream:      rng.Int32(),
+			Kind:        ActivityKind(rng.IntN(3)),
+			Replayed:    rng.IntN(2) == 0,
+			Dims:        rng.Int32N(100),
+			Graph:       -1,
+			Step:        -1,
+		}
+		if i == 7 {
+			k.Start, k.Dur, k.Correlation, k.External = math.MaxInt64, math.MaxInt64, math.MinInt64, math.MaxInt64
+		}
+		in = append(in, k)
+		l.add(&k)
+	}
+	out := l.kernels()
+	if diff := cmp.Diff(in, out); diff != "" {
+		t.Fatalf("round trip differs (-in +out):\n%s", diff)
+	}
+	if cap(out) != len(in) {
+		t.Errorf("cap %d, want the exact size %d", cap(out), len(in))
+	}
+}
