@@ -42,13 +42,13 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	s := &Server{cfg: cfg, crashed: make(chan struct{}), pending: map[net.Conn]bool{}}
 	b := cfg.Backend
 	if b == nil {
-		if b, err = newSynthBackend(&cfg); err != nil {
+		if b, err = newSynthBackend(&s.cfg); err != nil {
 			return nil, err
 		}
 	}
-	s := &Server{cfg: cfg, crashed: make(chan struct{}), pending: map[net.Conn]bool{}}
 	s.eng = newEngine(&s.cfg, b)
 	s.idPrefix = fmt.Sprintf("%016x", uint64(cfg.Clock.Now().UnixNano())^cfg.Seed)
 	return s, nil
@@ -59,7 +59,8 @@ func (s *Server) StepCounts() StepCounts { return s.eng.stepCounts() }
 
 // Serve answers HTTP on ln until ctx ends (then in-flight requests get
 // ShutdownGrace to finish) or a simulated crash; it returns nil after a
-// graceful stop and ErrCrashed after a crash whose Exit returned.
+// graceful stop and ErrCrashed after a crash whose Exit returned. A Server
+// serves once.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	now := s.cfg.Clock.Now()
 	if s.cfg.NeverReady {
