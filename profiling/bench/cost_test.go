@@ -1,0 +1,155 @@
+//go:build linux
+
+package bench
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The client-cost benchmark runs the token server in a child process (this
+// test binary, re-executed) so that getrusage of this process counts the
+// client alone.
+const fastServerEnv = "BENCH_FAST_SERVER"
+
+// TestHelperFastServer is not a test: it is the child process's server. It
+// streams max_tokens ATOM-style token frames per request as fast as it can,
+// one write and flush per token, and prints its address on stdout.
+func TestHelperFastServer(t *testing.T) {
+	if os.Getenv(fastServerEnv) == "" {
+		t.Skip("helper process for BenchmarkClientCost")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Println(ln.Addr().String())
+	frame := []byte("data: {\"id\":\"cmpl-0123456789abcdef\",\"object\":\"text_completion\",\"created\":1764441000,\"model\":\"MiniMaxAI/MiniMax-M2.5\",\"choices\":[{\"index\":0,\"text\":\" kernel\",\"finish_reason\":null}]}\n\n")
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var n int
+		body, _ := io.ReadAll(r.Body)
+		if i := strings.Index(string(body), `"max_tokens":`); i >= 0 {
+			fmt.Sscanf(string(body[i+len(`"max_tokens":`):]), "%d", &n)
+		}
+		var gap time.Duration // "gap:D" in the prompt paces the tokens
+		if i := strings.Index(string(body), `"prompt":"gap:`); i >= 0 {
+			rest := string(body[i+len(`"prompt":"gap:`):])
+			gap, _ = time.ParseDuration(rest[:strings.IndexByte(rest, '"')])
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		fl := w.(http.Flusher)
+		at := time.Now()
+		for range n {
+			if gap > 0 {
+				at = at.Add(gap)
+				time.Sleep(time.Until(at))
+			}
+			w.Write(frame)
+			fl.Flush()
+		}
+		fmt.Fprintf(w, "data: {\"choices\":[{\"index\":0,\"text\":\"\",\"finish_reason\":\"stop\"}]}\n\n"+
+			"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":8,\"completion_tokens\":%d,\"total_tokens\":%d}}\n\ndata: [DONE]\n\n", n, n+8)
+	})}
+	// Serve until the parent closes our stdin.
+	go srv.Serve(ln)
+	io.Copy(io.Discard, os.Stdin)
+}
+
+func startFastServer(b *testing.B) string {
+	exe, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd := exec.Command(exe, "-test.run=^TestHelperFastServer$")
+	cmd.Env = append(os.Environ(), fastServerEnv+"=1")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		stdin.Close()
+		cmd.Wait()
+	})
+	addr, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		b.Fatalf("helper server: %v", err)
+	}
+	return "http://" + strings.TrimSpace(addr)
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkClientCost streams from a server in another process and reports
+// the client's CPU time per streamed token, the token rate reached and the
+// cores the client used. gap=0 streams as fast as the server writes (frames
+// coalesce into fewer reads); gap=20ms paces each stream like a decode step,
+// one read per token: 1000 streams then ask for 50,000 tokens/s. On a 2-core
+// machine client and server share the cores, so the rate reached is a floor
+// of what the client alone sustains.
+func BenchmarkClientCost(b *testing.B) {
+	url := startFastServer(b)
+	for _, bc := range []struct {
+		conc int
+		gap  time.Duration
+	}{{256, 0}, {1000, 0}, {1000, 20 * time.Millisecond}} {
+		conc := bc.conc
+		b.Run(fmt.Sprintf("streams=%d/gap=%v", conc, bc.gap), func(b *testing.B) {
+			osl := 200
+			if bc.gap > 0 {
+				osl = 100
+			}
+			c := NewClient(url, "MiniMaxAI/MiniMax-M2.5", conc)
+			reqs := make([]Request, conc*2)
+			for i := range reqs {
+				reqs[i] = Request{Index: i, Prompt: "gap:" + bc.gap.String(), PromptLen: 4, MaxTokens: osl}
+			}
+			Run(context.Background(), c, reqs[:conc], Load{MaxConcurrency: conc}) // open the connections
+			var tokens int
+			var wall, cpu time.Duration
+			var all []Output
+			b.ResetTimer()
+			for range b.N {
+				cpu0, t0 := cpuTime(), time.Now()
+				outs, _, _ := Run(context.Background(), c, reqs, Load{MaxConcurrency: conc})
+				wall += time.Since(t0)
+				cpu += cpuTime() - cpu0
+				all = append(all, outs...)
+				for _, o := range outs {
+					if !o.OK() {
+						b.Fatalf("request %d: %s: %s", o.Index, o.Failure, o.Error)
+					}
+					tokens += o.TokenEvents
+				}
+			}
+			b.ReportMetric(float64(cpu.Microseconds())/float64(tokens), "cpu-us/token")
+			b.ReportMetric(float64(tokens)/wall.Seconds(), "tok/s")
+			b.ReportMetric(cpu.Seconds()/wall.Seconds(), "client-cores")
+			m := Aggregate(all, len(all), wall, []float64{50, 99}, SLO{})
+			b.ReportMetric(m.TPOT.Median, "tpot-p50-ms")
+			b.ReportMetric(m.TTFT.Median, "ttft-p50-ms")
+		})
+	}
+}
