@@ -143,6 +143,37 @@ func TestServeSimProcess(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, traces, 1)
 	})
+	t.Run("gpu-event-window: inspect warns", func(t *testing.T) {
+		t.Parallel()
+		dir := t.TempDir()
+		p := startSim(t, "--model", "m", "--server-port", "0", "--torch-profiler-dir", dir, "--trace-python-per-step", "-1",
+			"--layers", "2", "--time-scale", "10", "--gpu-event-window", "10ms")
+		post := func(path, body string) {
+			resp, err := http.Post(p.url+path, "application/json", strings.NewReader(body))
+			require.NoError(t, err)
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			require.Equal(t, http.StatusOK, resp.StatusCode, path)
+		}
+		post("/start_profile", "")
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				post("/v1/completions", `{"prompt":"x","max_tokens":60,"ignore_eos":true}`)
+			}()
+		}
+		wg.Wait()
+		post("/stop_profile", "")
+		traces, err := filepath.Glob(filepath.Join(dir, "rank_0", "*.pt.trace.json.gz"))
+		require.NoError(t, err)
+		require.Len(t, traces, 1)
+		var out strings.Builder
+		require.NoError(t, run(t.Context(), []string{"inspect", traces[0]}, &out, io.Discard))
+		require.Contains(t, out.String(), "GPU kernels cover")
+		require.Contains(t, out.String(), "decode steps have no kernels")
+	})
 	t.Run("port taken exits 1", func(t *testing.T) {
 		t.Parallel()
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
