@@ -48,9 +48,10 @@
 //
 // # Faults
 //
-// CrashAfterRequests N: once N requests have completed (their last frame
-// written), the process exits with status 3 (ExitCrash) at once, cutting every
-// other open stream. StreamErrorRate P: a streamed request fails with
+// CrashAfterRequests N: exactly N requests complete; once their replies
+// have left, the process exits with status 3 (ExitCrash), cutting every other
+// open stream (a request that finishes meanwhile never gets its last frames).
+// In-process, Config.Exit is called instead and Serve returns ErrCrashed. StreamErrorRate P: a streamed request fails with
 // probability P (decided per request from Seed): after half of its tokens it
 // gets an in-stream {"error":{...}} frame with HTTP 200, then data: [DONE].
 // ReadyDelay / NeverReady: /health answers 503 until ready (every other
