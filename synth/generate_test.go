@@ -234,7 +234,7 @@ func BenchmarkGenerate(b *testing.B) {
 // start order, also when a second stream overlaps the first.
 func TestGPUSectionInStartOrder(t *testing.T) {
 	t.Parallel()
-	tr, _, _ := generate(t, GenerateOptions{Layers: 3, DecodeSteps: 5, PrefillSteps: 1, BS: 8, Seed: 2, TwoStreams: true, PythonPerStep: -1})
+	tr, truth, _ := generate(t, GenerateOptions{Layers: 3, DecodeSteps: 5, PrefillSteps: 1, BS: 8, Seed: 2, TwoStreams: true, PythonPerStep: -1})
 	var last int64
 	var side, overlaps int
 	var prevEnd int64
@@ -258,6 +258,15 @@ func TestGPUSectionInStartOrder(t *testing.T) {
 	}
 	if side == 0 || overlaps == 0 {
 		t.Errorf("side-stream kernels = %d, overlapping the main stream = %d; want both > 0", side, overlaps)
+	}
+	sideTruth := 0
+	for _, p := range truth.Positions {
+		if p.Stream == 1 {
+			sideTruth++
+		}
+	}
+	if sideTruth != 2 {
+		t.Errorf("truth has %d side-stream positions, want 2", sideTruth)
 	}
 }
 

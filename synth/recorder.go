@@ -777,6 +777,7 @@ type TruthPos struct {
 	Pos       int     `json:"pos"`
 	ShortName string  `json:"short_name"`
 	Kernel    string  `json:"kernel"` // the name in the first layer written
+	Stream    int     `json:"stream"` // 0 main stream, 1 the overlapping side stream (TwoStreams)
 	MeanUS    float64 `json:"mean_us"`
 	StdUS     float64 `json:"std_us"` // sample standard deviation
 	MinUS     float64 `json:"min_us"`
@@ -794,7 +795,7 @@ func addPos(acc map[[2]int]*posAcc, kr *KernelRun) {
 	key := [2]int{kr.LayerKind, kr.Pos}
 	a := acc[key]
 	if a == nil {
-		a = &posAcc{TruthPos: TruthPos{LayerKind: kr.LayerKind, Pos: kr.Pos, ShortName: kr.ShortName, Kernel: kr.Name}, min: kr.Dur, max: kr.Dur}
+		a = &posAcc{TruthPos: TruthPos{LayerKind: kr.LayerKind, Pos: kr.Pos, ShortName: kr.ShortName, Kernel: kr.Name, Stream: kr.Stream}, min: kr.Dur, max: kr.Dur}
 		acc[key] = a
 	}
 	v := float64(kr.Dur) / 1000
