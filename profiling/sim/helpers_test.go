@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -14,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/profile-model/profile-model/tracing"
 	"github.com/stretchr/testify/require"
 )
 
@@ -191,6 +189,3 @@ func errorBody(t *testing.T, b []byte) (msg, typ string, code int) {
 	require.NotNil(t, e.Error.Code, "no error.code in %s", b)
 	return *e.Error.Message, *e.Error.Type, *e.Error.Code
 }
-
-var _ = errors.New
-var _ = tracing.StepDecode
