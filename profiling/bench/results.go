@@ -28,6 +28,15 @@ type member struct {
 
 func (o *object) add(k string, v any) { *o = append(*o, member{k, v}) }
 
+// MarshalJSON serves encoding/json users.
+func (o object) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	if err := o.MarshalJSONTo(jsontext.NewEncoder(&b)); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(b.Bytes(), "\n"), nil
+}
+
 func (o object) MarshalJSONTo(enc *jsontext.Encoder) error {
 	if err := enc.WriteToken(jsontext.BeginObject); err != nil {
 		return err

@@ -225,3 +225,85 @@ func TestRunDirsNeverOverwrite(t *testing.T) {
 	require.Equal(t, "run-20261129-180000", filepath.Base(a))
 	require.Equal(t, "run-20261129-180000-2", filepath.Base(b))
 }
+
+// TestSweepInterrupted: a cancelled run (Ctrl-C) keeps the completed level,
+// writes the interrupted one marked as such, and reports the cancellation.
+func TestSweepInterrupted(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a sweep against the simulated engine; skipped with -short")
+	}
+	t.Parallel()
+	url, _ := startSim(t, sim.Config{TimeScale: 20})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	res, err := Sweep(ctx, SweepConfig{
+		URL: url, Model: simModel, ISL: 32, OSL: 64, Concurrencies: []int{2, 4, 8}, NumPromptsMul: 2,
+		OutDir: t.TempDir(),
+		Progress: func(conc, total int) (func(int), func()) {
+			return func(done int) {
+				if conc == 4 && done == 1 {
+					cancel() // Ctrl-C during the second level
+				}
+			}, func() {}
+		},
+	})
+	require.ErrorIs(t, err, context.Canceled)
+	require.Len(t, res.Levels, 2)
+	require.Equal(t, StatusOK, res.Levels[0].Status)
+	require.Equal(t, StatusInterrupted, res.Levels[1].Status)
+	require.Equal(t, []int{8}, res.Skipped)
+	_, err = os.Stat(res.Levels[0].ResultFile)
+	require.NoError(t, err)
+	data, err := os.ReadFile(res.Levels[1].ResultFile)
+	require.NoError(t, err)
+	require.Contains(t, string(data), `"status": "interrupted"`)
+	b, err := os.ReadFile(res.BenchFile)
+	require.NoError(t, err)
+	require.Equal(t, 1, strings.Count(string(b), "BenchmarkSweep/"), "only the completed level is a benchmark result")
+	require.Contains(t, string(b), "conc=2 ")
+}
+
+func TestBatchWarning(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		conc, bs int
+		want     string
+	}{
+		{8, 8, ""},
+		{16, 14, ""}, // a little below: requests finishing and starting
+		{8, 9, "above the requested concurrency"},
+		{32, 12, "far below the requested concurrency"},
+		{4, 0, "no decode step"},
+	} {
+		got := batchWarning(tc.conc, tc.bs)
+		if tc.want == "" {
+			require.Empty(t, got, "conc %d bs %d", tc.conc, tc.bs)
+		} else {
+			require.Contains(t, got, tc.want, "conc %d bs %d", tc.conc, tc.bs)
+		}
+	}
+}
+
+func TestResultDetails(t *testing.T) {
+	t.Parallel()
+	cfg := SweepConfig{URL: "http://x", ISL: 8, OSL: 4, Concurrencies: []int{1}, Details: true}
+	require.NoError(t, cfg.defaults())
+	lv := &LevelResult{Conc: 1, NumPrompts: 2, Status: StatusFailed, Outputs: []Output{
+		{TTFT: 20 * time.Millisecond, ITL: []time.Duration{5 * time.Millisecond}, E2EL: 25 * time.Millisecond, PromptTokens: 8, OutputTokens: 2, TokenEvents: 2, UsageOutput: true, UsagePrompt: true},
+		{Failure: FailHTTP4xx, Error: "HTTP 400: wrong model", PromptTokens: 8},
+	}}
+	lv.Metrics = Aggregate(lv.Outputs, 2, time.Second, cfg.Percentiles, cfg.SLO)
+	data, err := json.Marshal(levelJSON(&cfg, "m", Shaper{PerWord: 1}, lv))
+	require.NoError(t, err)
+	var doc map[string]any
+	require.NoError(t, json.Unmarshal(data, &doc))
+	require.Equal(t, []any{8.0, 8.0}, doc["input_lens"])
+	require.Equal(t, []any{2.0, 0.0}, doc["output_lens"])
+	require.Equal(t, []any{0.02, 0.0}, doc["ttfts"])
+	require.Equal(t, []any{[]any{0.005}, []any{}}, doc["itls"])
+	require.Equal(t, []any{"", "HTTP 400: wrong model"}, doc["errors"])
+	require.Equal(t, map[string]any{"http_4xx": 1.0}, doc["failures"])
+	require.Nil(t, doc["request_goodput"], "null without SLOs, as vLLM writes")
+	require.Equal(t, 20.0, doc["p99_ttft_ms"])
+	require.Equal(t, "inf", doc["request_rate"])
+}
