@@ -66,7 +66,8 @@ func runServeSim(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	for _, name := range []string{"kv_cache_dtype", "kv-cache-dtype", "tp", "level", "max-model-len", "gpu-memory-utilization", "port"} {
 		fs.String(name, "", "ignored (ATOM compatibility)")
 	}
-	for _, name := range []string{"enforce-eager", "trust-remote-code"} {
+	fs.BoolVar(&cfg.EnforceEager, "enforce-eager", false, "decode without graph replay: eager launches, steps labelled prefill[...] as older ATOM releases do")
+	for _, name := range []string{"trust-remote-code"} {
 		fs.Bool(name, false, "ignored (ATOM compatibility)")
 	}
 	if err := fs.Parse(args); err != nil {

@@ -54,7 +54,8 @@ func (b *synthBackend) Run(s Step) time.Duration {
 		runs = b.model.DecodeStep(s.BS, s.ContextTokens, b.rng)
 	}
 	if b.rec != nil {
-		b.rec.Record(synth.Step{Kind: s.Kind, BS: s.BS, Tokens: s.Tokens, Start: time.Unix(0, s.Start), Kernels: runs})
+		b.rec.Record(synth.Step{Kind: s.Kind, BS: s.BS, Tokens: s.Tokens, Start: time.Unix(0, s.Start), Kernels: runs,
+			Eager: b.cfg.EnforceEager && s.Kind == tracing.StepDecode})
 	}
 	return time.Duration(synth.Duration(runs))
 }

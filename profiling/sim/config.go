@@ -33,7 +33,11 @@ type Config struct {
 	CudagraphCaptureSizes []int
 	MaxNumBatchedTokens   int     // prefill token budget per step; 0: DefaultMaxNumBatchedTokens
 	TimeScale             float64 // wall time runs this many times faster than trace time; 0: 1
-	Seed                  uint64  // seeds kernel-time jitter and the stream-error draw
+	// EnforceEager runs decode steps without graph replay: every kernel is
+	// launched eagerly and, as older ATOM releases do, the step is labelled
+	// prefill[bs=N tok=N ...].
+	EnforceEager bool
+	Seed         uint64 // seeds kernel-time jitter and the stream-error draw
 
 	// Faults (see the package comment).
 	CrashAfterRequests int
