@@ -13,19 +13,20 @@ import (
 
 // GenerateOptions describes a synthetic ATOM-style trace.
 type GenerateOptions struct {
-	Model         *Model        // nil: DefaultModel()
-	Layers        int           // transformer layers per step; 0: the model's
-	DecodeSteps   int           // decode steps
-	PrefillSteps  int           // prefill steps, spread evenly among the decode steps
-	BS            int           // decode batch size (the last 5% of decode steps run BS-1 when that runs the same kernels)
-	PromptLen     int           // prompt length upper bound; lengths are uniform in [0.8·L, L]; 0: 1024
-	Seed          uint64        // random seed (same seed, same trace)
-	GPUWindow     time.Duration // drop GPU events outside the last GPUWindow (profiler buffer)
-	PythonPerStep int           // python_function events per step; 0: the Recorder's default, <0: none
-	Gzip          bool          // gzip the output
-	MetaFirst     bool          // write traceName, displayTimeUnit and baseTimeNanoseconds before traceEvents (Kineto writes them after)
-	ModelName     string        // served model name (file name of WriteATOM); "" : MiniMaxAI/MiniMax-M2.5
-	Start         time.Time     // profiler start; zero: a fixed date, so output is reproducible
+	Model          *Model        // nil: DefaultModel()
+	Layers         int           // transformer layers per step; 0: the model's
+	DecodeSteps    int           // decode steps
+	PrefillSteps   int           // prefill steps, spread evenly among the decode steps
+	BS             int           // decode batch size (the last 5% of decode steps run BS-1 when that runs the same kernels)
+	PromptLen      int           // prompt length upper bound; lengths are uniform in [0.8·L, L]; 0: 1024
+	Seed           uint64        // random seed (same seed, same trace)
+	GPUWindow      time.Duration // drop GPU events outside the last GPUWindow (profiler buffer)
+	GPUWindowExact bool          // cut at the exact time, not at a step boundary
+	PythonPerStep  int           // python_function events per step; 0: the Recorder's default, <0: none
+	Gzip           bool          // gzip the output
+	MetaFirst      bool          // write traceName, displayTimeUnit and baseTimeNanoseconds before traceEvents (Kineto writes them after)
+	ModelName      string        // served model name (file name of WriteATOM); "" : MiniMaxAI/MiniMax-M2.5
+	Start          time.Time     // profiler start; zero: a fixed date, so output is reproducible
 
 	// Variants for robust layer detection (issue 3).
 	RenameAnchor string // rename the paged-attention kernel (the compat anchor pa_bf16) to this name
@@ -68,7 +69,7 @@ func NewRecording(opts GenerateOptions) (*Recorder, error) {
 		start = defaultStart
 	}
 	rng := rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x5851F42D4C957F2D))
-	rec := NewRecorder(RecorderOptions{Model: opts.ModelName, GPUWindow: opts.GPUWindow, PythonPerStep: opts.PythonPerStep})
+	rec := NewRecorder(RecorderOptions{Model: opts.ModelName, GPUWindow: opts.GPUWindow, GPUWindowExact: opts.GPUWindowExact, PythonPerStep: opts.PythonPerStep})
 	rec.Start(start)
 	clock := start.Add(200 * time.Microsecond)
 	ctxPerSeq := int(0.9 * float64(opts.PromptLen))

@@ -41,8 +41,12 @@ type RecorderOptions struct {
 	// GPUWindow, when positive, drops GPU events (kernels, their flow ends,
 	// GPU annotations) of every step that starts more than GPUWindow before
 	// the last GPU event ends, as a full profiler buffer does. The cut falls
-	// on a step boundary, so each step is either whole or has no GPU events.
+	// on a step boundary, so each step is either whole or has no GPU events,
+	// unless GPUWindowExact.
 	GPUWindow time.Duration
+	// GPUWindowExact cuts at the exact time instead, as a real buffer does:
+	// the step at the cut keeps only its later kernels.
+	GPUWindowExact bool
 	// PythonPerStep is the number of python_function events per step
 	// (default 3000: as in a real trace recorded with stacks, they are most
 	// of its events). Negative: none.
@@ -261,6 +265,7 @@ type placed struct {
 	exts             []int64 // External ids, as Kernels (0 for replayed kernels)
 	gpuStart, gpuEnd int64   // prep + forward kernels
 	dropped          bool    // GPU events dropped (profiler buffer)
+	cut              int64   // GPU events starting before this were dropped (exact cut); 0 none
 	label            string
 }
 
@@ -382,8 +387,18 @@ func (r *Recorder) applyWindow(pl []placed) {
 	}
 	cut := last - r.opts.GPUWindow.Nanoseconds()
 	for i := range pl {
-		if pl[i].gpuStart < cut {
-			pl[i].dropped = true
+		p := &pl[i]
+		if !r.opts.GPUWindowExact {
+			p.dropped = p.gpuStart < cut
+			continue
+		}
+		var lastStart int64
+		for _, st := range p.starts {
+			lastStart = max(lastStart, st)
+		}
+		p.dropped = lastStart < cut
+		if !p.dropped && p.gpuStart < cut {
+			p.cut = cut
 		}
 	}
 }
@@ -497,7 +512,7 @@ func (e *emitter) all(first int64) {
 	// 5. GPU annotations.
 	for i := range steps {
 		p := &e.pl[i]
-		if p.dropped || p.gpuEnd <= p.gpuStart {
+		if p.dropped || p.gpuEnd <= p.gpuStart || p.gpuStart < p.cut {
 			continue
 		}
 		e.x("gpu_user_annotation", p.label, gpuPID, mainStream, p.gpuStart, p.gpuEnd-p.gpuStart)
@@ -722,6 +737,9 @@ func (e *emitter) gpu(i int) {
 	e.order = order
 	for _, k := range order {
 		kr := &ks[k]
+		if p.starts[k] < p.cut {
+			continue
+		}
 		tid := int64(mainStream)
 		if kr.Stream != 0 {
 			tid = sideStream
@@ -755,6 +773,7 @@ type Truth struct {
 	DecodeBSHist              map[int]int    `json:"decode_bs_hist"`
 	DecodeStepsWithoutKernels int            `json:"decode_steps_without_kernels"`
 	StepsWithoutKernels       int            `json:"steps_without_kernels"`
+	PartialSteps              int            `json:"partial_steps"` // steps that lost their earlier GPU events (exact cut)
 	Layers                    int            `json:"layers_per_step"`
 	KernelsPerLayer           []int          `json:"kernels_per_layer"` // one entry per layer kind
 	Positions                 []TruthPos     `json:"positions"`         // decode layers of steps whose GPU events were written
@@ -819,10 +838,10 @@ func (r *Recorder) truth(pl []placed) *Truth {
 	// length of their kind.
 	type kindLen struct{ decode, kind, n int }
 	lengths := map[kindLen]int{}
-	layerLen := func(ks []KernelRun) map[int]int {
+	layerLen := func(ks []KernelRun, p *placed) map[int]int {
 		m := map[int]int{}
 		for k := range ks {
-			if ks[k].Layer >= 0 {
+			if ks[k].Layer >= 0 && p.starts[k] >= p.cut {
 				m[ks[k].Layer]++
 			}
 		}
@@ -839,10 +858,10 @@ func (r *Recorder) truth(pl []placed) *Truth {
 			continue
 		}
 		ks = r.expand(i, ks)
-		lens := layerLen(ks)
+		lens := layerLen(ks, &pl[i])
 		seen := map[int]bool{}
 		for k := range ks {
-			if l := ks[k].Layer; l >= 0 && !seen[l] {
+			if l := ks[k].Layer; l >= 0 && !seen[l] && pl[i].starts[k] >= pl[i].cut {
 				seen[l] = true
 				lengths[kindLen{isDecode(&r.steps[i]), ks[k].LayerKind, lens[l]}]++
 			}
@@ -863,12 +882,23 @@ func (r *Recorder) truth(pl []placed) *Truth {
 		if s.Kind == tracing.StepDecode {
 			t.DecodeBSHist[s.BS]++
 		}
-		if p.dropped {
+		// A step has kernels when one launched inside its annotation was
+		// written (the sampler runs outside it).
+		inStep := false
+		for k := range ks {
+			inStep = inStep || (!p.dropped && ks[k].Section != SectionSample && p.starts[k] >= p.cut)
+		}
+		if !inStep {
 			t.StepsWithoutKernels++
 			if s.Kind == tracing.StepDecode {
 				t.DecodeStepsWithoutKernels++
 			}
+		}
+		if p.dropped {
 			continue
+		}
+		if p.cut != 0 {
+			t.PartialSteps++
 		}
 		acc := pre
 		lastLayer := -1
@@ -878,9 +908,12 @@ func (r *Recorder) truth(pl []placed) *Truth {
 				lastLayer = max(lastLayer, ks[k].Layer)
 			}
 		}
-		lens := layerLen(ks)
+		lens := layerLen(ks, p)
 		for k := range ks {
 			kr := &ks[k]
+			if p.starts[k] < p.cut {
+				continue
+			}
 			t.Kernels++
 			t.KernelTimeUS += float64(kr.Dur) / 1000
 			gpuFirst = min(gpuFirst, p.starts[k])

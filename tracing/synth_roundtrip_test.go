@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -207,5 +208,43 @@ func TestSynthATOMLayout(t *testing.T) {
 	}
 	if got := stepsByKind(tr); got["decode"] != truth.Steps["decode"] || got["prefill"] != truth.Steps["prefill"] {
 		t.Errorf("steps by kind = %v, truth %v", got, truth.Steps)
+	}
+}
+
+// TestSynthRoundTripExactCut: a buffer cut inside a step leaves that step
+// with only its later kernels; Load still finds every step, and counts the
+// decode steps without kernels as the generator does.
+func TestSynthRoundTripExactCut(t *testing.T) {
+	t.Parallel()
+	opts := synth.GenerateOptions{Layers: 62, DecodeSteps: 30, PrefillSteps: 1, BS: 16, Seed: 21, PythonPerStep: 5, GPUWindow: 107 * time.Millisecond, GPUWindowExact: true}
+	path, truth := writeSynth(t, "exact.json", opts)
+	if truth.PartialSteps != 1 || truth.DecodeStepsWithoutKernels == 0 {
+		t.Fatalf("generator: %d partial steps, %d decode steps without kernels; the test needs 1 and some", truth.PartialSteps, truth.DecodeStepsWithoutKernels)
+	}
+	tr, err := tracing.Load(context.Background(), path, tracing.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := stepsByKind(tr); got["decode"] != truth.Steps["decode"] || got["prefill"] != truth.Steps["prefill"] {
+		t.Errorf("steps by kind = %v, truth %v", got, truth.Steps)
+	}
+	if tr.DecodeBS != truth.DecodeBS || !equalHist(tr.DecodeBSHist, truth.DecodeBSHist) {
+		t.Errorf("decode bs = %d %v, truth %d %v", tr.DecodeBS, tr.DecodeBSHist, truth.DecodeBS, truth.DecodeBSHist)
+	}
+	kernels := 0
+	for _, k := range tr.Kernels {
+		if k.Kind == tracing.KindKernel {
+			kernels++
+		}
+	}
+	if kernels != truth.Kernels {
+		t.Errorf("kernels = %d, truth %d", kernels, truth.Kernels)
+	}
+	if tr.Coverage.DecodeWithout != truth.DecodeStepsWithoutKernels {
+		t.Errorf("coverage: %d decode steps without kernels, truth %d", tr.Coverage.DecodeWithout, truth.DecodeStepsWithoutKernels)
+	}
+	want := fmt.Sprintf("%d of %d decode steps have no kernels", truth.DecodeStepsWithoutKernels, truth.Steps["decode"])
+	if !slices.ContainsFunc(tr.Warnings, func(w string) bool { return strings.Contains(w, want) }) {
+		t.Errorf("warnings %q do not say %q", tr.Warnings, want)
 	}
 }

@@ -42,6 +42,7 @@ func runSynth(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		bs           = fs.Int("bs", 8, "decode batch size (the last 5% of decode steps run bs-1 when that runs the same kernels)")
 		seed         = fs.Uint64("seed", 1, "random seed")
 		gpuWindow    = fs.Float64("gpu-window", 0, "drop GPU events older than this many seconds before the end (profiler buffer); 0 keeps all")
+		gpuExact     = fs.Bool("gpu-window-exact", false, "cut GPU events at the exact time (the step at the cut keeps only its later kernels), not at a step boundary")
 		truthPath    = fs.String("truth", "", "write the truth JSON (steps, decode bs, per-position stats of what was written) here")
 		targetMB     = fs.Float64("target-mb", 0, "choose --decode-steps to reach about this many MB of uncompressed JSON")
 		python       = fs.Int("python-per-step", 0, "python_function events per step (default 3000; -1 none)")
@@ -74,7 +75,7 @@ func runSynth(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	opts := synth.GenerateOptions{
 		Layers: *layers, DecodeSteps: *decodeSteps, PrefillSteps: *prefillSteps, BS: *bs, Seed: *seed,
-		GPUWindow: time.Duration(*gpuWindow * float64(time.Second)), PythonPerStep: *python, ModelName: *model,
+		GPUWindow: time.Duration(*gpuWindow * float64(time.Second)), GPUWindowExact: *gpuExact, PythonPerStep: *python, ModelName: *model,
 		RenameAnchor: *renameAnchor, TwoStreams: *twoStreams, Alternate: *alternate, EagerDecode: *eagerDecode,
 		Gzip: strings.HasSuffix(*out, ".gz"), MetaFirst: *metaFirst,
 	}
