@@ -321,3 +321,28 @@ func TestGenerateIsReproducible(t *testing.T) {
 		t.Fatal("another seed wrote the same trace")
 	}
 }
+
+// TestEmptyProfile: a profile started and stopped with no step in between
+// (no requests) still writes a valid trace.
+func TestEmptyProfile(t *testing.T) {
+	t.Parallel()
+	for _, started := range []bool{false, true} {
+		rec := NewRecorder(RecorderOptions{})
+		if started {
+			rec.Start(defaultStart)
+			rec.Stop(defaultStart.Add(2 * time.Second))
+		}
+		var buf bytes.Buffer
+		truth, err := rec.WriteTrace(context.Background(), &buf, tracing.WriterOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var tr rawTrace
+		if err := json.Unmarshal(buf.Bytes(), &tr); err != nil {
+			t.Fatalf("started=%v: not valid JSON: %v", started, err)
+		}
+		if truth.Kernels != 0 || len(truth.Steps) != 0 || tr.Base <= 0 {
+			t.Errorf("started=%v: truth kernels %d steps %v, base %d", started, truth.Kernels, truth.Steps, tr.Base)
+		}
+	}
+}

@@ -422,9 +422,15 @@ func (r *Recorder) WriteTrace(ctx context.Context, w io.Writer, opts tracing.Wri
 		opts.WorldSize = 1
 		opts.Rank = r.opts.Rank
 	}
-	first := r.start.UnixNano()
+	var first int64
+	if !r.start.IsZero() {
+		first = r.start.UnixNano()
+	}
 	if len(pl) > 0 && (first == 0 || pl[0].cpuStart < first) {
 		first = pl[0].cpuStart
+	}
+	if first == 0 { // nothing recorded and no start: a fixed date
+		first = defaultStart.UnixNano()
 	}
 	if opts.BaseTimeNS == 0 {
 		opts.BaseTimeNS = (first - bootAgoNS) / 1e9 * 1e9
