@@ -40,7 +40,7 @@ var defaultStart = time.Date(2026, 3, 14, 9, 26, 53, 589_000_000, time.UTC)
 
 // NewRecording runs the steps GenerateOptions describe through the model and
 // returns the filled Recorder, ready to write.
-func NewRecording(opts GenerateOptions) (*Recorder, error) {
+func NewRecording(ctx context.Context, opts GenerateOptions) (*Recorder, error) {
 	m := opts.Model
 	if m == nil {
 		m = DefaultModel()
@@ -83,6 +83,9 @@ func NewRecording(opts GenerateOptions) (*Recorder, error) {
 		drainBS = opts.BS
 	}
 	for d := 0; d <= opts.DecodeSteps; d++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		for nextPrefill < opts.PrefillSteps && (prefillAt(nextPrefill) <= d || d == opts.DecodeSteps) {
 			tokens := 0
 			for range opts.BS {
@@ -115,7 +118,7 @@ func NewRecording(opts GenerateOptions) (*Recorder, error) {
 
 // Generate writes a synthetic ATOM-style trace to w and returns its truth.
 func Generate(ctx context.Context, w io.Writer, opts GenerateOptions) (*Truth, error) {
-	rec, err := NewRecording(opts)
+	rec, err := NewRecording(ctx, opts)
 	if err != nil {
 		return nil, err
 	}

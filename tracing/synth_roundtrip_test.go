@@ -181,7 +181,7 @@ func TestSynthRoundTripBufferDrop(t *testing.T) {
 // file loads.
 func TestSynthATOMLayout(t *testing.T) {
 	t.Parallel()
-	rec, err := synth.NewRecording(synth.GenerateOptions{Layers: 2, DecodeSteps: 5, PrefillSteps: 1, BS: 4, Seed: 1, PythonPerStep: 5, ModelName: "/models/MiniMaxAI/MiniMax-M2.5"})
+	rec, err := synth.NewRecording(context.Background(), synth.GenerateOptions{Layers: 2, DecodeSteps: 5, PrefillSteps: 1, BS: 4, Seed: 1, PythonPerStep: 5, ModelName: "/models/MiniMaxAI/MiniMax-M2.5"})
 	if err != nil {
 		t.Fatal(err)
 	}

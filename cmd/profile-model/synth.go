@@ -98,7 +98,7 @@ func runSynth(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var path string
 	var plainBytes int64
 	if *atomDir != "" {
-		rec, err := synth.NewRecording(opts)
+		rec, err := synth.NewRecording(ctx, opts)
 		if err != nil {
 			return err
 		}
@@ -109,7 +109,7 @@ func runSynth(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	} else {
 		path = *out
 		err := atomicfile.WriteFunc(path, func(w io.Writer) error {
-			rec, err := synth.NewRecording(opts)
+			rec, err := synth.NewRecording(ctx, opts)
 			if err != nil {
 				return err
 			}
