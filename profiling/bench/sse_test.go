@@ -2,11 +2,13 @@ package bench
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"strings"
 	"testing"
 	"testing/iotest"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -142,6 +144,30 @@ func FuzzSSEReader(f *testing.F) {
 			if want[i] != got[i] {
 				t.Fatalf("input %q: event %d = %q, want %q", in, i, got[i], want[i])
 			}
+		}
+	})
+}
+
+// FuzzClientStream feeds arbitrary bodies to the client's stream reader: it
+// never panics, a success has tokens and one gap fewer than tokens, and a
+// failure has one of the stream kinds.
+func FuzzClientStream(f *testing.F) {
+	f.Add([]byte(atomFrames(3, 5)))
+	f.Add([]byte("data: {\"choices\":[{\"delta\":{\"content\":\"x\"}}]}\n\ndata: [DONE]\n\n"))
+	f.Add([]byte("data: {\"error\":{\"message\":\"x\"}}\n\n"))
+	f.Add([]byte("data: {\"choices\":[],\"usage\":{\"completion_tokens\":0}}\n\ndata: [DONE]\n\n"))
+	c := &Client{}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		out := Output{Start: time.Now()}
+		c.readStream(context.Background(), &out, NewSSEReader(bytes.NewReader(body)))
+		if out.OK() {
+			if out.TokenEvents == 0 || out.OutputTokens == 0 || len(out.ITL) != out.TokenEvents-1 {
+				t.Fatalf("success with %d token events, %d output tokens, %d gaps", out.TokenEvents, out.OutputTokens, len(out.ITL))
+			}
+			return
+		}
+		if out.Failure != FailStream && out.Failure != FailNoTokens {
+			t.Fatalf("failure kind %q for a body (%s)", out.Failure, out.Error)
 		}
 	})
 }
