@@ -1,7 +1,6 @@
 package tracing
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -109,9 +108,8 @@ type OutEvent struct {
 // than one event and a buffer in memory.
 type Writer struct {
 	opts   WriterOptions
-	dst    io.Writer
 	gz     *gzip.Writer
-	bw     *bufio.Writer
+	out    io.Writer // the destination, or the gzip stream over it
 	buf    []byte
 	events int64
 	bytes  int64
@@ -148,7 +146,7 @@ func NewWriter(w io.Writer, opts WriterOptions) (*Writer, error) {
 	if opts.DisplayTimeUnit == "" {
 		opts.DisplayTimeUnit = "ms"
 	}
-	tw := &Writer{opts: opts, dst: w, buf: make([]byte, 0, 8192)}
+	tw := &Writer{opts: opts, buf: make([]byte, 0, 320<<10)}
 	out := w
 	if opts.Gzip {
 		level := opts.GzipLevel
@@ -162,7 +160,7 @@ func NewWriter(w io.Writer, opts WriterOptions) (*Writer, error) {
 		tw.gz = gz
 		out = gz
 	}
-	tw.bw = bufio.NewWriterSize(out, 1<<20)
+	tw.out = out
 	tw.writeHeader()
 	if tw.err != nil {
 		return nil, tw.err
@@ -182,7 +180,7 @@ func (w *Writer) flushBuf() {
 		w.buf = w.buf[:0]
 		return
 	}
-	n, err := w.bw.Write(w.buf)
+	n, err := w.out.Write(w.buf)
 	w.bytes += int64(n)
 	if err != nil {
 		w.err = fmt.Errorf("trace writer: %w", err)
@@ -375,7 +373,7 @@ func (w *Writer) WriteEvent(e *OutEvent) error {
 	b = append(b, "\n  }"...)
 	w.buf = b
 	w.events++
-	if len(w.buf) >= 64<<10 {
+	if len(w.buf) >= 256<<10 { // write in large chunks, no second buffer
 		w.flushBuf()
 	}
 	return w.err
@@ -437,10 +435,6 @@ func (w *Writer) Close() error {
 	w.buf = b
 	w.flushBuf()
 	if w.err != nil {
-		return w.err
-	}
-	if err := w.bw.Flush(); err != nil {
-		w.err = fmt.Errorf("trace writer: %w", err)
 		return w.err
 	}
 	if w.gz != nil {

@@ -215,7 +215,7 @@ func (f *failWriter) Write(p []byte) (int, error) {
 
 func TestWriterReportsWriteErrors(t *testing.T) {
 	t.Parallel()
-	w, err := NewWriter(&failWriter{n: 100}, WriterOptions{})
+	w, err := NewWriter(&failWriter{n: 4096}, WriterOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +229,7 @@ func TestWriterReportsWriteErrors(t *testing.T) {
 		err = w.Close()
 	}
 	if err == nil {
-		t.Fatal("writing 2 MB to a writer that accepts 100 bytes reported no error")
+		t.Fatal("writing 2 MB to a writer that accepts 4 KB reported no error")
 	}
 }
 
