@@ -652,6 +652,20 @@ var (
 	catKey       = []byte(`"cat": "`)
 )
 
+// kinetoPhase matches {"ph": " at the start of an event and returns the
+// index of the phase letter (followed by its closing quote), or 0.
+func kinetoPhase(b []byte) int {
+	j := skipSpace(b, 1)
+	if !bytes.HasPrefix(b[j:], phKey) {
+		return 0
+	}
+	j += len(phKey)
+	if j+1 >= len(b) || b[j+1] != '"' {
+		return 0
+	}
+	return j
+}
+
 // kinetoCat matches the start Kineto writes, compact or indented:
 // {"ph": "X", "cat": " and returns the index of the category's first byte,
 // or 0.
@@ -731,6 +745,21 @@ func (s *Scanner) parseEvent(b []byte) (end int, kept bool, msg string) {
 					return s.bad(b, "")
 				}
 				s.countCat(cat, true)
+				return end, false, ""
+			}
+		}
+	} else if j := kinetoPhase(b); j > 0 && b[j] != 'X' {
+		// Only complete ("X") events are kept: flows, instants and
+		// metadata are counted by their cat, found by text when no
+		// nested value comes before it (else the general path reads it).
+		end := objectRest(b, j+2)
+		if end < 0 {
+			return s.bad(b, "")
+		}
+		if c := bytes.Index(b[:end], catKey); c > 0 && bytes.IndexByte(b[1:c], '{') < 0 && bytes.IndexByte(b[1:c], '[') < 0 {
+			c += len(catKey)
+			if e := bytes.IndexByte(b[c:end], '"'); e >= 0 {
+				s.countCat(b[c:c+e], true)
 				return end, false, ""
 			}
 		}
