@@ -106,7 +106,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		cfg.DecodeBS = bench.TraceDecodeBS
 	}
 	res, err := bench.Sweep(ctx, cfg)
-	if res != nil && res.RunDir != "" {
+	if res != nil && len(res.Levels) > 0 {
 		fmt.Fprintf(stdout, "\nsummary: %s\nbenchmarks: %s\n", res.SummaryCSV, res.BenchFile)
 	}
 	return err

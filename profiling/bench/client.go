@@ -186,7 +186,7 @@ func (c *Client) Do(ctx context.Context, req Request) Output {
 	out.Start = time.Now()
 	resp, err := c.HTTP.Do(hreq)
 	if err != nil {
-		out.fail(classify(ctx, err, FailConnection), fmt.Errorf("POST %s: %w", url, err))
+		out.fail(classify(ctx, err, FailConnection), err) // a *url.Error names the method and URL
 		return out
 	}
 	defer resp.Body.Close()

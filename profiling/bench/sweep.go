@@ -171,15 +171,6 @@ func Sweep(ctx context.Context, cfg SweepConfig) (*SweepResult, error) {
 		fmt.Fprintf(cfg.Log, "model: %s (from %s/v1/models)\n", m, cfg.URL)
 	}
 	res := &SweepResult{Model: c.Model, Percentiles: cfg.Percentiles}
-	dir, err := newRunDir(cfg.OutDir, cfg.Now())
-	if err != nil {
-		return nil, err
-	}
-	res.RunDir = dir
-	res.SummaryCSV = filepath.Join(dir, "summary.csv")
-	res.BenchFile = filepath.Join(dir, "bench.txt")
-	fmt.Fprintf(cfg.Log, "run directory: %s\n", dir)
-
 	if cfg.Shaper != nil {
 		res.Shaper = *cfg.Shaper
 	} else {
@@ -194,6 +185,17 @@ func Sweep(ctx context.Context, cfg SweepConfig) (*SweepResult, error) {
 			fmt.Fprintln(cfg.Log, "prompt calibration: the server reports no usage.prompt_tokens; assuming one token per word")
 		}
 	}
+
+	// The run directory is made once the server answered, so a run that
+	// could not start leaves nothing behind.
+	dir, err := newRunDir(cfg.OutDir, cfg.Now())
+	if err != nil {
+		return res, err
+	}
+	res.RunDir = dir
+	res.SummaryCSV = filepath.Join(dir, "summary.csv")
+	res.BenchFile = filepath.Join(dir, "bench.txt")
+	fmt.Fprintf(cfg.Log, "run directory: %s\n", dir)
 
 	for i, conc := range cfg.Concurrencies {
 		lv := runLevel(ctx, &cfg, c, res.Shaper, conc)
