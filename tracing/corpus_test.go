@@ -2,6 +2,7 @@ package tracing_test
 
 import (
 	"context"
+	"os"
 	"strings"
 	"testing"
 	"unsafe"
@@ -59,8 +60,17 @@ func TestCorpusTable(t *testing.T) {
 		t.Run(row.file, func(t *testing.T) {
 			t.Parallel()
 			path := corpus.Path(t, "traces/"+row.file)
-			tr, err := tracing.Load(context.Background(), path, tracing.Options{})
+			var calls, last, size int64
+			tr, err := tracing.Load(context.Background(), path, tracing.Options{Progress: func(done, total int64) {
+				require.GreaterOrEqual(t, done, last, "progress only grows")
+				calls, last, size = calls+1, done, total
+			}})
 			require.NoError(t, err)
+			fi, err := os.Stat(path)
+			require.NoError(t, err)
+			assert.Positive(t, calls)
+			assert.Equal(t, fi.Size(), size, "progress total is the file size")
+			assert.Equal(t, fi.Size(), last, "the whole file was read")
 			s := tr.Summarize()
 			assert.Equal(t, row.events, s.Events, "events")
 			assert.Equal(t, row.kernels, s.Kernels, "kernels")

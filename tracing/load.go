@@ -19,6 +19,10 @@ type Options struct {
 	// NoReadAhead decompresses and scans on one goroutine (benchmarks
 	// compare the two).
 	NoReadAhead bool
+	// Progress, when set, is called now and then with the input bytes
+	// read (compressed bytes for gzip) and the input's size (-1 when
+	// unknown: Read of a stream), and once at the end.
+	Progress func(done, total int64)
 }
 
 // Load reads the trace file at path (JSON or gzip) into a Trace.
@@ -28,24 +32,45 @@ func Load(ctx context.Context, path string, opts Options) (*Trace, error) {
 		return nil, fmt.Errorf("opening trace: %w", err)
 	}
 	defer f.Close()
-	return Read(ctx, f, path, opts)
+	size := int64(-1)
+	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+		size = fi.Size()
+	}
+	return read(ctx, f, path, opts, size)
 }
 
 // Read reads a trace from r; name is used in messages and as Trace.Path.
 // A truncated trace gives the analysis of what was read plus a warning, or
 // an error when no kernel was read.
 func Read(ctx context.Context, r io.Reader, name string, opts Options) (*Trace, error) {
-	sc, closeFn, err := openScanner(ctx, r, opts)
+	return read(ctx, r, name, opts, -1)
+}
+
+func read(ctx context.Context, r io.Reader, name string, opts Options, size int64) (*Trace, error) {
+	in := &countingReader{r: r}
+	sc, closeFn, err := openScanner(ctx, in, opts)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	defer closeFn()
 	var b builder
 	for n := 0; sc.Scan(); n++ {
-		if n&4095 == 0 && ctx.Err() != nil {
-			return nil, fmt.Errorf("%s: %w", name, ctx.Err())
+		if n&4095 == 0 {
+			if ctx.Err() != nil {
+				return nil, fmt.Errorf("%s: %w", name, ctx.Err())
+			}
+			if opts.Progress != nil {
+				opts.Progress(in.n.Load(), size)
+			}
 		}
 		b.add(sc.Event())
+	}
+	if opts.Progress != nil {
+		done := in.n.Load()
+		if sc.Err() == nil && size >= 0 {
+			done = size // the JSON ended: what may be left is the gzip trailer
+		}
+		opts.Progress(done, size)
 	}
 	if ctx.Err() != nil {
 		return nil, fmt.Errorf("%s: %w", name, ctx.Err())

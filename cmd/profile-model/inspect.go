@@ -5,7 +5,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"runtime/debug"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
 
 	"github.com/profile-model/profile-model/tracing"
 )
@@ -40,7 +46,7 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	// lower GC target keeps peak memory near that instead of twice it.
 	defer debug.SetGCPercent(debug.SetGCPercent(25))
 	for i, f := range files {
-		t, err := tracing.Load(ctx, f, tracing.Options{})
+		t, err := tracing.Load(ctx, f, tracing.Options{Progress: loadProgress(stderr, f)})
 		if err != nil {
 			return err
 		}
@@ -58,4 +64,29 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 	}
 	return nil
+}
+
+// loadProgress draws a bar of the bytes read on a terminal (a large trace
+// takes a while), nothing otherwise.
+func loadProgress(w io.Writer, path string) func(done, total int64) {
+	f, ok := w.(*os.File)
+	if !ok || !term.IsTerminal(int(f.Fd())) {
+		return nil
+	}
+	var bar *progressbar.ProgressBar
+	return func(done, total int64) {
+		if bar == nil {
+			bar = progressbar.NewOptions64(total,
+				progressbar.OptionSetWriter(w),
+				progressbar.OptionSetDescription("reading "+filepath.Base(path)),
+				progressbar.OptionShowBytes(true),
+				progressbar.OptionSetPredictTime(true),
+				progressbar.OptionThrottle(100*time.Millisecond),
+				progressbar.OptionClearOnFinish())
+		}
+		_ = bar.Set64(done)
+		if done == total {
+			_ = bar.Finish()
+		}
+	}
 }
