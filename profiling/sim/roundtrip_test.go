@@ -52,9 +52,12 @@ func closedLoop(t *testing.T, url string, conc int, completed chan<- struct{}, s
 	return &wg
 }
 
-// profileWindow runs a closed loop at conc 8, profiles from the 16th to the
-// 48th completed request, and returns the trace written and the server's
-// own count of the profiled steps.
+// profileWindow runs a closed loop at conc 8, profiles from the 8th to the
+// 32nd completed request, and returns the trace written and the server's
+// own count of the profiled steps. Steps take about 12 ms of wall time
+// (20 layers, half speed) so that a client's turnaround, even under the
+// race detector on a loaded machine, fits in one step and the batch stays
+// full, as with a real engine.
 func profileWindow(t *testing.T, cfg Config) (*tracing.Trace, StepCounts) {
 	dir := t.TempDir()
 	cfg.ProfilerDir, cfg.Clock, cfg.PythonPerStep = dir, realClock{}, 50
@@ -68,10 +71,10 @@ func profileWindow(t *testing.T, cfg Config) (*tracing.Trace, StepCounts) {
 			<-completed
 		}
 	}
-	waitFor(16)
+	waitFor(8)
 	code, body := post(t, ts.URL+"/start_profile", nil)
 	require.Equal(t, http.StatusOK, code, string(body))
-	waitFor(48)
+	waitFor(32)
 	code, body = post(t, ts.URL+"/stop_profile", nil)
 	counts := ts.StepCounts()
 	close(stop)
@@ -130,7 +133,7 @@ func TestRoundTripOwnTable(t *testing.T) {
 	require.NoError(t, os.WriteFile(csvPath, inventory.FormatLayerCSV(want), 0o644))
 	want, err := inventory.ReadLayerCSV(csvPath) // as the engine read it (one decimal)
 	require.NoError(t, err)
-	tr, counts := profileWindow(t, Config{KernelCSVs: []string{csvPath}, Layers: 6, TimeScale: 1})
+	tr, counts := profileWindow(t, Config{KernelCSVs: []string{csvPath}, Layers: 20, TimeScale: 0.5})
 	checkRoundTrip(t, tr, counts, want)
 }
 
@@ -159,6 +162,6 @@ func TestRoundTripCorpusTable(t *testing.T) {
 	for i := range want {
 		want[i].AvgUS = clippedMean(want[i].AvgUS, want[i].StdUS, want[i].MinUS, want[i].MaxUS)
 	}
-	tr, counts := profileWindow(t, Config{KernelCSVs: []string{csvPath}, Layers: 6, TimeScale: 1})
+	tr, counts := profileWindow(t, Config{KernelCSVs: []string{csvPath}, Layers: 20, TimeScale: 0.5})
 	checkRoundTrip(t, tr, counts, want)
 }
