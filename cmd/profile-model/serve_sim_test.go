@@ -215,7 +215,7 @@ func TestServeSimRoundTrip(t *testing.T) {
 	require.NoError(t, err)
 	profDir := filepath.Join(dir, "traces")
 	p := startSim(t, "--model", "org/Sim-Model", "--server-port", "0", "--torch-profiler-dir", profDir,
-		"--kernels", tablePath, "--layers", "6", "--trace-python-per-step", "20")
+		"--kernels", tablePath, "--layers", "20", "--time-scale", "0.5", "--trace-python-per-step", "20")
 
 	completed := make(chan struct{})
 	stop := make(chan struct{})
@@ -255,9 +255,10 @@ func TestServeSimRoundTrip(t *testing.T) {
 		resp.Body.Close()
 		require.Equal(t, http.StatusOK, resp.StatusCode, path)
 	}
-	waitFor(16)
+	// 12 ms steps: a client's turnaround fits in one, so the batch stays full.
+	waitFor(8)
 	postOK("/start_profile")
-	waitFor(48)
+	waitFor(32)
 	postOK("/stop_profile")
 	close(stop)
 	wg.Wait()
