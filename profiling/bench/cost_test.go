@@ -3,14 +3,11 @@
 package bench
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
@@ -23,19 +20,14 @@ import (
 const fastServerEnv = "BENCH_FAST_SERVER"
 
 // TestHelperFastServer is not a test: it is the child process's server. It
-// streams max_tokens ATOM-style token frames per request as fast as it can,
-// one write and flush per token, and prints its address on stdout.
+// streams max_tokens ATOM-style token frames per request as fast as it can
+// (or paced), one write and flush per token.
 func TestHelperFastServer(t *testing.T) {
 	if os.Getenv(fastServerEnv) == "" {
 		t.Skip("helper process for BenchmarkClientCost")
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	fmt.Println(ln.Addr().String())
 	frame := []byte("data: {\"id\":\"cmpl-0123456789abcdef\",\"object\":\"text_completion\",\"created\":1764441000,\"model\":\"MiniMaxAI/MiniMax-M2.5\",\"choices\":[{\"index\":0,\"text\":\" kernel\",\"finish_reason\":null}]}\n\n")
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	serveHelper(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var n int
 		body, _ := io.ReadAll(r.Body)
 		if i := strings.Index(string(body), `"max_tokens":`); i >= 0 {
@@ -59,39 +51,7 @@ func TestHelperFastServer(t *testing.T) {
 		}
 		fmt.Fprintf(w, "data: {\"choices\":[{\"index\":0,\"text\":\"\",\"finish_reason\":\"stop\"}]}\n\n"+
 			"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":8,\"completion_tokens\":%d,\"total_tokens\":%d}}\n\ndata: [DONE]\n\n", n, n+8)
-	})}
-	// Serve until the parent closes our stdin.
-	go srv.Serve(ln)
-	io.Copy(io.Discard, os.Stdin)
-}
-
-func startFastServer(b *testing.B) string {
-	exe, err := os.Executable()
-	if err != nil {
-		b.Fatal(err)
-	}
-	cmd := exec.Command(exe, "-test.run=^TestHelperFastServer$")
-	cmd.Env = append(os.Environ(), fastServerEnv+"=1")
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		stdin.Close()
-		cmd.Wait()
-	})
-	addr, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil {
-		b.Fatalf("helper server: %v", err)
-	}
-	return "http://" + strings.TrimSpace(addr)
+	}))
 }
 
 func cpuTime() time.Duration {
@@ -110,7 +70,7 @@ func cpuTime() time.Duration {
 // machine client and server share the cores, so the rate reached is a floor
 // of what the client alone sustains.
 func BenchmarkClientCost(b *testing.B) {
-	url := startFastServer(b)
+	url := startHelper(b, "TestHelperFastServer", fastServerEnv)
 	for _, bc := range []struct {
 		conc int
 		gap  time.Duration
