@@ -138,7 +138,7 @@ func runSynth(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	fmt.Fprintln(stdout)
 	if truth.DecodeStepsWithoutKernels > 0 {
-		fmt.Fprintf(stdout, "GPU events kept for the last %.1f s: %d of %d decode steps have no kernels\n", *gpuWindow, truth.DecodeStepsWithoutKernels, truth.Steps["decode"])
+		fmt.Fprintf(stdout, "GPU events kept for the last %g s: %d of %d decode steps have no kernels\n", *gpuWindow, truth.DecodeStepsWithoutKernels, truth.Steps["decode"])
 	}
 	return nil
 }

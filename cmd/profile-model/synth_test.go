@@ -52,17 +52,23 @@ func TestSynthCommandFromLayerCSVAndSize(t *testing.T) {
 	dir := t.TempDir()
 	out, truthPath := filepath.Join(dir, "t.json"), filepath.Join(dir, "truth.json")
 	var stdout, stderr bytes.Buffer
-	err := run(context.Background(), []string{"synth", "--out", out, "--truth", truthPath, "--layer-csv", csv, "--bs", "32", "--target-mb", "20", "--gpu-window", "0.05"}, &stdout, &stderr)
-	if err != nil {
-		t.Fatalf("synth: %v\n%s", err, stderr.String())
+	// --target-mb sizes the trace before any GPU-window drop, so check it alone.
+	sized := filepath.Join(dir, "sized.json")
+	if err := run(context.Background(), []string{"synth", "--out", sized, "--layer-csv", csv, "--bs", "32", "--target-mb", "20"}, &stdout, &stderr); err != nil {
+		t.Fatalf("synth --target-mb: %v\n%s", err, stderr.String())
 	}
-	st, err := os.Stat(out)
+	st, err := os.Stat(sized)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// --target-mb picks whole decode steps: within one step (~2 MB) of 20 MB.
 	if mb := float64(st.Size()) / 1e6; mb < 17 || mb > 23 {
 		t.Errorf("--target-mb 20 wrote %.1f MB", mb)
+	}
+	stdout.Reset()
+	err = run(context.Background(), []string{"synth", "--out", out, "--truth", truthPath, "--layer-csv", csv, "--bs", "32", "--decode-steps", "7", "--gpu-window", "0.05"}, &stdout, &stderr)
+	if err != nil {
+		t.Fatalf("synth: %v\n%s", err, stderr.String())
 	}
 	raw, err := os.ReadFile(truthPath)
 	if err != nil {
