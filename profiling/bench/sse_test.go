@@ -171,3 +171,21 @@ func FuzzClientStream(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkReadStream measures the client's per-token parsing cost (SSE
+// framing and JSON decoding of ATOM-style frames) without the network.
+func BenchmarkReadStream(b *testing.B) {
+	const n = 1000
+	body := []byte(atomFrames(n, 1024))
+	c := &Client{}
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		out := Output{Start: time.Now()}
+		c.readStream(context.Background(), &out, NewSSEReader(bytes.NewReader(body)))
+		if !out.OK() || out.TokenEvents != n {
+			b.Fatalf("%s: %s", out.Failure, out.Error)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/token")
+}
