@@ -7,6 +7,6 @@ for pkg in $(go list ./...); do
   dir=$(go list -f '{{.Dir}}' "$pkg")
   for f in $(grep -ho '^func Fuzz[A-Za-z0-9_]*' "$dir"/*_test.go 2>/dev/null | awk '{print $2}'); do
     echo "== $pkg $f ($t)"
-    go test "$pkg" -run '^$' -fuzz "^$f\$" -fuzztime "$t"
+    go test "$pkg" -timeout 0 -run '^$' -fuzz "^$f\$" -fuzztime "$t"
   done
 done
