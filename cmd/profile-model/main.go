@@ -6,6 +6,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -65,7 +66,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	for _, c := range commands() {
 		if c.name == args[0] {
-			return c.run(ctx, args[1:], stdout, stderr)
+			err := c.run(ctx, args[1:], stdout, stderr)
+			if isHelp(err) {
+				return nil // -h printed the command's usage
+			}
+			return err
 		}
 	}
 	usage(stderr)
@@ -78,4 +83,11 @@ func usage(w io.Writer) {
 		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintln(w, "\nRun 'profile-model COMMAND -h' for a command's flags.")
+}
+
+// isHelp reports whether err is -h's flag.ErrHelp, possibly carried as a
+// usageError's message.
+func isHelp(err error) bool {
+	var u usageError
+	return errors.Is(err, flag.ErrHelp) || (errors.As(err, &u) && u.msg == flag.ErrHelp.Error())
 }
