@@ -49,7 +49,11 @@ type LayerDiff struct {
 	Pos    int    `json:"pos"` // position in the layer kind (where an extra kernel ran: before this position)
 	Kernel string `json:"kernel,omitempty"`
 	Want   string `json:"want,omitempty"` // the kernel the other layers run there
-	Stream int32  `json:"stream"`
+	// When Kernel and Want share a short name (another instance of the same
+	// kernel, e.g. tuned for another batch size), their full names.
+	KernelFull string `json:"kernel_full,omitempty"`
+	WantFull   string `json:"want_full,omitempty"`
+	Stream     int32  `json:"stream"`
 }
 
 // IrregularLayer is a layer whose kernel sequence differs from its kind's.

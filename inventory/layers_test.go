@@ -229,3 +229,21 @@ func TestRobustSideStreamEpilogue(t *testing.T) {
 	require.Empty(t, lt.Irregular)
 	require.Equal(t, []string{"sampler"}, lt.Epilogue)
 }
+
+func TestRobustIrregularSameShortName(t *testing.T) {
+	t.Parallel()
+	// Two instances of one templated GEMM share a short name: the diff must
+	// carry the full names, or it would read "runs X instead of X".
+	names := []string{"norm", "ck::gemm_kernel<128, 64>(float*)", "rope", "pa_bf16_attn", "o_proj"}
+	ks := step(6, names)
+	l3 := 2 + 3*len(names) + 1
+	ks[l3].name = "ck::gemm_kernel<256, 32>(float*)"
+	lt, err := DecodeLayers(context.Background(), makeTrace(tracing.StepDecode, ks), LayerOptions{})
+	require.NoError(t, err)
+	require.Len(t, lt.Irregular, 1)
+	d := lt.Irregular[0].Diffs
+	require.Len(t, d, 1)
+	require.Equal(t, d[0].Kernel, d[0].Want, "both instances have the same short name")
+	require.Equal(t, "ck::gemm_kernel<256, 32>(float*)", d[0].KernelFull)
+	require.Equal(t, "ck::gemm_kernel<128, 64>(float*)", d[0].WantFull)
+}

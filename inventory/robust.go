@@ -326,6 +326,11 @@ func classify(t *LayerTable, all []rawLayer, k int, in *interner, tr *tracing.Tr
 					ld.Stream = st[kind][d.pos].stream
 				}
 			}
+			if d.op != "extra" && d.op != "missing" && ld.Kernel == ld.Want {
+				// Same short name, another instance (e.g. a GEMM tuned for
+				// another batch size): only the full names tell them apart.
+				ld.KernelFull, ld.WantFull = Demangle(tr.Kernels[l.kernels[d.got]].Name), Demangle(in.names[cons[kind][d.pos]])
+			}
 			irr.Diffs = append(irr.Diffs, ld)
 		}
 		t.Irregular = append(t.Irregular, irr)

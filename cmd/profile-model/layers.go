@@ -234,6 +234,10 @@ func printLayerTable(w io.Writer, lt *inventory.LayerTable) {
 				case "missing":
 					ds = append(ds, fmt.Sprintf("missing pos %d %s", d.Pos, d.Want))
 				default:
+					if d.WantFull != "" {
+						ds = append(ds, fmt.Sprintf("pos %d runs another instance of %s (other template arguments; full names in --json)", d.Pos, d.Want))
+						break
+					}
 					ds = append(ds, fmt.Sprintf("pos %d runs %s instead of %s", d.Pos, d.Kernel, d.Want))
 				}
 			}
