@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
+	"strings"
 )
 
 // LayerHeader is the exact column list of the compatible per-layer CSV (SPEC §3.7).
@@ -42,15 +44,13 @@ func ReadLayerCSV(path string) ([]LayerRow, error) {
 // ParseLayerCSV parses a per-layer table; errors name the line.
 func ParseLayerCSV(r io.Reader) ([]LayerRow, error) {
 	cr := csv.NewReader(r)
-	cr.FieldsPerRecord = len(LayerHeader)
+	cr.FieldsPerRecord = -1 // checked below, with a clearer message
 	header, err := cr.Read()
-	if err != nil {
-		return nil, fmt.Errorf("line 1: reading header: %w", err)
+	if err != nil && err != io.EOF {
+		return nil, fmt.Errorf("line 1: %w", err)
 	}
-	for i, h := range LayerHeader {
-		if header[i] != h {
-			return nil, fmt.Errorf("line 1: column %d is %q, want %q (expected header %v)", i+1, header[i], h, LayerHeader)
-		}
+	if !slices.Equal(header, LayerHeader) {
+		return nil, fmt.Errorf("line 1: not a per-layer CSV: want the header %s", strings.Join(LayerHeader, ","))
 	}
 	var rows []LayerRow
 	for {
@@ -62,6 +62,9 @@ func ParseLayerCSV(r io.Reader) ([]LayerRow, error) {
 			return nil, err
 		}
 		line, _ := cr.FieldPos(0)
+		if len(rec) != len(LayerHeader) {
+			return nil, fmt.Errorf("line %d: %d fields, want %d (%s)", line, len(rec), len(LayerHeader), strings.Join(LayerHeader, ","))
+		}
 		var row LayerRow
 		var perr error
 		num := func(i int) float64 {

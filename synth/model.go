@@ -6,10 +6,10 @@ import (
 	_ "embed"
 	"encoding/csv"
 	"fmt"
+	"github.com/profile-model/profile-model/inventory"
 	"io"
 	"math"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -89,54 +89,11 @@ type spec struct {
 	maxFrac      float64
 }
 
-// layerRow is one row of a compatible per-layer CSV
-// (pos,short_name,kernel,avg_us,std_us,min_us,max_us,pct,count).
-type layerRow struct {
-	Pos                        int
-	ShortName, Kernel          string
-	AvgUS, StdUS, MinUS, MaxUS float64
-}
+// layerRow is one row of a compatible per-layer CSV.
+type layerRow = inventory.LayerRow
 
-var layerHeader = []string{"pos", "short_name", "kernel", "avg_us", "std_us", "min_us", "max_us", "pct", "count"}
-
-// readLayerCSV reads a per-layer table in the compatible format. synth keeps
-// its own small reader so that it does not depend on package inventory.
-func readLayerCSV(path string) ([]layerRow, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	cr := csv.NewReader(f)
-	cr.FieldsPerRecord = -1
-	recs, err := cr.ReadAll()
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if len(recs) < 2 || !slices.Equal(recs[0], layerHeader) {
-		return nil, fmt.Errorf("%s: not a per-layer CSV: want the header %s and at least one row", path, strings.Join(layerHeader, ","))
-	}
-	rows := make([]layerRow, 0, len(recs)-1)
-	for i, r := range recs[1:] {
-		if len(r) != len(layerHeader) {
-			return nil, fmt.Errorf("%s: line %d: %d fields, want %d (%s)", path, i+2, len(r), len(layerHeader), strings.Join(layerHeader, ","))
-		}
-		var perr error
-		num := func(j int) float64 {
-			v, err := strconv.ParseFloat(r[j], 64)
-			if err != nil && perr == nil {
-				perr = fmt.Errorf("%s: line %d: column %s: %q is not a number", path, i+2, layerHeader[j], r[j])
-			}
-			return v
-		}
-		row := layerRow{Pos: int(num(0)), ShortName: r[1], Kernel: r[2], AvgUS: num(3), StdUS: num(4), MinUS: num(5), MaxUS: num(6)}
-		if perr != nil {
-			return nil, perr
-		}
-		rows = append(rows, row)
-	}
-	return rows, nil
-}
+// readLayerCSV reads a per-layer table in the compatible format.
+func readLayerCSV(path string) ([]layerRow, error) { return inventory.ReadLayerCSV(path) }
 
 type layerTable struct {
 	bs   int
