@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 pm=${PM:-bin/profile-model}
 model=${MODEL:-MiniMaxAI/MiniMax-M2.5}
 conc=${CONC:-4,8,16}
-scale=${TIME_SCALE:-20}
+scale=${TIME_SCALE:-1}  # 1: real time, so latencies read like a real run
 
 out=demo-out/$(date -u +%Y%m%d-%H%M%S)
 mkdir -p "$out"
@@ -24,7 +24,7 @@ trap 'kill -TERM $server 2>/dev/null; wait $server 2>/dev/null || true' EXIT
 
 # GET /health with bash alone (a fresh machine may have no curl).
 healthy() {
-  exec 3<>"/dev/tcp/127.0.0.1/$port" 2>/dev/null || return 1
+  { exec 3<>"/dev/tcp/127.0.0.1/$port"; } 2>/dev/null || return 1
   printf 'GET /health HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n' >&3
   local status; read -r status <&3 || true; exec 3>&-
   [[ $status == *" 200 "* ]]
