@@ -40,8 +40,12 @@ lint:
 fuzz:
 	./scripts/fuzz.sh $(FUZZTIME)
 
+# Rewrite the data files that tests derive and compare (-update), never anything
+# else: today the kernel model derived from the corpus tables (synth/data/).
+# Read the diff before committing.
 update-golden:
-	$(GO) test -count=1 $(PKGS) -run Golden -args -update
+	$(GO) test -count=1 ./synth/ -run TestDerivedModelData -args -update
+	git diff --stat -- synth/data
 
 clean:
 	rm -rf bin demo-out
