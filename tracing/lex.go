@@ -250,7 +250,34 @@ func skipNested(b []byte, i int, open0 byte, depth int) int {
 		return incomplete
 	}
 	inStr, esc := false, false
+	slow := 0 // below it, no 64-byte blocks (a backslash is near)
 	for i < len(b) {
+		if !esc && i >= slow && i+64 <= len(b) {
+			// 64 bytes at once (SIMD on amd64); a block with a backslash
+			// goes the slower way below.
+			q, bs, br := structMasks((*[64]byte)(b[i:]))
+			if bs == 0 {
+				in := prefixXor64(q)
+				if inStr {
+					in = ^in
+				}
+				br &^= in
+				if bits.OnesCount64(q)&1 == 1 {
+					inStr = !inStr
+				}
+				for br != 0 {
+					k := bits.TrailingZeros64(br)
+					br &= br - 1
+					if r := bracket(b[i+k], i+k); r != incomplete {
+						return r
+					}
+				}
+				i += 64
+				continue
+			}
+			// Up to past the backslash, the slower way.
+			slow = i + bits.TrailingZeros64(bs) + 2
+		}
 		if !esc && i+8 <= len(b) {
 			x := binary.LittleEndian.Uint64(b[i:])
 			if hasByte(x, '\\') == 0 {
