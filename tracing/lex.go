@@ -53,29 +53,26 @@ func hasByte(x uint64, c byte) uint64 {
 }
 
 // stringEnd returns the index just past the closing quote of the string whose
-// opening quote is at b[i], or -1 when b ends first.
+// opening quote is at b[i], or -1 when b ends first. bytes.IndexByte
+// (vectorised) finds each quote; one after an odd run of backslashes is
+// escaped.
 func stringEnd(b []byte, i int) int {
 	j := i + 1
-	for j < len(b) {
-		if j+8 <= len(b) {
-			x := binary.LittleEndian.Uint64(b[j:])
-			m := hasByte(x, '"') | hasByte(x, '\\')
-			if m == 0 {
-				j += 8
-				continue
-			}
-			j += bits.TrailingZeros64(m) >> 3
+	for {
+		k := bytes.IndexByte(b[j:], '"')
+		if k < 0 {
+			return -1
 		}
-		switch b[j] {
-		case '"':
+		j += k
+		n := 0
+		for j-n-1 > i && b[j-n-1] == '\\' {
+			n++
+		}
+		if n&1 == 0 {
 			return j + 1
-		case '\\':
-			j += 2
-		default:
-			j++
 		}
+		j++
 	}
-	return -1
 }
 
 // lexer reads one complete JSON value held in b.

@@ -94,3 +94,44 @@ func TestParseMicros(t *testing.T) {
 		}
 	}
 }
+
+// refStringEnd is the byte-at-a-time definition of stringEnd.
+func refStringEnd(b []byte, i int) int {
+	for j := i + 1; j < len(b); j++ {
+		switch b[j] {
+		case '\\':
+			j++
+		case '"':
+			return j + 1
+		}
+	}
+	return -1
+}
+
+func TestStringEnd(t *testing.T) {
+	t.Parallel()
+	cases := []string{
+		`""`, `"a"`, `"\""`, `"\\"`, `"\\\""x"`, `"\\\\"`, `"abc\`, `"abc\"`, `"`, `"` + strings.Repeat(`\\`, 20) + `"`,
+		`"` + strings.Repeat("x", 40) + `\"` + strings.Repeat("y", 40) + `" "z"`, `"\\\\\"\\"`,
+	}
+	for _, c := range cases {
+		for pad := range 3 {
+			b := []byte(strings.Repeat(`\`, pad) + c)
+			if got, want := stringEnd(b, pad), refStringEnd(b, pad); got != want {
+				t.Errorf("stringEnd(%q, %d) = %d, want %d", b, pad, got, want)
+			}
+		}
+	}
+}
+
+func FuzzStringEnd(f *testing.F) {
+	f.Add([]byte(`"a\"b\\"c"`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if len(b) == 0 || b[0] != '"' {
+			return
+		}
+		if got, want := stringEnd(b, 0), refStringEnd(b, 0); got != want {
+			t.Fatalf("stringEnd(%q) = %d, want %d", b, got, want)
+		}
+	})
+}
