@@ -33,7 +33,8 @@ var delim = func() (t [256]bool) {
 func isSpace(c byte) bool { return c == ' ' || c == '\n' || c == '\r' || c == '\t' }
 
 func skipSpace(b []byte, i int) int {
-	for i < len(b) && isSpace(b[i]) {
+	// JSON whitespace is at most ' ': one comparison for the usual byte.
+	for i < len(b) && b[i] <= ' ' && isSpace(b[i]) {
 		i++
 	}
 	return i
@@ -105,6 +106,17 @@ func (l *lexer) expect(c byte) bool {
 func (l *lexer) str() ([]byte, bool) {
 	if l.peek() != '"' {
 		return nil, false
+	}
+	// Keys and short values end within a few bytes: look there before
+	// calling IndexByte.
+	for j := l.i + 1; j < len(l.b) && j < l.i+24; j++ {
+		if c := l.b[j]; c == '"' {
+			s := l.b[l.i+1 : j]
+			l.i = j + 1
+			return s, true
+		} else if c == '\\' {
+			break
+		}
 	}
 	e := stringEnd(l.b, l.i)
 	if e < 0 {

@@ -751,16 +751,22 @@ func (s *Scanner) parseEvent(b []byte) (end int, kept bool, msg string) {
 	} else if j := kinetoPhase(b); j > 0 && b[j] != 'X' {
 		// Only complete ("X") events are kept: flows, instants and
 		// metadata are counted by their cat, found by text when no
-		// nested value comes before it (else the general path reads it).
-		end := objectRest(b, j+2)
-		if end < 0 {
-			return s.bad(b, "")
-		}
-		if c := bytes.Index(b[:end], catKey); c > 0 && bytes.IndexByte(b[1:c], '{') < 0 && bytes.IndexByte(b[1:c], '[') < 0 {
-			c += len(catKey)
-			if e := bytes.IndexByte(b[c:end], '"'); e >= 0 {
-				s.countCat(b[c:c+e], true)
-				return end, false, ""
+		// bracket comes before it (else the general path reads it), and
+		// skipped from there.
+		if c := bytes.Index(b[j:min(len(b), j+512)], catKey); c >= 0 {
+			c += j
+			pre := b[j+2 : c]
+			if bytes.IndexByte(pre, '{') < 0 && bytes.IndexByte(pre, '}') < 0 &&
+				bytes.IndexByte(pre, '[') < 0 && bytes.IndexByte(pre, ']') < 0 {
+				v := c + len(catKey)
+				if e := stringEnd(b, v-1); e > 0 {
+					end := objectRest(b, e)
+					if end < 0 {
+						return s.bad(b, "")
+					}
+					s.countCat(b[v:e-1], true)
+					return end, false, ""
+				}
 			}
 		}
 	}
