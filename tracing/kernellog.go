@@ -1,6 +1,9 @@
 package tracing
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"sync"
+)
 
 // kernelLog stages kernels during the scan as varint records (about 15
 // bytes each instead of 72): the final []Kernel is then made once, at its
@@ -8,7 +11,9 @@ import "encoding/binary"
 // array at once (1.8× the kernels' memory at the peak); this holds 1.2×.
 type kernelLog struct {
 	chunks [][]byte
+	counts []int // records in each chunk
 	cur    []byte
+	curN   int
 	n      int
 	names  []string
 	ids    map[string]uint32
@@ -28,10 +33,9 @@ func (l *kernelLog) add(k *Kernel) {
 		l.ids[k.Name] = id
 	}
 	if cap(l.cur)-len(l.cur) < 10*binary.MaxVarintLen64 {
-		if l.cur != nil {
-			l.chunks = append(l.chunks, l.cur)
-		}
+		l.flush()
 		l.cur = make([]byte, 0, kernelLogChunk)
+		l.prev = Kernel{} // each chunk decodes on its own
 	}
 	b := l.cur
 	b = binary.AppendUvarint(b, uint64(id))
@@ -49,20 +53,45 @@ func (l *kernelLog) add(k *Kernel) {
 	b = append(b, flags)
 	l.cur = b
 	l.prev = *k
+	l.curN++
 	l.n++
 }
 
-// kernels decodes the log into a new slice and releases the log.
-func (l *kernelLog) kernels() []Kernel {
-	out := make([]Kernel, 0, l.n)
+func (l *kernelLog) flush() {
 	if l.cur != nil {
 		l.chunks = append(l.chunks, l.cur)
-		l.cur = nil
+		l.counts = append(l.counts, l.curN)
+		l.cur, l.curN = nil, 0
 	}
-	var prev Kernel
-	for ci, c := range l.chunks {
+}
+
+// kernels decodes the log into a new slice and releases the log. Two
+// goroutines decode half of the chunks each: this runs after the scan, when
+// nothing else does, and writing the new slice is mostly page faults.
+func (l *kernelLog) kernels() []Kernel {
+	l.flush()
+	out := make([]Kernel, l.n)
+	half := len(l.chunks) / 2
+	at := 0
+	for _, n := range l.counts[:half] {
+		at += n
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { l.decode(out[:at], l.chunks[:half]) })
+	l.decode(out[at:], l.chunks[half:])
+	wg.Wait()
+	*l = kernelLog{}
+	return out
+}
+
+// decode decodes chunks into out, which has room for exactly their records.
+func (l *kernelLog) decode(out []Kernel, chunks [][]byte) {
+	o := 0
+	for ci, c := range chunks {
+		var prev Kernel
 		for i := 0; i < len(c); {
-			var k Kernel
+			k := &out[o]
+			o++
 			id, n := binary.Uvarint(c[i:])
 			i += n
 			k.Name = l.names[id]
@@ -91,11 +120,8 @@ func (l *kernelLog) kernels() []Kernel {
 			k.Kind = ActivityKind(flags >> 1)
 			k.Replayed = flags&1 != 0
 			k.Graph, k.Step = -1, -1
-			out = append(out, k)
-			prev = k
+			prev = *k
 		}
-		l.chunks[ci] = nil // let the GC take each chunk once decoded
+		chunks[ci] = nil // let the GC take each chunk once decoded
 	}
-	*l = kernelLog{}
-	return out
 }

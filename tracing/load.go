@@ -258,9 +258,9 @@ func (b *builder) finish(sc *Scanner, name string) *Trace {
 		b.maxTS += h.BaseNS
 	}
 	t.Vendor, t.Era = b.era(h)
-	slices.SortStableFunc(t.Kernels, func(x, y Kernel) int { return cmp.Compare(x.Start, y.Start) })
-	slices.SortStableFunc(t.Launches, func(x, y Launch) int { return cmp.Compare(x.Start, y.Start) })
-	slices.SortStableFunc(t.Annotations, func(x, y Annotation) int { return cmp.Compare(x.Start, y.Start) })
+	sortByStart(t.Kernels, func(k *Kernel) int64 { return k.Start })
+	sortByStart(t.Launches, func(l *Launch) int64 { return l.Start })
+	sortByStart(t.Annotations, func(a *Annotation) int64 { return a.Start })
 	idx := newCorrIndex(t.Kernels)
 	linkGraphs(t, idx)
 	segmentSteps(t, idx)
@@ -270,6 +270,17 @@ func (b *builder) finish(sc *Scanner, name string) *Trace {
 		t.Warnings = append(t.Warnings, "no GPU kernels in the trace: was the profiler started with CUDA/ROCm activities (ProfilerActivity.CUDA)?")
 	}
 	return t
+}
+
+// sortByStart sorts stably by start time; Kineto writes each section in
+// time order, so one section (a single GPU stream) is often sorted already.
+func sortByStart[T any](s []T, start func(*T) int64) {
+	for i := 1; i < len(s); i++ {
+		if start(&s[i]) < start(&s[i-1]) {
+			slices.SortStableFunc(s, func(x, y T) int { return cmp.Compare(start(&x), start(&y)) })
+			return
+		}
+	}
 }
 
 // era names the format era and vendor (SPEC §3.1, corpus README).
