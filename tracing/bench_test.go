@@ -195,3 +195,58 @@ func uncompressedSize(r io.Reader) (int64, error) {
 	}
 	return io.Copy(io.Discard, zr)
 }
+
+// sectionJSON repeats one Kineto-layout (indented, as ATOM's profiler
+// writes it) event group n times: the sections of a trace differ in cost.
+func sectionJSON(group string, n int) []byte {
+	var b bytes.Buffer
+	b.WriteString("{\"traceEvents\": [\n")
+	for range n {
+		b.WriteString(group)
+	}
+	b.WriteString(`  {"ph": "i", "cat": "x", "name": "end"}` + "\n]}")
+	return b.Bytes()
+}
+
+// BenchmarkScanSection scans the two sections that make up most of an
+// ATOM trace: Python frames (all skipped) and GPU kernels each followed
+// by its flow end (the kernels kept). Decompression runs at about the
+// same speed on both, so the slower section bounds a pipelined Load.
+func BenchmarkScanSection(b *testing.B) {
+	sections := []struct{ name, group string }{
+		{"python", `  {
+    "ph": "X", "cat": "python_function", "name": "atom/model_engine/model_runner.py(1208): forward", "pid": 2451, "tid": 2451,
+    "ts": 4912346589181.000, "dur": 15.296,
+    "args": {
+      "Python parent id": 3, "Python id": 4, "Python thread": 0
+    }
+  },
+`},
+		{"kernel+flow", `  {
+    "ph": "X", "cat": "kernel", "name": "_ZN5aiter37dynamic_per_group_scaled_quant_kernelIDF16bDB8_Li32EEEvPT0_PfPKT_PKfiliibPKii", "pid": 2, "tid": 0,
+    "ts": 4912346589279.000, "dur": 40.306,
+    "args": {
+      "External id": 1003, "device": 2, "stream": 0, "correlation": 50002, "kind": "Dispatch Kernel", "grid": [320, 1, 1], "block": [256, 1, 1]
+    }
+  },
+  {
+    "ph": "f", "id": 50002, "pid": 2, "tid": 0, "ts": 4912346589279.000,
+    "cat": "ac2g", "name": "ac2g", "bp": "e"
+  },
+`},
+	}
+	for _, sec := range sections {
+		data := sectionJSON(sec.group, 50000)
+		b.Run(sec.name, func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			for b.Loop() {
+				sc := tracing.NewScanner(bytes.NewReader(data))
+				for sc.Scan() {
+				}
+				if sc.Err() != nil {
+					b.Fatal(sc.Err())
+				}
+			}
+		})
+	}
+}
