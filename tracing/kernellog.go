@@ -18,6 +18,20 @@ type kernelLog struct {
 	names  []string
 	ids    map[string]uint32
 	prev   Kernel // fields are written as deltas against the previous record
+	recent [64]nameID
+}
+
+type nameID struct {
+	name string
+	id   uint32 // id+1, 0 for an empty slot
+}
+
+// nameSlot is a cheap hash of a name for a small direct-mapped cache.
+func nameSlot(s string) int {
+	if s == "" {
+		return 0
+	}
+	return (len(s)*31 + int(s[len(s)-1])*7 + int(s[len(s)/2])) & 63
 }
 
 const kernelLogChunk = 1 << 20
@@ -26,11 +40,19 @@ func (l *kernelLog) add(k *Kernel) {
 	if l.ids == nil {
 		l.ids = map[string]uint32{}
 	}
-	id, ok := l.ids[k.Name]
-	if !ok {
-		id = uint32(len(l.names))
-		l.names = append(l.names, k.Name)
-		l.ids[k.Name] = id
+	// A direct-mapped cache before the map: names are interned, so a hit
+	// compares equal pointers instead of hashing a long name.
+	slot := &l.recent[nameSlot(k.Name)]
+	id := slot.id - 1
+	if slot.id == 0 || slot.name != k.Name {
+		var ok bool
+		id, ok = l.ids[k.Name]
+		if !ok {
+			id = uint32(len(l.names))
+			l.names = append(l.names, k.Name)
+			l.ids[k.Name] = id
+		}
+		*slot = nameID{k.Name, id + 1}
 	}
 	if cap(l.cur)-len(l.cur) < 10*binary.MaxVarintLen64 {
 		l.flush()

@@ -118,6 +118,15 @@ func (l *lexer) str() ([]byte, bool) {
 			break
 		}
 	}
+	return l.longStr()
+}
+
+// longStr is str for a string that is usually long (an event name): it
+// goes to IndexByte at once.
+func (l *lexer) longStr() ([]byte, bool) {
+	if l.peek() != '"' {
+		return nil, false
+	}
 	e := stringEnd(l.b, l.i)
 	if e < 0 {
 		return nil, false

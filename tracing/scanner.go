@@ -791,7 +791,7 @@ func (s *Scanner) parseEvent(b []byte) (end int, kept bool, msg string) {
 			}
 			cl = classify(cat)
 		case "name":
-			name, haveName = l.str()
+			name, haveName = l.longStr()
 			if !haveName {
 				return s.bad(b, "name is not a string")
 			}
