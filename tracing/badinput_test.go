@@ -135,13 +135,90 @@ func TestTruncatedTrace(t *testing.T) {
 						assert.NotEmpty(t, tr.Kernels)
 						continue
 					}
-					// Only the gzip trailer was cut: the JSON itself is whole.
-					assert.Equal(t, len(full.Kernels), len(tr.Kernels), "cut %d: no warning, so the result must be complete", cut)
+					// Only the gzip trailer was cut: the JSON itself is whole,
+					// and the missing checksum is reported.
+					assert.Equal(t, len(full.Kernels), len(tr.Kernels), "cut %d: not truncated, so the result must be complete", cut)
+					if in.name == "gzip" && assert.NotEmpty(t, tr.Warnings, "cut %d", cut) {
+						assert.Contains(t, tr.Warnings[0], "checksum is missing", "cut %d", cut)
+					}
 				}
 			}
 			t.Logf("%s: %d cuts: %d partial results with a warning, %d errors", in.name, len(cuts), partial/2, failed/2)
 			assert.Positive(t, partial)
 			assert.Positive(t, failed)
 		})
+	}
+}
+
+// The gzip trailer (CRC-32 and size of each member) is checked even when
+// the JSON ends cleanly before it: a corrupt file whose JSON parses is
+// analysed with a warning naming the file, a bad member in the middle of
+// the JSON is an error, and concatenated members read as one stream.
+func TestGzipTrailer(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	require.NoError(t, bigTrace(&buf, 3, 2, 4))
+	plain := buf.Bytes()
+	want, err := tracing.Read(context.Background(), bytes.NewReader(plain), "plain", tracing.Options{})
+	require.NoError(t, err)
+	require.NotEmpty(t, want.Kernels)
+
+	whole := gz(t, plain)
+	flip := func(b []byte, at int) []byte { // at counts from the end
+		c := bytes.Clone(b)
+		c[len(c)-at] ^= 0x5a
+		return c
+	}
+	half := len(plain) / 2
+	first, second := gz(t, plain[:half]), gz(t, plain[half:])
+	members := append(bytes.Clone(first), second...)
+	var many []byte
+	for i := 0; i < len(plain); i += 1000 {
+		many = append(many, gz(t, plain[i:min(i+1000, len(plain))])...)
+	}
+	cases := []struct {
+		name    string
+		data    []byte
+		warning string // "" for none
+		err     string // "" for a result
+	}{
+		{"intact", whole, "", ""},
+		{"crc flipped", flip(whole, 8), "gzip checksum mismatch: the file is corrupt; copy or export it again", ""},
+		{"last crc byte flipped", flip(whole, 5), "gzip checksum mismatch", ""},
+		{"size flipped", flip(whole, 1), "gzip checksum mismatch", ""},
+		{"trailer cut", whole[:len(whole)-8], "checksum is missing", ""},
+		{"half the trailer cut", whole[:len(whole)-3], "checksum is missing", ""},
+		{"a few stray bytes after the stream", append(bytes.Clone(whole), 0, 0), "stray bytes", ""},
+		{"garbage after the stream", append(bytes.Clone(whole), "these bytes are not gzip"...), "not gzip", ""},
+		{"two members", members, "", ""},
+		{"many members", many, "", ""},
+		{"two members, last crc flipped", flip(members, 8), "gzip checksum mismatch", ""},
+		{"two members, first crc flipped", append(flip(first, 8), second...), "", "gzip checksum mismatch"},
+	}
+	for _, c := range cases {
+		for _, serial := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/serial=%v", c.name, serial), func(t *testing.T) {
+				t.Parallel()
+				path := t.TempDir() + "/trace.json.gz"
+				require.NoError(t, os.WriteFile(path, c.data, 0o644))
+				tr, err := tracing.Load(context.Background(), path, tracing.Options{NoReadAhead: serial})
+				if c.err != "" {
+					require.Error(t, err)
+					assert.Contains(t, err.Error(), c.err)
+					assert.True(t, strings.HasPrefix(err.Error(), path+": "), "names the file: %v", err)
+					return
+				}
+				require.NoError(t, err)
+				if c.warning == "" {
+					assert.Empty(t, tr.Warnings)
+				} else if assert.Len(t, tr.Warnings, 1) {
+					assert.Contains(t, tr.Warnings[0], c.warning)
+					assert.True(t, strings.HasPrefix(tr.Warnings[0], path+": "), "names the file: %v", tr.Warnings[0])
+				}
+				got, exp := tr.Summarize(), want.Summarize()
+				got.Path, got.Warnings, exp.Path, exp.Warnings = "", nil, "", nil
+				assert.Equal(t, exp, got)
+			})
+		}
 	}
 }

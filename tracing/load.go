@@ -68,7 +68,7 @@ func read(ctx context.Context, r io.Reader, name string, opts Options, size int6
 	if opts.Progress != nil {
 		done := in.n.Load()
 		if sc.Err() == nil && size >= 0 {
-			done = size // the JSON ended: what may be left is the gzip trailer
+			done = size // the stream was read to its end
 		}
 		opts.Progress(done, size)
 	}
@@ -76,7 +76,14 @@ func read(ctx context.Context, r io.Reader, name string, opts Options, size int6
 		return nil, fmt.Errorf("%s: %w", name, ctx.Err())
 	}
 	var warnings []string
-	if err := sc.Err(); err != nil {
+	err = sc.Err()
+	var tre *TrailerError
+	if errors.As(err, &tre) {
+		// The JSON is complete: analyse it, and say the file is bad.
+		warnings = append(warnings, fmt.Sprintf("%s: %s", name, tre.Error()))
+		err = nil
+	}
+	if err != nil {
 		var te *TruncatedError
 		if !errors.As(err, &te) {
 			var se *SyntaxError

@@ -93,6 +93,29 @@ func (e *TruncatedError) Error() string {
 
 func (e *TruncatedError) Unwrap() error { return e.Err }
 
+// TrailerError reports a gzip stream that is bad after the JSON ended
+// cleanly: a checksum (CRC-32 or size) mismatch, a missing trailer, or
+// bytes after the last member that are not gzip. The events read are
+// complete, but with a checksum mismatch some of them may be wrong.
+type TrailerError struct {
+	CompressedOffset int64 // compressed bytes read
+	Err              error
+}
+
+func (e *TrailerError) Error() string {
+	switch {
+	case errors.Is(e.Err, gzip.ErrChecksum):
+		return "gzip checksum mismatch: the file is corrupt; copy or export it again"
+	case errors.Is(e.Err, io.ErrUnexpectedEOF):
+		return fmt.Sprintf("the gzip stream ends unexpectedly at compressed byte %d, after the JSON: its checksum is missing (the file was cut short) or stray bytes follow it, so it could not be verified; copy or export it again", e.CompressedOffset)
+	case errors.Is(e.Err, gzip.ErrHeader):
+		return fmt.Sprintf("bytes that are not gzip follow the gzip stream (before compressed byte %d); they were ignored", e.CompressedOffset)
+	}
+	return fmt.Sprintf("reading the gzip stream after the JSON (compressed byte %d): %v", e.CompressedOffset, e.Err)
+}
+
+func (e *TrailerError) Unwrap() error { return e.Err }
+
 // scanBuf is the buffer size the Scanner grows to on large input.
 const scanBuf = 1 << 20
 
@@ -396,10 +419,41 @@ func (s *Scanner) start() {
 	}
 }
 
+// drain reads a gzip stream to its end once the JSON has ended, so that
+// gzip checks each member's trailer (CRC-32 and size); what is left is
+// only the trailer, perhaps with trailing whitespace. A bad trailer
+// becomes a TrailerError.
+func (s *Scanner) drain() {
+	if s.cnt == nil {
+		return // plain JSON: nothing to verify
+	}
+	for !s.eof {
+		s.r = s.w // the rest is not read
+		var added bool
+		if s.ra != nil {
+			added = s.fillChunk()
+		} else {
+			added = s.fill()
+		}
+		if !added && !s.eof {
+			s.eof, s.rerr = true, io.ErrNoProgress
+		}
+	}
+	s.r = s.w
+	if s.rerr != nil && s.err == nil {
+		s.err = &TrailerError{CompressedOffset: s.cnt.n.Load(), Err: s.rerr}
+	}
+}
+
 // needData reports input that ended where more was needed: a read error,
 // or truncation.
 func (s *Scanner) needData() {
 	if s.err != nil {
+		return
+	}
+	if errors.Is(s.rerr, gzip.ErrChecksum) {
+		s.err = fmt.Errorf("byte %d: gzip checksum mismatch: the file is corrupt; copy or export it again: %w", s.Offset(), s.rerr)
+		s.state = stDone
 		return
 	}
 	if s.rerr != nil && !errors.Is(s.rerr, io.ErrUnexpectedEOF) {
@@ -423,6 +477,7 @@ func (s *Scanner) topKey() {
 			return
 		}
 		s.state = stDone
+		s.drain()
 		return
 	}
 	if s.state == stNextKey {
