@@ -5,7 +5,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/csv"
-	"fmt"
 	"math"
 	"slices"
 	"strconv"
@@ -17,14 +16,7 @@ import (
 // three decimals, so that per-kernel totals add up exactly.
 type NS int64
 
-func (n NS) String() string {
-	v := int64(n)
-	sign := ""
-	if v < 0 {
-		sign, v = "-", -v
-	}
-	return fmt.Sprintf("%s%d.%03d", sign, v/1000, v%1000)
-}
+func (n NS) String() string { return tracing.Micros(n).String() }
 
 // MarshalJSON writes the microseconds with their three decimals.
 func (n NS) MarshalJSON() ([]byte, error) { return []byte(n.String()), nil }
