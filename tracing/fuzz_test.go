@@ -34,6 +34,7 @@ var fuzzSeeds = []string{
 	 {"ph": "X", "cat": "cuda_driver", "name": "cuLaunchKernel", "pid": 1, "tid": 1, "ts": 1712195495505583.5, "dur": 1, "args": {"correlation": 5}},
 	 {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD", "pid": 0, "tid": 7, "ts": 1712195495505590, "dur": 1e1, "args": {"correlation": 5}},
 	 {"ph": "i", "s": "g", "name": "Record Window End", "pid": "", "tid": "", "ts": 1712195495505599}]}`,
+	`{"traceEvents":[{"ph": "0"cat": "`, // the ph value's quote begins a cat key
 	`[{"ph": "X", "name": "k"}]`,
 	`{"traceEvents": []}`,
 	`{"other": {"traceEvents": 1}}`,

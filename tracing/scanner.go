@@ -808,8 +808,10 @@ func (s *Scanner) parseEvent(b []byte) (end int, kept bool, msg string) {
 		// metadata are counted by their cat, found by text when no
 		// bracket comes before it (else the general path reads it), and
 		// skipped from there.
-		if c := bytes.Index(b[j:min(len(b), j+512)], catKey); c >= 0 {
-			c += j
+		// (The search starts past the phase's closing quote: that quote
+		// can begin a cat key in malformed input.)
+		if c := bytes.Index(b[j+2:min(len(b), j+512)], catKey); c >= 0 {
+			c += j + 2
 			pre := b[j+2 : c]
 			if bytes.IndexByte(pre, '{') < 0 && bytes.IndexByte(pre, '}') < 0 &&
 				bytes.IndexByte(pre, '[') < 0 && bytes.IndexByte(pre, ']') < 0 {
