@@ -210,7 +210,8 @@ func sectionJSON(group string, n int) []byte {
 
 // BenchmarkScanSection scans the two sections that make up most of an
 // ATOM trace: Python frames (all skipped) and GPU kernels each followed
-// by its flow end (the kernels kept). Decompression runs at about the
+// by its flow end (the kernels kept), eager (grid, block) or replayed from
+// a graph (most of a decode trace). Decompression runs at about the
 // same speed on both, so the slower section bounds a pipelined Load.
 func BenchmarkScanSection(b *testing.B) {
 	sections := []struct{ name, group string }{
@@ -231,6 +232,18 @@ func BenchmarkScanSection(b *testing.B) {
   },
   {
     "ph": "f", "id": 50002, "pid": 2, "tid": 0, "ts": 4912346589279.000,
+    "cat": "ac2g", "name": "ac2g", "bp": "e"
+  },
+`},
+		{"replayed kernel+flow", `  {
+    "ph": "X", "cat": "kernel", "name": "_ZN5aiter45reshape_and_cache_with_per_token_quant_kernelIDF16bDB8_fLb1ELi64EEEvPKT_S4_PT0_S6_PT1_S8_PKliiiiiiii", "pid": 2, "tid": 0,
+    "ts": 4912349171073.992, "dur": 5.345,
+    "args": {
+      "device": 2, "stream": 0, "correlation": 51707, "kind": "Dispatch Task"
+    }
+  },
+  {
+    "ph": "f", "id": 51707, "pid": 2, "tid": 0, "ts": 4912349171073.992,
     "cat": "ac2g", "name": "ac2g", "bp": "e"
   },
 `},
