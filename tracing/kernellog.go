@@ -1,9 +1,6 @@
 package tracing
 
-import (
-	"encoding/binary"
-	"sync"
-)
+import "encoding/binary"
 
 // kernelLog stages kernels during the scan as varint records (about 15
 // bytes each instead of 72): the final []Kernel is then made once, at its
@@ -87,21 +84,13 @@ func (l *kernelLog) flush() {
 	}
 }
 
-// kernels decodes the log into a new slice and releases the log. Two
-// goroutines decode half of the chunks each: this runs after the scan, when
-// nothing else does, and writing the new slice is mostly page faults.
+// kernels decodes the log into a new slice and releases the log. One
+// goroutine does it: writing the new slice is mostly first-touch page
+// faults, and two goroutines faulting at once were slower than one.
 func (l *kernelLog) kernels() []Kernel {
 	l.flush()
 	out := make([]Kernel, l.n)
-	half := len(l.chunks) / 2
-	at := 0
-	for _, n := range l.counts[:half] {
-		at += n
-	}
-	var wg sync.WaitGroup
-	wg.Go(func() { l.decode(out[:at], l.chunks[:half]) })
-	l.decode(out[at:], l.chunks[half:])
-	wg.Wait()
+	l.decode(out, l.chunks)
 	*l = kernelLog{}
 	return out
 }

@@ -255,7 +255,10 @@ func stepsFromAnnotations(t *Trace, idx corrIndex, gpu, cpu []labelled) {
 func assignByTime(t *Trace, gpu []labelled) {
 	devices := map[int32]bool{}
 	for i := range t.Kernels {
-		devices[t.Kernels[i].Device] = true
+		// Runs of one device are the rule: skip the map for repeats.
+		if d := t.Kernels[i].Device; i == 0 || d != t.Kernels[i-1].Device {
+			devices[d] = true
+		}
 	}
 	for _, g := range gpu {
 		st := g.st

@@ -69,6 +69,9 @@ func (t *Trace) Summarize() Summary {
 		Warnings: append([]string{}, t.Warnings...),
 	}
 	names := map[string]bool{}
+	// Names are interned, so a small cache of seen names answers most
+	// kernels with a pointer comparison instead of hashing a long name.
+	var seen [64]string
 	var total int64
 	for i := range t.Kernels {
 		k := &t.Kernels[i]
@@ -81,7 +84,10 @@ func (t *Trace) Summarize() Summary {
 			continue
 		}
 		s.Kernels++
-		names[k.Name] = true
+		if slot := &seen[nameSlot(k.Name)]; *slot != k.Name || k.Name == "" {
+			names[k.Name] = true
+			*slot = k.Name
+		}
 		total += k.Dur
 		if k.Replayed {
 			s.KernelsReplayed++
