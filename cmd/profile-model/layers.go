@@ -17,7 +17,8 @@ import (
 )
 
 // runLayers prints and writes the per-layer kernel table of a trace's decode
-// steps (SPEC §3.7), and in robust mode the prefill steps' table too.
+// steps (SPEC §3.7), and in robust mode the prefill steps' table too
+// (conc{bs}_prefill_layer.csv).
 func runLayers(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("layers", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -76,21 +77,28 @@ func runLayers(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			}
 		}
 	}
-	out := ""
+	out, prefillOut := "", ""
 	if len(lt.Positions) > 0 {
 		out = concPath(*csvPath, "layer.csv", tr.DecodeBS)
 		if err := atomicfile.Write(out, inventory.FormatLayerCSV(lt.Rows())); err != nil {
 			return err
 		}
 	}
+	if prefill != nil && len(prefill.Positions) > 0 {
+		prefillOut = prefillPath(concPath(*csvPath, "layer.csv", tr.DecodeBS))
+		if err := atomicfile.Write(prefillOut, inventory.FormatLayerCSV(prefill.Rows())); err != nil {
+			return err
+		}
+	}
 	if *asJSON {
 		return writeJSON(stdout, struct {
-			Trace    string `json:"trace"`
-			DecodeBS int    `json:"decode_bs"`
-			CSV      string `json:"csv,omitempty"`
+			Trace      string `json:"trace"`
+			DecodeBS   int    `json:"decode_bs"`
+			CSV        string `json:"csv,omitempty"`
+			PrefillCSV string `json:"prefill_csv,omitempty"`
 			*inventory.LayerTable
 			Prefill *inventory.LayerTable `json:"prefill,omitempty"`
-		}{trace, tr.DecodeBS, out, lt, prefill})
+		}{trace, tr.DecodeBS, out, prefillOut, lt, prefill})
 	}
 	fmt.Fprintf(stdout, "%s: decode batch size %d\n", trace, tr.DecodeBS)
 	printLayerTable(stdout, lt)
@@ -98,10 +106,26 @@ func runLayers(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fmt.Fprintln(stdout)
 		printLayerTable(stdout, prefill)
 	}
-	if out != "" {
-		fmt.Fprintf(stdout, "\nwrote %s\n", out)
+	if out != "" || prefillOut != "" {
+		fmt.Fprintln(stdout)
+	}
+	for _, f := range []string{out, prefillOut} {
+		if f != "" {
+			fmt.Fprintf(stdout, "wrote %s\n", f)
+		}
 	}
 	return nil
+}
+
+// prefillPath names the prefill steps' table after the decode one:
+// conc8_layer.csv → conc8_prefill_layer.csv (the conc{bs}_ prefix stays first
+// so a directory listing groups a level's files).
+func prefillPath(decodePath string) string {
+	dir, base := filepath.Split(decodePath)
+	if i := strings.Index(base, "_"); i > 0 && strings.HasPrefix(base, "conc") {
+		return filepath.Join(dir, base[:i+1]+"prefill_"+base[i+1:])
+	}
+	return filepath.Join(dir, "prefill_"+base)
 }
 
 // parseOneTrace parses flags given before or after the one trace argument.

@@ -181,3 +181,37 @@ func TestLayersCommandProfilerSteps(t *testing.T) {
 	require.Equal(t, 24, got.Layers, "Qwen1.5-0.5B has 24 layers")
 	require.FileExists(t, got.CSV)
 }
+
+// TestLayersCommandPrefillCSV: robust mode writes the prefill steps' table
+// beside the decode one, and it holds what --json reports for prefill.
+func TestLayersCommandPrefillCSV(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	trace := filepath.Join(dir, "t.json.gz")
+	var errb bytes.Buffer
+	require.NoError(t, run(context.Background(), []string{"synth", "--out", trace, "--layers", "4", "--decode-steps", "6", "--prefill-steps", "3", "--bs", "4"}, &bytes.Buffer{}, &errb), errb.String())
+	var out bytes.Buffer
+	require.NoError(t, run(context.Background(), []string{"layers", trace, "--csv", filepath.Join(dir, "layer.csv"), "--json"}, &out, &errb), errb.String())
+	var got struct {
+		CSV        string `json:"csv"`
+		PrefillCSV string `json:"prefill_csv"`
+		Prefill    struct {
+			Steps     int                  `json:"steps"`
+			Positions []inventory.Position `json:"positions"`
+		} `json:"prefill"`
+	}
+	require.NoError(t, json.Unmarshal(out.Bytes(), &got))
+	require.Equal(t, filepath.Join(dir, "conc4_layer.csv"), got.CSV)
+	require.Equal(t, filepath.Join(dir, "conc4_prefill_layer.csv"), got.PrefillCSV)
+	require.Equal(t, 3, got.Prefill.Steps)
+	require.NotEmpty(t, got.Prefill.Positions)
+	rows, err := inventory.ReadLayerCSV(got.PrefillCSV)
+	require.NoError(t, err)
+	require.Len(t, rows, len(got.Prefill.Positions))
+	for i, p := range got.Prefill.Positions {
+		require.Equal(t, p.Kernel, rows[i].Kernel, "pos %d", i)
+		require.InDelta(t, p.AvgUS, rows[i].AvgUS, 0.05, "pos %d", i)
+	}
+	require.Equal(t, filepath.Join("d", "prefill_layer.csv"), prefillPath(filepath.Join("d", "layer.csv")))
+	require.Equal(t, "conc16_prefill_t.csv", prefillPath("conc16_t.csv"))
+}
