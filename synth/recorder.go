@@ -31,6 +31,13 @@ type Step struct {
 	// launched eagerly and, as older ATOM releases do, the step is labelled
 	// prefill[bs=N tok=N ...].
 	Eager bool
+	// PaddedBS is the captured graph batch a replayed decode step ran at
+	// (the real batch padded up to the next capture size), labelled
+	// decode[bs=R/G ...] as newer ATOM releases do; 0: not padded.
+	PaddedBS int
+	// EagerOverflow marks a decode step whose batch exceeds every captured
+	// graph: newer ATOM releases run it eagerly as eager_decode[...].
+	EagerOverflow bool
 }
 
 // RecorderOptions configures a Recorder.
@@ -269,12 +276,18 @@ type placed struct {
 	label            string
 }
 
-func (s *Step) eagerForward() bool { return s.Kind != tracing.StepDecode || s.Eager }
+func (s *Step) eagerForward() bool {
+	return s.Kind != tracing.StepDecode || s.Eager || s.EagerOverflow
+}
 
 func stepLabel(s *Step) string {
 	switch {
 	case s.Kind == tracing.StepDecode && s.Eager:
 		return fmt.Sprintf("prefill[bs=%d tok=%d p=%d d=0]", s.BS, s.Tokens, s.BS)
+	case s.Kind == tracing.StepDecode && s.EagerOverflow:
+		return fmt.Sprintf("eager_decode[bs=%d tok=%d p=0 d=%d]", s.BS, s.Tokens, s.BS)
+	case s.Kind == tracing.StepDecode && s.PaddedBS > 0:
+		return fmt.Sprintf("decode[bs=%d/%d tok=%d p=0 d=%d]", s.BS, s.PaddedBS, s.Tokens, s.BS)
 	case s.Kind == tracing.StepDecode:
 		return fmt.Sprintf("decode[bs=%d tok=%d p=0 d=%d]", s.BS, s.Tokens, s.BS)
 	default:

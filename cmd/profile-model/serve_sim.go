@@ -61,8 +61,8 @@ func runServeSim(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs.DurationVar(&cfg.ExportDelay, "export-delay", 0, "fault: hold the uncompressed .json this long before gzipping it")
 	fs.IntVar(&cfg.PythonPerStep, "trace-python-per-step", 0, "python_function events per step in the trace (0: 2500, like a trace recorded with stacks; -1: none)")
 	fs.BoolVar(&cfg.AsyncStop, "async-stop-profile", false, "answer /stop_profile before the export is done (older ATOM releases)")
+	capture := fs.String("cudagraph-capture-sizes", "", "CUDA-graph batch sizes, e.g. \"[1,2,4,8,16,32,48,64,128,256]\": decode batches are padded up to the next size (labelled decode[bs=R/G ...]) and run eagerly above the largest; like older ATOM, start fails when one exceeds --max-num-seqs (default: a graph for every batch size)")
 	// ATOM flags a launcher may pass; accepted and ignored.
-	capture := fs.String("cudagraph-capture-sizes", "", "CUDA-graph batch sizes, e.g. \"[1,2,4,8]\"; like older ATOM, start fails when one exceeds --max-num-seqs")
 	for _, name := range []string{"kv_cache_dtype", "kv-cache-dtype", "tp", "level", "max-model-len", "gpu-memory-utilization", "port"} {
 		fs.String(name, "", "ignored (ATOM compatibility)")
 	}

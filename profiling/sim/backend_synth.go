@@ -48,16 +48,40 @@ func newSynthBackend(cfg *Config) (Backend, error) {
 
 func (b *synthBackend) Run(s Step) time.Duration {
 	var runs []synth.KernelRun
+	st := synth.Step{Kind: s.Kind, BS: s.BS, Tokens: s.Tokens, Start: time.Unix(0, s.Start)}
 	if s.Kind == tracing.StepPrefill {
 		runs = b.model.PrefillStep(s.BS, s.Tokens, b.rng)
 	} else {
-		runs = b.model.DecodeStep(s.BS, s.ContextTokens, b.rng)
+		st.Eager = b.cfg.EnforceEager
+		// A replayed graph computes its captured batch: pad up to the next
+		// capture size, and price the step at that size.
+		rows := s.BS
+		if !st.Eager && len(b.cfg.CudagraphCaptureSizes) > 0 {
+			if g := captureSize(b.cfg.CudagraphCaptureSizes, s.BS); g > 0 {
+				st.PaddedBS, rows = g, g
+			} else {
+				st.EagerOverflow = true
+			}
+		}
+		runs = b.model.DecodeStep(rows, s.ContextTokens, b.rng)
 	}
 	if b.rec != nil {
-		b.rec.Record(synth.Step{Kind: s.Kind, BS: s.BS, Tokens: s.Tokens, Start: time.Unix(0, s.Start), Kernels: runs,
-			Eager: b.cfg.EnforceEager && s.Kind == tracing.StepDecode})
+		st.Kernels = runs
+		b.rec.Record(st)
 	}
 	return time.Duration(synth.Duration(runs))
+}
+
+// captureSize is the smallest capture size that holds bs sequences, or 0
+// when bs exceeds them all (the step then runs eagerly).
+func captureSize(sizes []int, bs int) int {
+	best := 0
+	for _, c := range sizes {
+		if c >= bs && (best == 0 || c < best) {
+			best = c
+		}
+	}
+	return best
 }
 
 func (b *synthBackend) StartProfile(dir string, at int64) error {

@@ -30,6 +30,10 @@ type Config struct {
 	MaxNumSeqs int // decode batch limit; 0: DefaultMaxNumSeqs
 	// CudagraphCaptureSizes, when given, must not exceed MaxNumSeqs: older
 	// ATOM releases fail at start otherwise, and so does the simulator.
+	// When given, a decode step replays the smallest captured graph that
+	// holds its batch, is priced at that padded size and labelled
+	// decode[bs=R/G ...] as newer ATOM releases do; a batch above every
+	// size runs eagerly as eager_decode[...]. None: graphs of every size.
 	CudagraphCaptureSizes []int
 	MaxNumBatchedTokens   int     // prefill token budget per step; 0: DefaultMaxNumBatchedTokens
 	TimeScale             float64 // wall time runs this many times faster than trace time; 0: 1
