@@ -53,6 +53,7 @@ type Output struct {
 	TokenEvents  int // events carrying a choice with non-empty text
 	OutputTokens int // usage.completion_tokens, else TokenEvents
 	PromptTokens int // usage.prompt_tokens, else the requested length
+	PromptLen    int // the requested length (Request.PromptLen)
 	UsageOutput  bool
 	UsagePrompt  bool
 	Failure      FailureKind // "" on success
@@ -151,7 +152,7 @@ var decodeOpts = json.JoinOptions(jsontext.AllowInvalidUTF8(true), jsontext.Allo
 // Do sends req and reads its stream to the end. It never returns an error:
 // a failure is recorded in the Output with its kind.
 func (c *Client) Do(ctx context.Context, req Request) Output {
-	out := Output{Index: req.Index, PromptTokens: req.PromptLen}
+	out := Output{Index: req.Index, PromptTokens: req.PromptLen, PromptLen: req.PromptLen}
 	body := requestBody{
 		Model:         c.Model,
 		MaxTokens:     req.MaxTokens,

@@ -89,10 +89,11 @@ func levelJSON(cfg *SweepConfig, model string, s Shaper, lv *LevelResult) object
 		var ttfts []float64
 		var itls [][]float64
 		var errs []string
-		var inLens, outLens []int
+		var inLens, reqLens, outLens []int
 		for i := range lv.Outputs {
 			out := &lv.Outputs[i]
 			inLens = append(inLens, out.PromptTokens)
+			reqLens = append(reqLens, out.PromptLen)
 			outLens = append(outLens, out.OutputTokens)
 			ttfts = append(ttfts, out.TTFT.Seconds())
 			g := make([]float64, len(out.ITL))
@@ -103,6 +104,7 @@ func levelJSON(cfg *SweepConfig, model string, s Shaper, lv *LevelResult) object
 			errs = append(errs, out.Error)
 		}
 		o.add("input_lens", inLens)
+		o.add("requested_input_lens", reqLens)
 		o.add("output_lens", outLens)
 		o.add("ttfts", ttfts)
 		o.add("itls", itls)
@@ -147,8 +149,15 @@ func levelJSON(cfg *SweepConfig, model string, s Shaper, lv *LevelResult) object
 	o.add("seed", cfg.Seed)
 	o.add("ignore_eos", true)
 	o.add("temperature", 0.0)
-	o.add("prompt_tokens_per_word", s.PerWord)
-	o.add("prompt_calibrated", s.Calibrated)
+	o.add("prompt_shaping", s.Method())
+	if s.Counter != nil {
+		o.add("prompt_tokenizer", s.Tokenizer)
+		o.add("prompt_tokenizer_verified", s.Verified)
+		o.add("prompt_template_tokens", s.Offset)
+	} else {
+		o.add("prompt_tokens_per_word", s.PerWord)
+		o.add("prompt_calibrated", s.Calibrated)
+	}
 	o.add("output_lens_counted", m.OutputCounted)
 	o.add("input_lens_requested", m.PromptRequested)
 	o.add("profile", cfg.Profile)

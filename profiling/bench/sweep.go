@@ -45,6 +45,12 @@ type SweepConfig struct {
 
 	// Shaper skips the calibration probes when set.
 	Shaper *Shaper
+	// Tokenizer, when set, builds every prompt to its exact length (SPEC
+	// §2.3) after two probes check it against the server's counts; a
+	// mismatch falls back to calibration with a warning. TokenizerSource
+	// names it (the tokenizer.json path).
+	Tokenizer       TokenCounter
+	TokenizerSource string
 	// Log receives the result block of each level and run messages; nil = discard.
 	Log io.Writer
 	// Progress, when set, is called at the start of a level and returns the
@@ -171,20 +177,11 @@ func Sweep(ctx context.Context, cfg SweepConfig) (*SweepResult, error) {
 		fmt.Fprintf(cfg.Log, "model: %s (from %s/v1/models)\n", m, cfg.URL)
 	}
 	res := &SweepResult{Model: c.Model, Percentiles: cfg.Percentiles}
-	if cfg.Shaper != nil {
-		res.Shaper = *cfg.Shaper
-	} else {
-		s, err := Calibrate(ctx, c, cfg.Seed)
-		if err != nil {
-			return res, fmt.Errorf("calibrating prompt lengths against %s: %w", cfg.URL, err)
-		}
-		res.Shaper = s
-		if s.Calibrated {
-			fmt.Fprintf(cfg.Log, "prompt calibration: %.4f tokens per word + %.1f\n", s.PerWord, s.Base)
-		} else {
-			fmt.Fprintln(cfg.Log, "prompt calibration: the server reports no usage.prompt_tokens; assuming one token per word")
-		}
+	s, err := cfg.shaper(ctx, c)
+	if err != nil {
+		return res, err
 	}
+	res.Shaper = s
 
 	// The run directory is made once the server answered, so a run that
 	// could not start leaves nothing behind.
@@ -442,4 +439,40 @@ func newRunDir(out string, t time.Time) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("creating the run directory: %s-* all exist", base)
+}
+
+// shaper decides how prompts are shaped: the given Shaper, the tokenizer
+// when the server agrees with it, or calibration.
+func (cfg *SweepConfig) shaper(ctx context.Context, c *Client) (Shaper, error) {
+	if cfg.Shaper != nil {
+		return *cfg.Shaper, nil
+	}
+	if cfg.Tokenizer != nil {
+		s, err := NewTokenizerShaper(cfg.Tokenizer, cfg.TokenizerSource)
+		if err == nil {
+			s, err = CheckTokenizer(ctx, c, cfg.Seed, s)
+		}
+		switch {
+		case err == nil && s.Verified:
+			fmt.Fprintf(cfg.Log, "prompts: exact lengths from %s (the server agrees; it adds %d tokens)\n", s.Tokenizer, s.Offset)
+			return s, nil
+		case err == nil:
+			fmt.Fprintf(cfg.Log, "prompts: exact lengths from %s (unchecked: the server reports no usage.prompt_tokens)\n", s.Tokenizer)
+			return s, nil
+		case errors.Is(err, ErrTokenizerMismatch) || s.Counter == nil:
+			fmt.Fprintf(cfg.Log, "warning: %v; calibrating instead\n", err)
+		default:
+			return Shaper{}, fmt.Errorf("checking the tokenizer against %s: %w", cfg.URL, err)
+		}
+	}
+	s, err := Calibrate(ctx, c, cfg.Seed)
+	if err != nil {
+		return Shaper{}, fmt.Errorf("calibrating prompt lengths against %s: %w", cfg.URL, err)
+	}
+	if s.Calibrated {
+		fmt.Fprintf(cfg.Log, "prompt calibration: %.4f tokens per word + %.1f\n", s.PerWord, s.Base)
+	} else {
+		fmt.Fprintln(cfg.Log, "prompt calibration: the server reports no usage.prompt_tokens; assuming one token per word")
+	}
+	return s, nil
 }

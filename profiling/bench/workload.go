@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -57,11 +58,105 @@ func Lengths(rng *rand.Rand, n, l int, r float64) []int {
 	return out
 }
 
-// Shaper turns a token count into a word count: tokens ≈ Base + PerWord·words,
-// calibrated from the server's usage.prompt_tokens.
+// Shaper makes prompt text of a token count. With the served model's
+// tokenizer (Counter) every prompt is built to its exact length; otherwise a
+// word count is estimated as tokens ≈ Base + PerWord·words, calibrated from
+// the server's usage.prompt_tokens.
 type Shaper struct {
 	Base, PerWord float64
 	Calibrated    bool // false: one token per word was assumed
+
+	// Counter is the model's tokenizer; nil: shape by word count.
+	Counter TokenCounter
+	// Tokenizer says where Counter came from (a tokenizer.json path).
+	Tokenizer string
+	// Offset is what the server adds to the tokenizer's count (a chat
+	// template's tokens), measured by CheckTokenizer.
+	Offset int
+	// Verified: the server's usage agreed with Counter (up to Offset).
+	Verified bool
+
+	fill []string // words that are exactly one token after a space
+}
+
+// TokenCounter counts the prompt tokens of a text the way the served
+// model's tokenizer does, special tokens included (as usage.prompt_tokens
+// reports them); package tokenizer's *Tokenizer is one.
+type TokenCounter interface{ Count(text string) int }
+
+// NewTokenizerShaper shapes prompts with a tokenizer. It fails when too few
+// of the prompt words are single tokens for lengths to be hit exactly.
+func NewTokenizerShaper(c TokenCounter, source string) (Shaper, error) {
+	base := c.Count("a")
+	var fill []string
+	for _, w := range words {
+		if c.Count("a "+w)-base == 1 && c.Count("a "+w+" "+w)-base == 2 {
+			fill = append(fill, w)
+		}
+	}
+	if len(fill) < 32 {
+		return Shaper{}, fmt.Errorf("tokenizer %s: only %d of %d common English words are single tokens after a space; it cannot shape exact prompts", source, len(fill), len(words))
+	}
+	return Shaper{Counter: c, Tokenizer: source, fill: fill, PerWord: 1}, nil
+}
+
+// Method says how prompts are shaped, for results and logs.
+func (s Shaper) Method() string {
+	switch {
+	case s.Counter != nil:
+		return "tokenizer"
+	case s.Calibrated:
+		return "calibrated"
+	default:
+		return "assumed"
+	}
+}
+
+// Prompt builds request index's prompt of about tokens tokens (exactly, with
+// a tokenizer, unless tokens is below what the distinct first word takes).
+func (s Shaper) Prompt(rng *rand.Rand, seed uint64, index, tokens int) string {
+	if s.Counter == nil || len(s.fill) == 0 {
+		return Prompt(rng, seed, index, s.Words(tokens))
+	}
+	target := tokens - s.Offset
+	ws := []string{prefixWord(seed, index)}
+	// Every fill word adds exactly one token, so this settles in one or two
+	// counts; the bound only guards against a tokenizer that merges across
+	// words after all.
+	best, bestGap := "", math.MaxInt
+	for range 16 {
+		text := strings.Join(ws, " ")
+		gap := target - s.Counter.Count(text)
+		if abs(gap) < bestGap {
+			best, bestGap = text, abs(gap)
+		}
+		switch {
+		case gap == 0:
+			return text
+		case gap > 0:
+			for range gap {
+				ws = append(ws, s.fill[rng.IntN(len(s.fill))])
+			}
+		case len(ws) == 1:
+			return text // the first word alone is already too long
+		default:
+			ws = ws[:max(len(ws)+gap, 1)]
+		}
+	}
+	return best
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+// prefixWord is request index's distinct first word: "r" + base-36 of a
+// per-run, per-request number (so no two prompts share a prefix-cache block).
+func prefixWord(seed uint64, index int) string {
+	return "r" + strconv.FormatUint((seed%1000)*1_000_000+uint64(index), 36)
 }
 
 // Words is the number of words that makes a prompt of about tokens tokens.
@@ -77,9 +172,7 @@ func (s Shaper) Words(tokens int) int {
 func Prompt(rng *rand.Rand, seed uint64, index, n int) string {
 	var b strings.Builder
 	b.Grow(n * 6)
-	// A short distinct prefix word: "r" + base-36 of a per-run, per-request number.
-	b.WriteString("r")
-	b.WriteString(strconv.FormatUint((seed%1000)*1_000_000+uint64(index), 36))
+	b.WriteString(prefixWord(seed, index))
 	for i := 1; i < n; i++ {
 		b.WriteByte(' ')
 		b.WriteString(words[rng.IntN(len(words))])
@@ -104,7 +197,7 @@ func (w Workload) Requests(s Shaper) []Request {
 	for i := range reqs {
 		reqs[i] = Request{
 			Index:     i,
-			Prompt:    Prompt(rng, w.Seed, i, s.Words(in[i])),
+			Prompt:    s.Prompt(rng, w.Seed, i, in[i]),
 			PromptLen: in[i],
 			MaxTokens: out[i],
 		}
@@ -143,3 +236,39 @@ func Calibrate(ctx context.Context, c *Client, seed uint64) (Shaper, error) {
 	per := float64(t2-t1) / float64(n2-n1)
 	return Shaper{Base: float64(t1) - per*n1, PerWord: per, Calibrated: true}, nil
 }
+
+// CheckTokenizer sends two probe prompts built with s's tokenizer and
+// compares the server's usage.prompt_tokens with the tokenizer's counts. On
+// /v1/completions they must be equal; on a chat endpoint a constant
+// difference is the chat template's tokens and becomes s.Offset. Anything
+// else means it is not the served model's tokenizer, reported as
+// ErrTokenizerMismatch so the caller falls back to Calibrate. A server
+// without usage leaves s unverified.
+func CheckTokenizer(ctx context.Context, c *Client, seed uint64, s Shaper) (Shaper, error) {
+	rng := rand.New(rand.NewPCG(seed, 2))
+	var counted, served [2]int
+	for i, n := range [2]int{64, 512} {
+		text := s.Prompt(rng, seed, 910_000+i, n)
+		counted[i] = s.Counter.Count(text)
+		o := c.Do(ctx, Request{Index: 910_000 + i, Prompt: text, PromptLen: counted[i], MaxTokens: 1})
+		if !o.OK() {
+			return s, fmt.Errorf("tokenizer probe of %d tokens: %s: %s", n, o.Failure, o.Error)
+		}
+		if !o.UsagePrompt {
+			return s, nil
+		}
+		served[i] = o.PromptTokens
+	}
+	// A completion prompt is tokenized as sent, so the counts must agree
+	// exactly; a chat prompt gains its template's tokens, a constant.
+	chat := strings.Contains(c.Endpoint, "chat")
+	if served[0]-counted[0] != served[1]-counted[1] || (!chat && served[0] != counted[0]) {
+		return s, fmt.Errorf("%w: tokenizer %s counts %d and %d tokens for two probes, the server %d and %d (pass --tokenizer with the served model's tokenizer.json, or --tokenizer none to calibrate)",
+			ErrTokenizerMismatch, s.Tokenizer, counted[0], counted[1], served[0], served[1])
+	}
+	s.Offset, s.Verified = served[0]-counted[0], true
+	return s, nil
+}
+
+// ErrTokenizerMismatch: the tokenizer is not the one the server counts with.
+var ErrTokenizerMismatch = errors.New("the tokenizer disagrees with the server")

@@ -27,6 +27,10 @@ type Config struct {
 	KernelCSVs []string // per-layer kernel tables (compatible CSV); none: the built-in model
 	Layers     int      // decoder layers per step; 0: the kernel model's own count
 
+	// Tokenizer counts prompt tokens instead of the stand-in tokenizer (a
+	// model's tokenizer.json, loaded with package tokenizer); nil: stand-in.
+	Tokenizer interface{ Count(text string) int }
+
 	MaxNumSeqs int // decode batch limit; 0: DefaultMaxNumSeqs
 	// CudagraphCaptureSizes, when given, must not exceed MaxNumSeqs: older
 	// ATOM releases fail at start otherwise, and so does the simulator.

@@ -40,7 +40,11 @@
 // ASCII space, tab, CR and LF. An empty prompt counts as one token. A chat
 // request counts each message as "ROLE CONTENT" (the role is one more word).
 // A client hits a prompt length of N tokens by sending N short words, or
-// calibrates from usage.prompt_tokens. Output tokens are short words from a
+// calibrates from usage.prompt_tokens. With Config.Tokenizer (serve-sim
+// --tokenizer tokenizer.json) prompts are counted by that tokenizer instead,
+// special tokens included, and a chat request is rendered with a ChatML
+// template ("<|im_start|>ROLE\nCONTENT<|im_end|>\n" per message, then
+// "<|im_start|>assistant\n") before it is counted. Output tokens are short words from a
 // fixed vocabulary, each with a leading space, so each delta re-counts as one
 // token. Without ignore_eos a request ends at a simulated end-of-sequence
 // after L tokens, L = 16 + FNV-1a(prompt) mod 241; with it, after exactly

@@ -79,10 +79,12 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		<-engDone
 	}()
 
+	fresh := &freshConns{m: map[net.Conn]bool{}}
 	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 30 * time.Second,
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context { return context.WithValue(ctx, connKey{}, c) },
 		// A reply has left when its connection goes idle (or closes).
 		ConnState: func(c net.Conn, st http.ConnState) {
+			fresh.track(c, st)
 			if st == http.StateIdle || st == http.StateClosed {
 				s.replyLeft(c)
 			}
@@ -97,6 +99,13 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		fmt.Fprintln(s.cfg.Log, "serve-sim: shutting down")
 		sctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownGrace)
 		defer cancel()
+		// net/http waits 5 s before it counts a connection that never sent
+		// a request as idle; a client's spare connections are closed now.
+		go func() {
+			for _, c := range fresh.list() {
+				c.Close()
+			}
+		}()
 		if err := srv.Shutdown(sctx); err != nil {
 			srv.Close()
 		}
@@ -107,6 +116,32 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	case err := <-errc:
 		return fmt.Errorf("serving HTTP: %w", err)
 	}
+}
+
+// freshConns are the connections that have not sent a request yet.
+type freshConns struct {
+	mu sync.Mutex
+	m  map[net.Conn]bool
+}
+
+func (f *freshConns) track(c net.Conn, st http.ConnState) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if st == http.StateNew {
+		f.m[c] = true
+	} else {
+		delete(f.m, c)
+	}
+}
+
+func (f *freshConns) list() []net.Conn {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]net.Conn, 0, len(f.m))
+	for c := range f.m {
+		out = append(out, c)
+	}
+	return out
 }
 
 // Handler is the HTTP surface; it needs Serve's engine to answer completions.
@@ -238,7 +273,35 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "prompt: a string is required (ATOM accepts only string prompts)", "BadRequestError")
 		return
 	}
-	s.generate(w, r, req, prompt, CountTokens(prompt), false)
+	s.generate(w, r, req, prompt, s.countPrompt(prompt), false)
+}
+
+// countPrompt counts a completion prompt: with the stand-in tokenizer, or
+// with Config.Tokenizer when given.
+func (s *Server) countPrompt(prompt string) int {
+	if s.cfg.Tokenizer != nil {
+		return s.cfg.Tokenizer.Count(prompt)
+	}
+	return CountTokens(prompt)
+}
+
+// countChat counts chat messages: with the stand-in tokenizer each message
+// is "ROLE CONTENT"; with Config.Tokenizer the messages are rendered with a
+// ChatML template, as a served model's chat template would, and counted.
+func (s *Server) countChat(msgs []chatMessage) int {
+	if s.cfg.Tokenizer == nil {
+		tokens := 0
+		for _, m := range msgs {
+			tokens += CountTokens(m.Role + " " + m.Content)
+		}
+		return max(tokens, 1)
+	}
+	var sb strings.Builder
+	for _, m := range msgs {
+		sb.WriteString("<|im_start|>" + m.Role + "\n" + m.Content + "<|im_end|>\n")
+	}
+	sb.WriteString("<|im_start|>assistant\n")
+	return s.cfg.Tokenizer.Count(sb.String())
 }
 
 func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
@@ -260,18 +323,13 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var sb strings.Builder
-	tokens := 0
 	for _, m := range msgs {
 		sb.WriteString(m.Role)
 		sb.WriteByte('\n')
 		sb.WriteString(m.Content)
 		sb.WriteByte('\n')
-		tokens += CountTokens(m.Role + " " + m.Content)
 	}
-	if tokens == 0 {
-		tokens = 1
-	}
-	s.generate(w, r, req, sb.String(), tokens, true)
+	s.generate(w, r, req, sb.String(), s.countChat(msgs), true)
 }
 
 // parse reads the body and checks the fields both endpoints share.
