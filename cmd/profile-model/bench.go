@@ -16,6 +16,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/profile-model/profile-model/profiling/bench"
+	"github.com/profile-model/profile-model/profiling/tokenizer"
 )
 
 // runBench runs the streaming benchmark client over a concurrency sweep.
@@ -45,6 +46,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		goodput     = fs.String("goodput", "", "SLOs for goodput in ms, e.g. ttft:500,tpot:50,e2el:10000")
 		details     = fs.Bool("details", false, "save per-request lengths, TTFTs, ITLs and errors in the result JSON")
 		timeout     = fs.Duration("timeout", 0, "per-request timeout (0: none)")
+		tokFlag     = fs.String("tokenizer", "", "the served model's `tokenizer.json` (or its directory) for exact prompt lengths; default: found locally from the model name (a model directory or the Hugging Face cache); none: calibrate from the server")
 	)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: profile-model bench --url URL [--model M] --isl N --osl N [--conc-start N --conc-end N | --conc 4,8,16] [flags]\n\n"+
@@ -104,6 +106,22 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if *profile {
 		cfg.DecodeBS = bench.TraceDecodeBS
+	}
+	switch *tokFlag {
+	case "none":
+	case "":
+		cfg.LoadTokenizer = findTokenizer
+	default:
+		// A tokenizer the user named must load, or nothing runs.
+		path, err := tokenizer.Find("", *tokFlag)
+		if err != nil {
+			return fmt.Errorf("bench: --tokenizer: %w", err)
+		}
+		tok, err := tokenizer.Load(path)
+		if err != nil {
+			return fmt.Errorf("bench: --tokenizer: %w", err)
+		}
+		cfg.Tokenizer, cfg.TokenizerSource = tok, path
 	}
 	res, err := bench.Sweep(ctx, cfg)
 	if res != nil && len(res.Levels) > 0 {
@@ -194,4 +212,22 @@ func progress(w io.Writer) func(conc, total int) (func(int), func()) {
 			}
 		}, func() {}
 	}
+}
+
+// findTokenizer loads the served model's own tokenizer when one is found
+// locally (a model directory or the Hugging Face cache). Not found is not an
+// error: the sweep then calibrates.
+func findTokenizer(model string) (bench.TokenCounter, string, string, error) {
+	path, err := tokenizer.Find(model, "")
+	if errors.Is(err, tokenizer.ErrNotFound) {
+		return nil, "", err.Error(), nil
+	}
+	if err != nil {
+		return nil, "", "", err
+	}
+	tok, err := tokenizer.Load(path)
+	if err != nil {
+		return nil, "", "", err
+	}
+	return tok, path, "", nil
 }

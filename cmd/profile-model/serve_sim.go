@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/profile-model/profile-model/profiling/sim"
+	"github.com/profile-model/profile-model/profiling/tokenizer"
 )
 
 // listFlag collects a repeatable, comma-separated flag.
@@ -47,6 +48,7 @@ func runServeSim(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs.StringVar(&cfg.Model, "model", "", "served model name; requests must name it exactly (required)")
 	fs.StringVar(&cfg.ProfilerDir, "torch-profiler-dir", os.Getenv("ATOM_TORCH_PROFILER_DIR"), "trace directory (default $ATOM_TORCH_PROFILER_DIR); traces go to DIR/rank_0/")
 	fs.Var(&kernels, "kernels", "per-layer kernel table `CSV` in the compatible format (repeatable or comma-separated; several tables give batch-size scaling); default: the built-in MiniMax-M2.5 model")
+	tokFlag := fs.String("tokenizer", "", "count prompt tokens with this `tokenizer.json` (or its directory) instead of the stand-in tokenizer")
 	fs.IntVar(&cfg.Layers, "layers", 0, "decoder layers per step (0: the kernel model's count)")
 	fs.IntVar(&cfg.MaxNumSeqs, "max-num-seqs", sim.DefaultMaxNumSeqs, "most sequences in one decode batch")
 	fs.IntVar(&cfg.MaxNumBatchedTokens, "max-num-batched-tokens", sim.DefaultMaxNumBatchedTokens, "prompt-token budget of one prefill step")
@@ -88,6 +90,17 @@ func runServeSim(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			return usageError{fmt.Sprintf("serve-sim: --cudagraph-capture-sizes %q: %q is not an integer", *capture, f)}
 		}
 		cfg.CudagraphCaptureSizes = append(cfg.CudagraphCaptureSizes, n)
+	}
+	if *tokFlag != "" {
+		path, err := tokenizer.Find("", *tokFlag)
+		if err != nil {
+			return fmt.Errorf("serve-sim: --tokenizer: %w", err)
+		}
+		tok, err := tokenizer.Load(path)
+		if err != nil {
+			return fmt.Errorf("serve-sim: --tokenizer: %w", err)
+		}
+		cfg.Tokenizer = tok
 	}
 	cfg.KernelCSVs = kernels
 	cfg.Seed = *seed

@@ -51,6 +51,11 @@ type SweepConfig struct {
 	// names it (the tokenizer.json path).
 	Tokenizer       TokenCounter
 	TokenizerSource string
+	// LoadTokenizer, when Tokenizer is nil, looks for the served model's
+	// tokenizer once the model name is known; it returns a nil counter when
+	// there is none (a note says why) and an error when one was found but
+	// cannot be used.
+	LoadTokenizer func(model string) (c TokenCounter, source, note string, err error)
 	// Log receives the result block of each level and run messages; nil = discard.
 	Log io.Writer
 	// Progress, when set, is called at the start of a level and returns the
@@ -446,6 +451,17 @@ func newRunDir(out string, t time.Time) (string, error) {
 func (cfg *SweepConfig) shaper(ctx context.Context, c *Client) (Shaper, error) {
 	if cfg.Shaper != nil {
 		return *cfg.Shaper, nil
+	}
+	if cfg.Tokenizer == nil && cfg.LoadTokenizer != nil {
+		tok, source, note, err := cfg.LoadTokenizer(c.Model)
+		switch {
+		case err != nil:
+			fmt.Fprintf(cfg.Log, "warning: %v; calibrating instead\n", err)
+		case tok == nil:
+			fmt.Fprintf(cfg.Log, "prompts: %s; calibrating from the server\n", note)
+		default:
+			cfg.Tokenizer, cfg.TokenizerSource = tok, source
+		}
 	}
 	if cfg.Tokenizer != nil {
 		s, err := NewTokenizerShaper(cfg.Tokenizer, cfg.TokenizerSource)
