@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"unicode/utf8"
+
+	"github.com/go-json-experiment/json"
 )
 
 // bpe is the BPE model: a vocabulary and ranked merges.
@@ -41,23 +43,33 @@ func pairKey(a, b int) uint64 { return uint64(uint32(a))<<32 | uint64(uint32(b))
 
 func newBPE(m *modelJSON, name string) (*bpe, error) {
 	if m.Type != "" && m.Type != "BPE" {
-		return nil, fmt.Errorf("tokenizer: unsupported tokenizer model %q in %s (only BPE is read): %w", m.Type, name, errUnsupported)
+		return nil, fmt.Errorf("tokenizer: unsupported tokenizer model %q in %s (only BPE is read): %w", m.Type, name, ErrUnsupported)
 	}
-	if m.Vocab == nil {
+	if len(m.Vocab) == 0 || string(m.Vocab) == "null" {
 		return nil, fmt.Errorf("tokenizer: %s: model has no vocab", name)
 	}
+	var vocab map[string]int
+	if err := json.Unmarshal(m.Vocab, &vocab); err != nil {
+		return nil, fmt.Errorf("tokenizer: %s: model vocab: %w", name, err)
+	}
+	var merges []mergeJSON
+	if len(m.Merges) > 0 {
+		if err := json.Unmarshal(m.Merges, &merges); err != nil {
+			return nil, fmt.Errorf("tokenizer: %s: model merges: %w", name, err)
+		}
+	}
 	if m.Dropout != nil && *m.Dropout > 0 && *m.Dropout < 1 {
-		return nil, fmt.Errorf("tokenizer: %s: BPE dropout %g makes counts random: %w", name, *m.Dropout, errUnsupported)
+		return nil, fmt.Errorf("tokenizer: %s: BPE dropout %g makes counts random: %w", name, *m.Dropout, ErrUnsupported)
 	}
 	b := &bpe{
-		vocab:        m.Vocab,
-		merges:       make(map[uint64]merge, len(m.Merges)),
+		vocab:        vocab,
+		merges:       make(map[uint64]merge, len(merges)),
 		unk:          -1,
 		fuseUnk:      m.FuseUnk,
 		byteFallback: m.ByteFallback,
 		ignoreMerges: m.IgnoreMerges,
 	}
-	for tok, id := range m.Vocab {
+	for tok, id := range vocab {
 		if id < 0 {
 			return nil, fmt.Errorf("tokenizer: %s: vocab token %q has negative id %d", name, tok, id)
 		}
@@ -69,7 +81,7 @@ func newBPE(m *modelJSON, name string) (*bpe, error) {
 		b.suffix = *m.EndOfWordSuffix
 	}
 	if m.UnkToken != nil {
-		id, ok := m.Vocab[*m.UnkToken]
+		id, ok := vocab[*m.UnkToken]
 		if !ok {
 			return nil, fmt.Errorf("tokenizer: %s: unk_token %q is not in the vocab", name, *m.UnkToken)
 		}
@@ -77,21 +89,21 @@ func newBPE(m *modelJSON, name string) (*bpe, error) {
 	}
 	for i := range b.byteIDs {
 		b.byteIDs[i] = -1
-		if id, ok := m.Vocab[fmt.Sprintf("<0x%02X>", i)]; ok {
+		if id, ok := vocab[fmt.Sprintf("<0x%02X>", i)]; ok {
 			b.byteIDs[i] = id
 		}
 	}
-	for rank, mg := range m.Merges {
-		a, ok := m.Vocab[mg.a]
+	for rank, mg := range merges {
+		a, ok := vocab[mg.a]
 		if !ok {
 			return nil, fmt.Errorf("tokenizer: %s: merge %d (%q %q) names %q, which is not in the vocab", name, rank, mg.a, mg.b, mg.a)
 		}
-		c, ok := m.Vocab[mg.b]
+		c, ok := vocab[mg.b]
 		if !ok {
 			return nil, fmt.Errorf("tokenizer: %s: merge %d (%q %q) names %q, which is not in the vocab", name, rank, mg.a, mg.b, mg.b)
 		}
 		merged := mg.a + strings.TrimPrefix(mg.b, b.prefix)
-		id, ok := m.Vocab[merged]
+		id, ok := vocab[merged]
 		if !ok {
 			return nil, fmt.Errorf("tokenizer: %s: merge %d (%q %q) makes %q, which is not in the vocab", name, rank, mg.a, mg.b, merged)
 		}

@@ -111,7 +111,7 @@ func newNormalizer(c *componentJSON) (normalizer, error) {
 			return s
 		}, nil
 	}
-	return nil, fmt.Errorf("unsupported normalizer %q: %w", c.Type, errUnsupported)
+	return nil, fmt.Errorf("unsupported normalizer %q: %w", c.Type, ErrUnsupported)
 }
 
 // preTokenizer refines a list of pieces of one segment into smaller pieces.
@@ -240,7 +240,7 @@ func newPreTokenizer(c *componentJSON) (steps []preTokenizer, byteLevel bool, er
 		}
 		return steps, false, nil
 	}
-	return nil, false, fmt.Errorf("unsupported pre_tokenizer %q: %w", c.Type, errUnsupported)
+	return nil, false, fmt.Errorf("unsupported pre_tokenizer %q: %w", c.Type, ErrUnsupported)
 }
 
 func metaspaceReplacement(c componentJSON) string {

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // fileJSON is the part of tokenizer.json this package reads.
@@ -29,8 +30,8 @@ type addedTokenJSON struct {
 
 type modelJSON struct {
 	Type                    string         `json:"type"`
-	Vocab                   map[string]int `json:"vocab"`
-	Merges                  []mergeJSON    `json:"merges"`
+	Vocab                   jsontext.Value `json:"vocab"` // read once the type is known to be BPE
+	Merges                  jsontext.Value `json:"merges"`
 	UnkToken                *string        `json:"unk_token"`
 	ContinuingSubwordPrefix *string        `json:"continuing_subword_prefix"`
 	EndOfWordSuffix         *string        `json:"end_of_word_suffix"`

@@ -50,8 +50,9 @@ func Parse(data []byte) (*Tokenizer, error) {
 	return parse(data, "tokenizer.json")
 }
 
-// errUnsupported tells the caller to fall back to calibration.
-var errUnsupported = errors.New("the bench falls back to calibrating prompt lengths from the server")
+// ErrUnsupported says a tokenizer.json uses a model or component this package
+// cannot reproduce exactly; the bench then calibrates instead.
+var ErrUnsupported = errors.New("the bench falls back to calibrating prompt lengths from the server")
 
 func parse(data []byte, name string) (*Tokenizer, error) {
 	var f fileJSON
@@ -103,11 +104,11 @@ func parse(data []byte, name string) (*Tokenizer, error) {
 }
 
 // Encode returns the token ids of text, with no special tokens added.
-// Text that is not valid UTF-8 is encoded as a JSON client would send it,
+// Text that is not valid UTF-8 is encoded as encoding/json would send it,
 // with each bad byte replaced by U+FFFD.
 func (t *Tokenizer) Encode(text string) []int {
 	if !utf8.ValidString(text) {
-		text = strings.ToValidUTF8(text, "\uFFFD")
+		text = string([]rune(text)) // one U+FFFD per bad byte
 	}
 	var ids []int
 	for _, seg := range t.added.split(text) {
@@ -280,7 +281,7 @@ func specialCount(c *componentJSON) (int, error) {
 		}
 		return n, nil
 	}
-	return 0, fmt.Errorf("unsupported post_processor %q: %w", c.Type, errUnsupported)
+	return 0, fmt.Errorf("unsupported post_processor %q: %w", c.Type, ErrUnsupported)
 }
 
 // addedMatcher finds added tokens (special or not) in raw text; they are
