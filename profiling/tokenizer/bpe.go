@@ -142,12 +142,18 @@ func (c *candidates) Pop() any {
 	return x
 }
 
-// encodeWord appends the ids of one pre-tokenised word to dst.
-func (b *bpe) encodeWord(word string, dst []int) []int {
+// encodeWord appends the ids of one pre-tokenised word to dst; byteLevel
+// maps its bytes to GPT-2's characters first. The cache is keyed by the
+// unmapped word.
+func (b *bpe) encodeWord(word string, byteLevel bool, dst []int) []int {
 	if v, ok := b.cache.Load(word); ok {
 		return append(dst, v.([]int)...)
 	}
-	ids := b.mergeWord(word)
+	mapped := word
+	if byteLevel {
+		mapped = byteLevelString(word)
+	}
+	ids := b.mergeWord(mapped)
 	if len(word) <= maxCachedWord && b.cacheSize.Load() < maxCacheEntries {
 		if _, loaded := b.cache.LoadOrStore(word, ids); !loaded {
 			b.cacheSize.Add(1)

@@ -68,7 +68,7 @@ func newNormalizer(c *componentJSON) (normalizer, error) {
 		}, nil
 	case "Replace":
 		if c.Pattern == nil {
-			return nil, fmt.Errorf("Replace normalizer has no pattern")
+			return nil, fmt.Errorf("normalizer Replace has no pattern")
 		}
 		content := c.Content
 		if c.Pattern.String != nil {
@@ -76,11 +76,11 @@ func newNormalizer(c *componentJSON) (normalizer, error) {
 			return func(s string) string { return strings.ReplaceAll(s, old, content) }, nil
 		}
 		if c.Pattern.Regex == nil {
-			return nil, fmt.Errorf("Replace normalizer pattern has neither String nor Regex")
+			return nil, fmt.Errorf("normalizer Replace: pattern has neither String nor Regex")
 		}
 		re, err := compileRegex(*c.Pattern.Regex)
 		if err != nil {
-			return nil, fmt.Errorf("Replace normalizer: %w", err)
+			return nil, fmt.Errorf("normalizer Replace: %w", err)
 		}
 		return func(s string) string {
 			var b strings.Builder
@@ -156,10 +156,10 @@ func newPreTokenizer(c *componentJSON) (steps []preTokenizer, byteLevel bool, er
 		return steps, true, nil
 	case "Split":
 		if c.Pattern == nil || (c.Pattern.Regex == nil && c.Pattern.String == nil) {
-			return nil, false, fmt.Errorf("Split pre_tokenizer has no pattern")
+			return nil, false, fmt.Errorf("pre_tokenizer Split has no pattern")
 		}
 		if !validBehavior(c.Behavior) {
-			return nil, false, fmt.Errorf("Split pre_tokenizer: unknown behavior %q", c.Behavior)
+			return nil, false, fmt.Errorf("pre_tokenizer Split: unknown behavior %q", c.Behavior)
 		}
 		pattern := ""
 		if c.Pattern.Regex != nil {
@@ -169,12 +169,12 @@ func newPreTokenizer(c *componentJSON) (steps []preTokenizer, byteLevel bool, er
 		}
 		re, err := compileRegex(pattern)
 		if err != nil {
-			return nil, false, fmt.Errorf("Split pre_tokenizer: %w", err)
+			return nil, false, fmt.Errorf("pre_tokenizer Split: %w", err)
 		}
 		return []preTokenizer{regexSplitter(re, c.Behavior, c.Invert)}, false, nil
 	case "Digits":
 		individual := c.IndividualDigits
-		return []preTokenizer{funcSplitter(func(s string) [][2]int {
+		return []preTokenizer{funcSplitter(func(s string) [][]int {
 			return runs(s, unicode.IsNumber, individual)
 		}, "Isolated")}, false, nil
 	case "Whitespace":
@@ -191,13 +191,13 @@ func newPreTokenizer(c *componentJSON) (steps []preTokenizer, byteLevel bool, er
 			behavior = "Isolated"
 		}
 		if !validBehavior(behavior) {
-			return nil, false, fmt.Errorf("Punctuation pre_tokenizer: unknown behavior %q", behavior)
+			return nil, false, fmt.Errorf("pre_tokenizer Punctuation: unknown behavior %q", behavior)
 		}
-		return []preTokenizer{funcSplitter(func(s string) [][2]int {
+		return []preTokenizer{funcSplitter(func(s string) [][]int {
 			return runs(s, isPunctuation, true)
 		}, behavior)}, false, nil
 	case "BertPreTokenizer":
-		return []preTokenizer{whitespaceSplit, funcSplitter(func(s string) [][2]int {
+		return []preTokenizer{whitespaceSplit, funcSplitter(func(s string) [][]int {
 			return runs(s, isPunctuation, true)
 		}, "Isolated")}, false, nil
 	case "Metaspace":
@@ -210,7 +210,7 @@ func newPreTokenizer(c *componentJSON) (steps []preTokenizer, byteLevel bool, er
 			}
 		}
 		if scheme != "always" && scheme != "first" && scheme != "never" {
-			return nil, false, fmt.Errorf("Metaspace pre_tokenizer: unknown prepend_scheme %q", scheme)
+			return nil, false, fmt.Errorf("pre_tokenizer Metaspace: unknown prepend_scheme %q", scheme)
 		}
 		steps = append(steps, func(pieces []string) []string {
 			for i, p := range pieces {
@@ -226,14 +226,14 @@ func newPreTokenizer(c *componentJSON) (steps []preTokenizer, byteLevel bool, er
 			return pieces
 		})
 		if c.Split == nil || *c.Split {
-			steps = append(steps, funcSplitter(func(s string) [][2]int {
-				var out [][2]int
+			steps = append(steps, funcSplitter(func(s string) [][]int {
+				var out [][]int
 				for i := 0; ; {
 					j := strings.Index(s[i:], rep)
 					if j < 0 {
 						return out
 					}
-					out = append(out, [2]int{i + j, i + j + len(rep)})
+					out = append(out, []int{i + j, i + j + len(rep)})
 					i += j + len(rep)
 				}
 			}, "MergedWithNext"))
@@ -259,22 +259,19 @@ func validBehavior(b string) bool {
 }
 
 // findAll returns the byte ranges of re's matches in s. A match error (the
-// backtracking limit on pathological input) ends the search: the rest of s
-// stays unsplit rather than failing the whole encode.
-func findAll(re *regexp2.Regexp, s string) [][2]int {
-	idx, _ := re.FindAllStringIndex(s, -1)
-	out := make([][2]int, 0, len(idx))
-	for _, m := range idx {
-		if len(m) >= 2 && 0 <= m[0] && m[0] <= m[1] && m[1] <= len(s) {
-			out = append(out, [2]int{m[0], m[1]})
-		}
+// backtracking limit on pathological input) leaves s unsplit rather than
+// failing the whole encode.
+func findAll(re *regexp2.Regexp, s string) [][]int {
+	idx, err := re.FindAllStringIndex(s, -1)
+	if err != nil {
+		return nil
 	}
-	return out
+	return idx
 }
 
 func regexSplitter(re *regexp2.Regexp, behavior string, invert bool) preTokenizer {
 	return func(pieces []string) []string {
-		var out []string
+		out := make([]string, 0, 2*len(pieces))
 		for _, p := range pieces {
 			out = splitPiece(p, findAll(re, p), behavior, invert, out)
 		}
@@ -282,7 +279,7 @@ func regexSplitter(re *regexp2.Regexp, behavior string, invert bool) preTokenize
 	}
 }
 
-func funcSplitter(find func(string) [][2]int, behavior string) preTokenizer {
+func funcSplitter(find func(string) [][]int, behavior string) preTokenizer {
 	return func(pieces []string) []string {
 		var out []string
 		for _, p := range pieces {
@@ -299,11 +296,30 @@ type span struct {
 
 // splitPiece cuts s at the matches (sorted, non-overlapping byte ranges) by
 // the reference's SplitDelimiterBehavior and appends the non-empty pieces.
-func splitPiece(s string, matches [][2]int, behavior string, invert bool, out []string) []string {
-	var spans []span
+func splitPiece(s string, matches [][]int, behavior string, invert bool, out []string) []string {
+	if behavior == "Isolated" { // the common case, without the spans
+		prev := 0
+		for _, m := range matches {
+			if len(m) < 2 || m[0] < prev || m[1] < m[0] || m[1] > len(s) {
+				continue
+			}
+			if prev < m[0] {
+				out = append(out, s[prev:m[0]])
+			}
+			if m[0] < m[1] {
+				out = append(out, s[m[0]:m[1]])
+			}
+			prev = m[1]
+		}
+		if prev < len(s) {
+			out = append(out, s[prev:])
+		}
+		return out
+	}
+	spans := make([]span, 0, 2*len(matches)+1)
 	prev := 0
 	for _, m := range matches {
-		if m[0] < prev {
+		if len(m) < 2 || m[0] < prev || m[1] < m[0] || m[1] > len(s) {
 			continue
 		}
 		if prev != m[0] {
@@ -371,8 +387,8 @@ func splitPiece(s string, matches [][2]int, behavior string, invert bool, out []
 
 // runs returns the byte ranges of runes for which in is true: each rune alone
 // when individual, else maximal runs.
-func runs(s string, in func(rune) bool, individual bool) [][2]int {
-	var out [][2]int
+func runs(s string, in func(rune) bool, individual bool) [][]int {
+	var out [][]int
 	for i, r := range s {
 		if !in(r) {
 			continue
@@ -382,7 +398,7 @@ func runs(s string, in func(rune) bool, individual bool) [][2]int {
 			out[len(out)-1][1] = hi
 			continue
 		}
-		out = append(out, [2]int{i, hi})
+		out = append(out, []int{i, hi})
 	}
 	return out
 }

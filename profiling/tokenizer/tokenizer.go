@@ -110,7 +110,7 @@ func (t *Tokenizer) Encode(text string) []int {
 	if !utf8.ValidString(text) {
 		text = string([]rune(text)) // one U+FFFD per bad byte
 	}
-	var ids []int
+	ids := make([]int, 0, len(text)/3+4)
 	for _, seg := range t.added.split(text) {
 		if seg.id >= 0 {
 			ids = append(ids, seg.id)
@@ -131,10 +131,7 @@ func (t *Tokenizer) Encode(text string) []int {
 			if piece == "" {
 				continue
 			}
-			if t.byteLevel {
-				piece = byteLevelString(piece)
-			}
-			ids = t.model.encodeWord(piece, ids)
+			ids = t.model.encodeWord(piece, t.byteLevel, ids)
 		}
 	}
 	return ids
@@ -288,11 +285,11 @@ func specialCount(c *componentJSON) (int, error) {
 // matched whole, before normalisation and pre-tokenisation.
 type addedMatcher struct {
 	tokens []addedTokenJSON // longest content first
-	first  map[byte][]int   // first byte of content -> indexes in tokens
+	first  [256][]int       // first byte of content -> indexes in tokens
 }
 
 func newAddedMatcher(toks []addedTokenJSON) addedMatcher {
-	m := addedMatcher{first: map[byte][]int{}}
+	var m addedMatcher
 	for _, a := range toks {
 		if a.Content != "" {
 			m.tokens = append(m.tokens, a)
@@ -319,6 +316,10 @@ func (m addedMatcher) split(text string) []segment {
 	var out []segment
 	start := 0 // start of pending plain text
 	for i := 0; i < len(text); {
+		if m.first[text[i]] == nil {
+			i++
+			continue
+		}
 		idx := m.matchAt(text, i)
 		if idx < 0 {
 			i++
