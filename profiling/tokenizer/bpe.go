@@ -1,14 +1,16 @@
 package tokenizer
 
 import (
+	"bytes"
 	"container/heap"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"unicode/utf8"
 
-	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // bpe is the BPE model: a vocabulary and ranked merges.
@@ -48,18 +50,16 @@ func newBPE(m *modelJSON, name string) (*bpe, error) {
 	if len(m.Vocab) == 0 || string(m.Vocab) == "null" {
 		return nil, fmt.Errorf("tokenizer: %s: model has no vocab", name)
 	}
-	var vocab map[string]int
-	if err := json.Unmarshal(m.Vocab, &vocab); err != nil {
-		return nil, fmt.Errorf("tokenizer: %s: model vocab: %w", name, err)
-	}
-	var merges []mergeJSON
-	if len(m.Merges) > 0 {
-		if err := json.Unmarshal(m.Merges, &merges); err != nil {
-			return nil, fmt.Errorf("tokenizer: %s: model merges: %w", name, err)
-		}
-	}
 	if m.Dropout != nil && *m.Dropout > 0 && *m.Dropout < 1 {
 		return nil, fmt.Errorf("tokenizer: %s: BPE dropout %g makes counts random: %w", name, *m.Dropout, ErrUnsupported)
+	}
+	vocab, err := readVocab(m.Vocab)
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer: %s: model vocab: %w", name, err)
+	}
+	merges, err := readMerges(m.Merges)
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer: %s: model merges: %w", name, err)
 	}
 	b := &bpe{
 		vocab:        vocab,
@@ -113,6 +113,87 @@ func newBPE(m *modelJSON, name string) (*bpe, error) {
 		}
 	}
 	return b, nil
+}
+
+// readVocab reads the {"token": id, ...} object token by token: much faster
+// than unmarshalling a map of 150k entries.
+func readVocab(raw jsontext.Value) (map[string]int, error) {
+	dec := jsontext.NewDecoder(bytes.NewReader(raw), jsontext.AllowDuplicateNames(true))
+	if tok, err := dec.ReadToken(); err != nil {
+		return nil, err
+	} else if tok.Kind() != '{' {
+		return nil, fmt.Errorf("want an object of token ids, got %s", tok.Kind())
+	}
+	vocab := make(map[string]int, len(raw)/16)
+	for dec.PeekKind() != '}' {
+		nameTok, err := dec.ReadToken()
+		if err != nil {
+			return nil, err
+		}
+		name := nameTok.String() // the token is void after the next read
+		val, err := dec.ReadToken()
+		if err != nil {
+			return nil, err
+		}
+		if val.Kind() != '0' {
+			return nil, fmt.Errorf("token %q: id is %s, want a number", name, val.Kind())
+		}
+		id, err := strconv.Atoi(val.String())
+		if err != nil {
+			return nil, fmt.Errorf("token %q: id %s is not an integer", name, val.String())
+		}
+		vocab[name] = id
+	}
+	if _, err := dec.ReadToken(); err != nil {
+		return nil, err
+	}
+	return vocab, nil
+}
+
+// readMerges reads the merges list; each is "a b" or ["a", "b"].
+func readMerges(raw jsontext.Value) ([]mergeJSON, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	dec := jsontext.NewDecoder(bytes.NewReader(raw))
+	if tok, err := dec.ReadToken(); err != nil {
+		return nil, err
+	} else if tok.Kind() != '[' {
+		return nil, fmt.Errorf("want a list, got %s", tok.Kind())
+	}
+	var merges []mergeJSON
+	for dec.PeekKind() != ']' {
+		tok, err := dec.ReadToken()
+		if err != nil {
+			return nil, err
+		}
+		switch tok.Kind() {
+		case '"':
+			a, b, ok := strings.Cut(tok.String(), " ")
+			if !ok || strings.Contains(b, " ") {
+				return nil, fmt.Errorf("merge %d %q is not two tokens separated by one space", len(merges), tok.String())
+			}
+			merges = append(merges, mergeJSON{a, b})
+		case '[':
+			var parts []string
+			for dec.PeekKind() == '"' {
+				p, err := dec.ReadToken()
+				if err != nil {
+					return nil, err
+				}
+				parts = append(parts, p.String())
+			}
+			if end, err := dec.ReadToken(); err != nil {
+				return nil, err
+			} else if end.Kind() != ']' || len(parts) != 2 {
+				return nil, fmt.Errorf("merge %d has %d string parts, want 2", len(merges), len(parts))
+			}
+			merges = append(merges, mergeJSON{parts[0], parts[1]})
+		default:
+			return nil, fmt.Errorf("merge %d is %s, neither \"a b\" nor [\"a\", \"b\"]", len(merges), tok.Kind())
+		}
+	}
+	return merges, nil
 }
 
 // symbol is one piece of a word being merged, in a linked list.

@@ -1,10 +1,6 @@
 package tokenizer
 
 import (
-	"fmt"
-	"strings"
-
-	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 )
 
@@ -43,30 +39,6 @@ type modelJSON struct {
 
 // mergeJSON is one merge, written either as "a b" or as ["a", "b"].
 type mergeJSON struct{ a, b string }
-
-func (m *mergeJSON) UnmarshalJSON(data []byte) error {
-	if len(data) > 0 && data[0] == '"' {
-		var s string
-		if err := json.Unmarshal(data, &s); err != nil {
-			return err
-		}
-		a, b, ok := strings.Cut(s, " ")
-		if !ok || strings.Contains(b, " ") {
-			return fmt.Errorf("merge %q is not two tokens separated by one space", s)
-		}
-		m.a, m.b = a, b
-		return nil
-	}
-	var pair []string
-	if err := json.Unmarshal(data, &pair); err != nil {
-		return fmt.Errorf("merge %s is neither \"a b\" nor [\"a\", \"b\"]: %w", data, err)
-	}
-	if len(pair) != 2 {
-		return fmt.Errorf("merge %s has %d parts, want 2", data, len(pair))
-	}
-	m.a, m.b = pair[0], pair[1]
-	return nil
-}
 
 // componentJSON holds the fields of every normalizer, pre-tokenizer,
 // post-processor and decoder type this package understands; each type reads

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // Tokenizer counts tokens the way the served model's tokenizer does. It is
@@ -56,7 +57,7 @@ var ErrUnsupported = errors.New("the bench falls back to calibrating prompt leng
 
 func parse(data []byte, name string) (*Tokenizer, error) {
 	var f fileJSON
-	if err := json.Unmarshal(data, &f); err != nil {
+	if err := json.Unmarshal(data, &f, jsontext.AllowDuplicateNames(true)); err != nil {
 		return nil, fmt.Errorf("tokenizer: %s is not a valid tokenizer.json: %w", name, err)
 	}
 	if f.Model == nil {

@@ -365,7 +365,7 @@ func TestParseErrors(t *testing.T) {
 		{"merge unknown", `{"model":{"type":"BPE","vocab":{"a":0},"merges":["a z"]}}`, `names "z", which is not in the vocab`, false},
 		{"merge result unknown", `{"model":{"type":"BPE","vocab":{"a":0,"b":1},"merges":[["a","b"]]}}`, `makes "ab"`, false},
 		{"merge malformed", `{"model":{"type":"BPE","vocab":{"a":0},"merges":["abc"]}}`, "not two tokens", false},
-		{"merge three", `{"model":{"type":"BPE","vocab":{"a":0},"merges":[["a","a","a"]]}}`, "has 3 parts", false},
+		{"merge three", `{"model":{"type":"BPE","vocab":{"a":0},"merges":[["a","a","a"]]}}`, "has 3 string parts", false},
 		{"unk missing", `{"model":{"type":"BPE","unk_token":"<unk>","vocab":{"a":0},"merges":[]}}`, `unk_token "<unk>"`, false},
 		{"normalizer", `{"normalizer":{"type":"BertNormalizer"},"model":{"type":"BPE","vocab":{"a":0},"merges":[]}}`, `unsupported normalizer "BertNormalizer"`, true},
 		{"pre_tokenizer", `{"pre_tokenizer":{"type":"UnicodeScripts"},"model":{"type":"BPE","vocab":{"a":0},"merges":[]}}`, `unsupported pre_tokenizer "UnicodeScripts"`, true},
