@@ -31,6 +31,9 @@ type Tokenizer struct {
 }
 
 // Load reads a tokenizer.json file, or the tokenizer.json in directory path.
+// A tokenizer_config.json beside it is read too: for Llama and Gemma
+// tokenizer classes its add_bos_token/add_eos_token decide SpecialTokens, as
+// they do when transformers loads the tokenizer for the server.
 func Load(path string) (*Tokenizer, error) {
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
 		path = filepath.Join(path, "tokenizer.json")
@@ -43,10 +46,14 @@ func Load(path string) (*Tokenizer, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := t.applyConfig(filepath.Dir(path)); err != nil {
+		return nil, err
+	}
 	return t, nil
 }
 
-// Parse reads the contents of a tokenizer.json.
+// Parse reads the contents of a tokenizer.json (without a
+// tokenizer_config.json; see Load).
 func Parse(data []byte) (*Tokenizer, error) {
 	return parse(data, "tokenizer.json")
 }

@@ -451,3 +451,38 @@ func TestInvalidUTF8(t *testing.T) {
 		t.Error("Decode returned invalid UTF-8")
 	}
 }
+
+func TestLoadReadsConfig(t *testing.T) {
+	t.Parallel()
+	_, _, plain := fixture(t, fixtureOpts{split: true}) // ByteLevel post-processor: 0 special tokens
+	for _, c := range []struct {
+		name, config string
+		want         int
+	}{
+		{"none", "", 0},
+		{"llama bos", `{"tokenizer_class":"LlamaTokenizerFast","add_bos_token":true,"add_eos_token":false,"bos_token":{"content":"<|bos|>"}}`, 1},
+		{"llama default bos", `{"tokenizer_class":"LlamaTokenizerFast","bos_token":"<|bos|>"}`, 1},
+		{"llama bos and eos", `{"tokenizer_class":"LlamaTokenizer","add_eos_token":true,"bos_token":"<|bos|>","eos_token":"<|eos|>"}`, 2},
+		{"llama no bos token", `{"tokenizer_class":"LlamaTokenizerFast","add_bos_token":true,"bos_token":null}`, 0},
+		{"qwen", `{"tokenizer_class":"Qwen2Tokenizer","add_bos_token":true,"bos_token":"<|bos|>"}`, 0},
+	} {
+		dir := t.TempDir()
+		writeFile(t, dir+"/tokenizer.json", plain)
+		if c.config != "" {
+			writeFile(t, dir+"/tokenizer_config.json", []byte(c.config))
+		}
+		tok, err := Load(dir)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if got := tok.SpecialTokens(); got != c.want {
+			t.Errorf("%s: SpecialTokens = %d, want %d", c.name, got, c.want)
+		}
+	}
+	dir := t.TempDir()
+	writeFile(t, dir+"/tokenizer.json", plain)
+	writeFile(t, dir+"/tokenizer_config.json", []byte(`{"tokenizer_class":`))
+	if _, err := Load(dir); err == nil || !strings.Contains(err.Error(), "tokenizer_config.json") {
+		t.Errorf("bad config: %v, want an error naming tokenizer_config.json", err)
+	}
+}
