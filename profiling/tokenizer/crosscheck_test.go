@@ -42,7 +42,7 @@ func TestCrossCheck(t *testing.T) {
 	if len(expect.Cases) == 0 {
 		t.Fatalf("%s has no cases", expectPath)
 	}
-	idMismatch, countMismatch := 0, 0
+	idMismatch, countMismatch, decodeDiffers := 0, 0, 0
 	for i, c := range expect.Cases {
 		got := tok.Encode(c.Text)
 		if !slices.Equal(got, c.IDs) {
@@ -51,6 +51,9 @@ func TestCrossCheck(t *testing.T) {
 				t.Errorf("case %d %q:\n got  %v\n want %v", i, c.Text, got, c.IDs)
 			}
 		}
+		if tok.Decode(got) != c.Text {
+			decodeDiffers++ // reported only: Decode is for debugging, and normalizers change text
+		}
 		if n := tok.Count(c.Text); n != c.Count {
 			countMismatch++
 			if countMismatch <= 5 {
@@ -58,5 +61,6 @@ func TestCrossCheck(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%s: %d strings, %d id mismatches, %d count mismatches", path, len(expect.Cases), idMismatch, countMismatch)
+	t.Logf("%s: %d strings, %d id mismatches, %d count mismatches (%d special tokens); Decode(Encode(s)) != s for %d",
+		path, len(expect.Cases), idMismatch, countMismatch, tok.SpecialTokens(), decodeDiffers)
 }

@@ -114,8 +114,9 @@ func newNormalizer(c *componentJSON) (normalizer, error) {
 	return nil, fmt.Errorf("unsupported normalizer %q: %w", c.Type, ErrUnsupported)
 }
 
-// preTokenizer refines a list of pieces of one segment into smaller pieces.
-type preTokenizer func(pieces []string) []string
+// preTokenizer refines a list of pieces of one segment into smaller pieces;
+// atStart says the first piece begins the whole text.
+type preTokenizer func(pieces []string, atStart bool) []string
 
 // newPreTokenizer flattens the pre-tokenizer into a list of steps and says
 // whether a ByteLevel step maps bytes to GPT-2's unicode characters.
@@ -137,7 +138,7 @@ func newPreTokenizer(c *componentJSON) (steps []preTokenizer, byteLevel bool, er
 	case "ByteLevel":
 		prefix := c.AddPrefixSpace == nil || *c.AddPrefixSpace
 		if prefix {
-			steps = append(steps, func(pieces []string) []string {
+			steps = append(steps, func(pieces []string, atStart bool) []string {
 				for i, p := range pieces {
 					if !strings.HasPrefix(p, " ") {
 						pieces[i] = " " + p
@@ -212,13 +213,11 @@ func newPreTokenizer(c *componentJSON) (steps []preTokenizer, byteLevel bool, er
 		if scheme != "always" && scheme != "first" && scheme != "never" {
 			return nil, false, fmt.Errorf("pre_tokenizer Metaspace: unknown prepend_scheme %q", scheme)
 		}
-		steps = append(steps, func(pieces []string) []string {
+		steps = append(steps, func(pieces []string, atStart bool) []string {
 			for i, p := range pieces {
 				p = strings.ReplaceAll(p, " ", rep)
-				// "first" prepends only to the piece at the start of the
-				// text; Encode runs the steps on a segment's pieces, the
-				// first of which starts the segment.
-				if (scheme == "always" || (scheme == "first" && i == 0)) && !strings.HasPrefix(p, rep) {
+				// "first" prepends only to the piece at the start of the text.
+				if (scheme == "always" || (scheme == "first" && i == 0 && atStart)) && !strings.HasPrefix(p, rep) {
 					p = rep + p
 				}
 				pieces[i] = p
@@ -270,7 +269,7 @@ func findAll(re *regexp2.Regexp, s string) [][]int {
 }
 
 func regexSplitter(re *regexp2.Regexp, behavior string, invert bool) preTokenizer {
-	return func(pieces []string) []string {
+	return func(pieces []string, atStart bool) []string {
 		out := make([]string, 0, 2*len(pieces))
 		for _, p := range pieces {
 			out = splitPiece(p, findAll(re, p), behavior, invert, out)
@@ -280,7 +279,7 @@ func regexSplitter(re *regexp2.Regexp, behavior string, invert bool) preTokenize
 }
 
 func funcSplitter(find func(string) [][]int, behavior string) preTokenizer {
-	return func(pieces []string) []string {
+	return func(pieces []string, atStart bool) []string {
 		var out []string
 		for _, p := range pieces {
 			out = splitPiece(p, find(p), behavior, false, out)
@@ -403,7 +402,7 @@ func runs(s string, in func(rune) bool, individual bool) [][]int {
 	return out
 }
 
-func whitespaceSplit(pieces []string) []string {
+func whitespaceSplit(pieces []string, _ bool) []string {
 	var out []string
 	for _, p := range pieces {
 		out = append(out, strings.FieldsFunc(p, unicode.IsSpace)...)

@@ -25,8 +25,8 @@ type Tokenizer struct {
 	added      addedMatcher
 	special    int // tokens the post-processor adds to a single sequence
 	idToToken  []string
-	addedIDs   map[int]bool
-	decodeByte bool // decoder maps GPT-2's unicode chars back to bytes
+	specialIDs map[int]bool // special added tokens, which Decode copies as they are
+	decodeByte bool         // decoder maps GPT-2's unicode chars back to bytes
 	decoders   []componentJSON
 }
 
@@ -70,7 +70,7 @@ func parse(data []byte, name string) (*Tokenizer, error) {
 	if f.Model == nil {
 		return nil, fmt.Errorf("tokenizer: %s has no \"model\"", name)
 	}
-	t := &Tokenizer{name: name, addedIDs: map[int]bool{}}
+	t := &Tokenizer{name: name, specialIDs: map[int]bool{}}
 	var err error
 	if t.model, err = newBPE(f.Model, name); err != nil {
 		return nil, err
@@ -106,7 +106,9 @@ func parse(data []byte, name string) (*Tokenizer, error) {
 	}
 	for _, a := range f.AddedTokens {
 		t.idToToken[a.ID] = a.Content
-		t.addedIDs[a.ID] = true
+		if a.Special {
+			t.specialIDs[a.ID] = true
+		}
 	}
 	return t, nil
 }
@@ -119,7 +121,7 @@ func (t *Tokenizer) Encode(text string) []int {
 		text = string([]rune(text)) // one U+FFFD per bad byte
 	}
 	ids := make([]int, 0, len(text)/3+4)
-	for _, seg := range t.added.split(text) {
+	for i, seg := range t.added.split(text) {
 		if seg.id >= 0 {
 			ids = append(ids, seg.id)
 			continue
@@ -133,7 +135,7 @@ func (t *Tokenizer) Encode(text string) []int {
 		}
 		pieces := []string{s}
 		for _, p := range t.preTok {
-			pieces = p(pieces)
+			pieces = p(pieces, i == 0)
 		}
 		for _, piece := range pieces {
 			if piece == "" {
@@ -175,7 +177,7 @@ func (t *Tokenizer) Decode(ids []int) string {
 		if id < 0 || id >= len(t.idToToken) {
 			continue
 		}
-		if t.addedIDs[id] {
+		if t.specialIDs[id] {
 			flush()
 			out = append(out, t.idToToken[id]...)
 			continue

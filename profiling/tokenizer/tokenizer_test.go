@@ -486,3 +486,30 @@ func TestLoadReadsConfig(t *testing.T) {
 		t.Errorf("bad config: %v, want an error naming tokenizer_config.json", err)
 	}
 }
+
+func TestMetaspacePrependScheme(t *testing.T) {
+	t.Parallel()
+	doc := func(scheme string) string {
+		return `{"added_tokens":[{"id":9,"content":"<s>","special":true}],
+			"pre_tokenizer":{"type":"Metaspace","replacement":"▁","prepend_scheme":"` + scheme + `","split":true},
+			"model":{"type":"BPE","vocab":{"▁":0,"h":1,"i":2,"t":3,"e":4,"r":5,"▁h":6,"▁hi":7,"hi":8},"merges":["▁ h","▁h i","h i"]}}`
+	}
+	// "hi there" becomes "▁hi▁there", split before each ▁; "there" has no
+	// merges. After <s>, "first" adds no ▁ (that text does not start the
+	// input), "always" does.
+	there := []int{0, 3, 1, 4, 5, 4}
+	for scheme, tail := range map[string][]int{"first": {8}, "always": {7}, "never": {8}} {
+		tok, err := Parse([]byte(doc(scheme)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		head := []int{7}
+		if scheme == "never" {
+			head = []int{8}
+		}
+		want := slices.Concat(head, there, []int{9}, tail)
+		if got := tok.Encode("hi there<s>hi"); !slices.Equal(got, want) {
+			t.Errorf("%s: Encode = %v, want %v", scheme, got, want)
+		}
+	}
+}
