@@ -179,22 +179,21 @@ func startHelper(tb testing.TB, name, env string) string {
 // give them, and as the nominal schedule gives them.
 type scheduleRun struct {
 	measured, flushed, nominal [4]Stats
-	// clientLate is the p99 lateness (ms) of a 1 ms sleep in the client
-	// process during the run: how late its goroutines got the CPU.
-	clientLate float64
+	// clientLate is how late (ms) a 1 ms sleep in the client process woke
+	// during the run: how late its goroutines got the CPU.
+	clientLate Stats
 }
 
-// wakeLateness samples how late a 1 ms sleep wakes until stop is closed and
-// returns the p99 lateness in ms.
-func wakeLateness(stop <-chan struct{}) <-chan float64 {
-	out := make(chan float64, 1)
+// wakeLateness samples how late a 1 ms sleep wakes (in ms) until stop is
+// closed.
+func wakeLateness(stop <-chan struct{}) <-chan Stats {
+	out := make(chan Stats, 1)
 	go func() {
 		var late []float64
 		for {
 			select {
 			case <-stop:
-				p99, _ := Summarize(late, []float64{99}).At(99)
-				out <- p99
+				out <- Summarize(late, []float64{50, 90, 99})
 				return
 			default:
 			}
@@ -311,12 +310,12 @@ func (r scheduleRun) harnessLate() float64 {
 //
 // Scheduling noise of a shared machine only ever adds lateness, at random;
 // a systematic client error shows in every run. So the test makes up to
-// three tries and passes at the first clean one whose client error is
-// within 1 ms everywhere; it fails when clean tries were made and none
-// passed. A try is not clean when the server itself missed its schedule by
-// more than 3 ms, or when a 1 ms sleep in the client process woke more
-// than 1 ms late at p99 during the try (the machine is too busy for a 1 ms
-// check to mean anything); with no clean try the test skips with the numbers. Every try's
+// three tries and passes at the first whose client error is within 1 ms
+// everywhere. A try that misses is excused when the machine was too busy
+// for a 1 ms check to mean anything: the server itself missed its schedule
+// by more than 3 ms, or a 1 ms sleep in the client process woke more than
+// 1 ms late at p99 during the try. The test fails when a try missed on a
+// quiet machine, and skips with the numbers when every try was excused. Every try's
 // numbers are logged. With BENCH_SCHEDULE_NOMINAL=strict the nominal error
 // is asserted within 1 ms too.
 func TestMetricsMatchSchedule(t *testing.T) {
@@ -338,15 +337,9 @@ func TestMetricsMatchSchedule(t *testing.T) {
 					try, name, p, g, f, g-f, n, g-n)
 			}
 		}
-		t.Logf("try %d: client process p99 wake-up lateness %.3f ms", try, r.clientLate)
-		if h := r.harnessLate(); h > cleanHarness {
-			late = append(late, fmt.Sprintf("server %.1f ms late", h))
-			continue
-		}
-		if r.clientLate > cleanClient {
-			late = append(late, fmt.Sprintf("client wake-ups %.1f ms late", r.clientLate))
-			continue
-		}
+		p90, _ := r.clientLate.At(90)
+		p99, _ := r.clientLate.At(99)
+		t.Logf("try %d: a 1 ms sleep in the client woke late by p50 %.3f, p90 %.3f, p99 %.3f ms", try, r.clientLate.Median, p90, p99)
 		var bad []string
 		for j, name := range schedMetrics {
 			for _, p := range []float64{50, 99} {
@@ -361,13 +354,20 @@ func TestMetricsMatchSchedule(t *testing.T) {
 				}
 			}
 		}
-		if len(bad) == 0 {
+		switch h := r.harnessLate(); {
+		case len(bad) == 0:
 			return
+		// Noise only adds lateness: a miss on a busy machine proves nothing.
+		case h > cleanHarness:
+			late = append(late, fmt.Sprintf("server %.1f ms late", h))
+		case p99 > cleanClient:
+			late = append(late, fmt.Sprintf("client wake-ups %.1f ms late at p99", p99))
+		default:
+			failures = append(failures, fmt.Sprintf("try %d: %s", try, strings.Join(bad, "; ")))
 		}
-		failures = append(failures, fmt.Sprintf("try %d: %s", try, strings.Join(bad, "; ")))
 	}
 	if len(failures) > 0 {
-		t.Fatalf("no clean try within 1 ms:\n%s", strings.Join(failures, "\n"))
+		t.Fatalf("client error over 1 ms on a quiet machine:\n%s", strings.Join(failures, "\n"))
 	}
 	t.Skipf("machine too busy for a 1 ms check in each of 3 tries (%s; limits: server %.0f ms, client p99 wake-up %.0f ms)", strings.Join(late, ", "), cleanHarness, cleanClient)
 }
