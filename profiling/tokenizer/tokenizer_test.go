@@ -513,3 +513,35 @@ func TestMetaspacePrependScheme(t *testing.T) {
 		}
 	}
 }
+
+// TestPreTokenizerBoundaries checks where pre-tokenizers cut, through merges
+// that would join across a cut: "1 2" and ". |" merge only within a piece.
+func TestPreTokenizerBoundaries(t *testing.T) {
+	t.Parallel()
+	vocab := `{"1":0,"2":1,"12":2,".":3,"|":4,".|":5,"a":6,"a.":7}`
+	merges := `["1 2",". |","a ."]`
+	for _, c := range []struct {
+		pre  string
+		text string
+		want []int
+	}{
+		{`{"type":"Digits","individual_digits":true}`, "12", []int{0, 1}},
+		{`{"type":"Digits","individual_digits":false}`, "12", []int{2}},
+		{`{"type":"Digits","individual_digits":false}`, "a12a", []int{6, 2, 6}},
+		// A String pattern is literal: "." is not "any character".
+		{`{"type":"Split","pattern":{"String":"."},"behavior":"Isolated","invert":false}`, "a.|", []int{6, 3, 4}},
+		{`{"type":"Split","pattern":{"String":"."},"behavior":"MergedWithPrevious","invert":false}`, "a.|", []int{7, 4}},
+		{`{"type":"Split","pattern":{"String":"."},"behavior":"MergedWithNext","invert":false}`, "a.|", []int{6, 5}},
+		{`{"type":"Split","pattern":{"String":"|"},"behavior":"Removed","invert":false}`, "1|2", []int{0, 1}},
+		{`{"type":"Sequence","pretokenizers":[{"type":"WhitespaceSplit"},{"type":"Digits","individual_digits":true}]}`, " 12  a. ", []int{0, 1, 7}},
+		{`{"type":"Punctuation","behavior":"Isolated"}`, "a.|", []int{6, 3, 4}},
+	} {
+		tok, err := Parse([]byte(`{"pre_tokenizer":` + c.pre + `,"model":{"type":"BPE","vocab":` + vocab + `,"merges":` + merges + `}}`))
+		if err != nil {
+			t.Fatalf("%s: %v", c.pre, err)
+		}
+		if got := tok.Encode(c.text); !slices.Equal(got, c.want) {
+			t.Errorf("%s: Encode(%q) = %v, want %v", c.pre, c.text, got, c.want)
+		}
+	}
+}
