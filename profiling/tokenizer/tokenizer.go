@@ -62,6 +62,10 @@ func Parse(data []byte) (*Tokenizer, error) {
 // cannot reproduce exactly; the bench then calibrates instead.
 var ErrUnsupported = errors.New("the bench falls back to calibrating prompt lengths from the server")
 
+// maxTokenID bounds token ids so a damaged file cannot make Parse allocate
+// gigabytes for the id table.
+const maxTokenID = 1 << 22
+
 func parse(data []byte, name string) (*Tokenizer, error) {
 	var f fileJSON
 	if err := json.Unmarshal(data, &f, jsontext.AllowDuplicateNames(true)); err != nil {
@@ -97,8 +101,8 @@ func parse(data []byte, name string) (*Tokenizer, error) {
 		}
 		maxID = max(maxID, a.ID)
 	}
-	if maxID >= 1<<26 {
-		return nil, fmt.Errorf("tokenizer: %s: token id %d is implausibly large", name, maxID)
+	if maxID >= maxTokenID {
+		return nil, fmt.Errorf("tokenizer: %s: token id %d is implausibly large (over %d)", name, maxID, maxTokenID)
 	}
 	t.idToToken = make([]string, maxID+1)
 	for tok, id := range t.model.vocab {

@@ -372,6 +372,7 @@ func TestParseErrors(t *testing.T) {
 		{"bad regex", `{"pre_tokenizer":{"type":"Split","pattern":{"Regex":"(("},"behavior":"Isolated"},"model":{"type":"BPE","vocab":{"a":0},"merges":[]}}`, "regex", false},
 		{"bad behavior", `{"pre_tokenizer":{"type":"Split","pattern":{"String":"x"},"behavior":"Sideways"},"model":{"type":"BPE","vocab":{"a":0},"merges":[]}}`, `unknown behavior "Sideways"`, false},
 		{"post_processor", `{"post_processor":{"type":"Mystery"},"model":{"type":"BPE","vocab":{"a":0},"merges":[]}}`, `unsupported post_processor "Mystery"`, true},
+		{"huge id", `{"model":{"type":"BPE","vocab":{"a":100000000},"merges":[]}}`, "implausibly large", false},
 		{"negative id", `{"model":{"type":"BPE","vocab":{"a":-1},"merges":[]}}`, "negative id", false},
 		{"dropout", `{"model":{"type":"BPE","dropout":0.1,"vocab":{"a":0},"merges":[]}}`, "dropout", true},
 	} {
