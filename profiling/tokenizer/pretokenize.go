@@ -417,23 +417,22 @@ func isSpace(r rune) bool { return unicode.IsSpace(r) }
 func isWordRune(r rune) bool { return r == '_' || unicode.IsLetter(r) || unicode.IsNumber(r) }
 
 // byteToRune is GPT-2's byte-to-unicode table: printable bytes map to
-// themselves, the others to U+0100 onwards in byte order.
-var byteToRune, runeToByte = byteTables()
+// themselves, the others to U+0100 onwards in byte order. It is built once
+// and only read.
+var byteToRune = byteTable()
 
-func byteTables() ([256]rune, map[rune]byte) {
+func byteTable() [256]rune {
 	var fwd [256]rune
-	back := make(map[rune]byte, 256)
 	n := rune(0)
-	for b := 0; b < 256; b++ {
+	for b := range 256 {
 		if ('!' <= b && b <= '~') || (0xA1 <= b && b <= 0xAC) || (0xAE <= b && b <= 0xFF) {
 			fwd[b] = rune(b)
 		} else {
 			fwd[b] = 256 + n
 			n++
 		}
-		back[fwd[b]] = byte(b)
 	}
-	return fwd, back
+	return fwd
 }
 
 func byteLevelString(s string) string {
@@ -446,8 +445,18 @@ func byteLevelString(s string) string {
 }
 
 func unicodeToByte(r rune) (byte, bool) {
-	b, ok := runeToByte[r]
-	return b, ok
+	if r < 256 && byteToRune[r] == r {
+		return byte(r), true
+	}
+	if r < 256 || r >= 256+68 { // 68 bytes do not print as themselves
+		return 0, false
+	}
+	for b, m := range byteToRune {
+		if m == r {
+			return byte(b), true
+		}
+	}
+	return 0, false
 }
 
 // byteFallbackToken reads a "<0xXX>" byte token.

@@ -17,7 +17,6 @@ import (
 // safe for concurrent use: the only state it changes after Parse is its
 // per-chunk cache, which is synchronised.
 type Tokenizer struct {
-	name       string // file name for errors
 	normalize  normalizer
 	preTok     []preTokenizer
 	byteLevel  bool // pieces are mapped through GPT-2's byte-to-unicode table before BPE
@@ -74,7 +73,7 @@ func parse(data []byte, name string) (*Tokenizer, error) {
 	if f.Model == nil {
 		return nil, fmt.Errorf("tokenizer: %s has no \"model\"", name)
 	}
-	t := &Tokenizer{name: name, specialIDs: map[int]bool{}}
+	t := &Tokenizer{specialIDs: map[int]bool{}}
 	var err error
 	if t.model, err = newBPE(f.Model, name); err != nil {
 		return nil, err

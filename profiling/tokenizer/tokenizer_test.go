@@ -24,11 +24,17 @@ func TestByteTableAnchors(t *testing.T) {
 		}
 	}
 	seen := map[rune]bool{}
-	for _, r := range byteToRune {
+	for b, r := range byteToRune {
 		if seen[r] {
 			t.Fatalf("rune %q used twice", r)
 		}
 		seen[r] = true
+		if back, ok := unicodeToByte(r); !ok || int(back) != b {
+			t.Errorf("unicodeToByte(%q) = %#x, %v; want %#x", r, back, ok, b)
+		}
+	}
+	if _, ok := unicodeToByte('€'); ok {
+		t.Error("unicodeToByte accepted a rune outside the table")
 	}
 }
 
