@@ -115,11 +115,11 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		// A tokenizer the user named must load, or nothing runs.
 		path, err := tokenizer.Find("", *tokFlag)
 		if err != nil {
-			return fmt.Errorf("bench: --tokenizer: %w", err)
+			return fmt.Errorf("bench: %w", err)
 		}
 		tok, err := tokenizer.Load(path)
 		if err != nil {
-			return fmt.Errorf("bench: --tokenizer: %w", err)
+			return fmt.Errorf("bench: %w", err)
 		}
 		cfg.Tokenizer, cfg.TokenizerSource = tok, path
 	}

@@ -94,11 +94,11 @@ func runServeSim(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if *tokFlag != "" {
 		path, err := tokenizer.Find("", *tokFlag)
 		if err != nil {
-			return fmt.Errorf("serve-sim: --tokenizer: %w", err)
+			return fmt.Errorf("serve-sim: %w", err)
 		}
 		tok, err := tokenizer.Load(path)
 		if err != nil {
-			return fmt.Errorf("serve-sim: --tokenizer: %w", err)
+			return fmt.Errorf("serve-sim: %w", err)
 		}
 		cfg.Tokenizer = tok
 	}

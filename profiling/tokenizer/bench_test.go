@@ -18,7 +18,7 @@ func benchTokenizer(b *testing.B) *Tokenizer {
 		}
 		return tok
 	}
-	tok, _, _ := fixture(b, fixtureOpts{split: true, normalizer: "NFC", bos: true})
+	tok, _, _ := fixture(b, fixtureOpts{Split: true, Normalizer: "NFC", BOS: true})
 	return tok
 }
 

@@ -45,7 +45,7 @@ func pairKey(a, b int) uint64 { return uint64(uint32(a))<<32 | uint64(uint32(b))
 
 func newBPE(m *modelJSON, name string) (*bpe, error) {
 	if m.Type != "" && m.Type != "BPE" {
-		return nil, fmt.Errorf("tokenizer: unsupported tokenizer model %q in %s (only BPE is read): %w", m.Type, name, ErrUnsupported)
+		return nil, fmt.Errorf("tokenizer: %s: model type %q: %w (only BPE models are read)", name, m.Type, ErrUnsupported)
 	}
 	if len(m.Vocab) == 0 || string(m.Vocab) == "null" {
 		return nil, fmt.Errorf("tokenizer: %s: model has no vocab", name)

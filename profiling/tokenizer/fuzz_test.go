@@ -3,14 +3,19 @@ package tokenizer
 import (
 	"strings"
 	"testing"
+
+	"github.com/profile-model/profile-model/profiling/tokenizer/tokenizertest"
 )
 
 // FuzzParse feeds arbitrary bytes to Parse and encodes a little text with
 // whatever parses: neither may panic.
 func FuzzParse(f *testing.F) {
-	tr := trainBPE(trainText, 40)
-	for _, o := range []fixtureOpts{{}, {split: true, mergePairs: true, bos: true, normalizer: "NFC"}} {
-		data := fixtureJSON(f, tr, o)
+	tr := tokenizertest.Train(tokenizertest.TrainText, 40)
+	for _, o := range []fixtureOpts{{}, {Split: true, MergePairs: true, BOS: true, Normalizer: "NFC"}} {
+		data, err := tr.JSON(o)
+		if err != nil {
+			f.Fatal(err)
+		}
 		f.Add(data)
 		f.Add(data[:len(data)/2])
 	}

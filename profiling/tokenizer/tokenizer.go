@@ -59,7 +59,7 @@ func Parse(data []byte) (*Tokenizer, error) {
 
 // ErrUnsupported says a tokenizer.json uses a model or component this package
 // cannot reproduce exactly; the bench then calibrates instead.
-var ErrUnsupported = errors.New("the bench falls back to calibrating prompt lengths from the server")
+var ErrUnsupported = errors.New("not supported by this tokenizer reader")
 
 // maxTokenID bounds token ids so a damaged file cannot make Parse allocate
 // gigabytes for the id table.

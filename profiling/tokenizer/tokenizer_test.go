@@ -11,13 +11,15 @@ import (
 	"unicode/utf8"
 
 	"golang.org/x/text/unicode/norm"
+
+	"github.com/profile-model/profile-model/profiling/tokenizer/tokenizertest"
 )
 
 func TestByteTableAnchors(t *testing.T) {
 	t.Parallel()
 	// Well-known GPT-2 facts: space is 'Ġ', newline 'Ċ', tab 'ĉ', and printable
 	// ASCII maps to itself.
-	table := testByteTable()
+	table := tokenizertest.ByteTable()
 	for b, want := range map[byte]rune{' ': 'Ġ', '\n': 'Ċ', '\t': 'ĉ', 'a': 'a', '!': '!', 0xAD: 'Ń'} {
 		if table[b] != want || byteToRune[b] != want {
 			t.Errorf("byte %#x: test table %q, package table %q, want %q", b, table[b], byteToRune[b], want)
@@ -56,7 +58,7 @@ var chunkCases = []struct {
 
 func TestEncodeMatchesBruteForce(t *testing.T) {
 	t.Parallel()
-	split, tr, _ := fixture(t, fixtureOpts{split: true, mergePairs: true})
+	split, tr, _ := fixture(t, fixtureOpts{Split: true, MergePairs: true})
 	gpt2, _, _ := fixture(t, fixtureOpts{})
 	for _, c := range chunkCases {
 		for _, v := range []struct {
@@ -80,10 +82,10 @@ func TestEncodeMatchesBruteForce(t *testing.T) {
 // brute-force definition.
 func TestEncodeRandomWords(t *testing.T) {
 	t.Parallel()
-	split, tr, _ := fixture(t, fixtureOpts{split: true})
-	gpt2, _, _ := fixture(t, fixtureOpts{mergePairs: true})
+	split, tr, _ := fixture(t, fixtureOpts{Split: true})
+	gpt2, _, _ := fixture(t, fixtureOpts{MergePairs: true})
 	rng := rand.New(rand.NewPCG(1, 2))
-	words := strings.Fields(strings.ToLower(trainText))
+	words := strings.Fields(strings.ToLower(tokenizertest.TrainText))
 	for i := range 300 {
 		n := 1 + rng.IntN(40)
 		var b strings.Builder
@@ -146,7 +148,7 @@ func randomText(rng *rand.Rand) string {
 func TestRoundTrip(t *testing.T) {
 	t.Parallel()
 	gpt2, _, _ := fixture(t, fixtureOpts{})
-	nfc, _, _ := fixture(t, fixtureOpts{split: true, normalizer: "NFC", bos: true})
+	nfc, _, _ := fixture(t, fixtureOpts{Split: true, Normalizer: "NFC", BOS: true})
 	rng := rand.New(rand.NewPCG(3, 4))
 	for i := range 2000 {
 		s := randomText(rng)
@@ -161,11 +163,11 @@ func TestRoundTrip(t *testing.T) {
 
 func TestNFCNormalizes(t *testing.T) {
 	t.Parallel()
-	nfc, _, _ := fixture(t, fixtureOpts{split: true, normalizer: "NFC"})
+	nfc, _, _ := fixture(t, fixtureOpts{Split: true, Normalizer: "NFC"})
 	if a, b := nfc.Encode("cafe\u0301"), nfc.Encode("caf\u00e9"); !slices.Equal(a, b) {
 		t.Errorf("decomposed and composed é encode differently under NFC: %v vs %v", a, b)
 	}
-	raw, _, _ := fixture(t, fixtureOpts{split: true})
+	raw, _, _ := fixture(t, fixtureOpts{Split: true})
 	if a, b := raw.Encode("cafe\u0301"), raw.Encode("caf\u00e9"); slices.Equal(a, b) {
 		t.Errorf("without a normalizer the two forms should differ, both %v", a)
 	}
@@ -173,8 +175,8 @@ func TestNFCNormalizes(t *testing.T) {
 
 func TestSpecialTokensAndCount(t *testing.T) {
 	t.Parallel()
-	bos, tr, _ := fixture(t, fixtureOpts{split: true, bos: true})
-	plain, _, _ := fixture(t, fixtureOpts{split: true})
+	bos, tr, _ := fixture(t, fixtureOpts{Split: true, BOS: true})
+	plain, _, _ := fixture(t, fixtureOpts{Split: true})
 	if bos.SpecialTokens() != 1 || plain.SpecialTokens() != 0 {
 		t.Fatalf("SpecialTokens = %d with a BOS template, %d with ByteLevel; want 1 and 0", bos.SpecialTokens(), plain.SpecialTokens())
 	}
@@ -182,8 +184,8 @@ func TestSpecialTokensAndCount(t *testing.T) {
 	if got, want := bos.Count(text), len(bos.Encode(text))+1; got != want {
 		t.Errorf("Count = %d, want %d", got, want)
 	}
-	if slices.Contains(bos.Encode(text), tr.bos) {
-		t.Errorf("Encode added the BOS id %d", tr.bos)
+	if slices.Contains(bos.Encode(text), tr.BOS) {
+		t.Errorf("Encode added the BOS id %d", tr.BOS)
 	}
 
 	// Post-processors by type.
@@ -211,13 +213,13 @@ func TestSpecialTokensAndCount(t *testing.T) {
 
 func TestAddedTokensMatchedWhole(t *testing.T) {
 	t.Parallel()
-	tok, tr, _ := fixture(t, fixtureOpts{split: true})
+	tok, tr, _ := fixture(t, fixtureOpts{Split: true})
 	got := tok.Encode("the dog<|eos|> said<|bos|><|eos|>")
 	var want []int
 	want = append(want, tok.Encode("the dog")...)
-	want = append(want, tr.eos)
+	want = append(want, tr.EOS)
 	want = append(want, tok.Encode(" said")...)
-	want = append(want, tr.bos, tr.eos)
+	want = append(want, tr.BOS, tr.EOS)
 	if !slices.Equal(got, want) {
 		t.Errorf("Encode = %v, want %v", got, want)
 	}
@@ -225,7 +227,7 @@ func TestAddedTokensMatchedWhole(t *testing.T) {
 		t.Errorf("Decode = %q", s)
 	}
 	// A partial special token is plain text.
-	if ids := tok.Encode("<|eos"); slices.Contains(ids, tr.eos) {
+	if ids := tok.Encode("<|eos"); slices.Contains(ids, tr.EOS) {
 		t.Errorf("Encode(%q) = %v contains the eos id", "<|eos", ids)
 	}
 }
@@ -247,8 +249,8 @@ func TestAddedTokenStrip(t *testing.T) {
 
 func TestMergeFormsAgree(t *testing.T) {
 	t.Parallel()
-	a, _, da := fixture(t, fixtureOpts{split: true, mergePairs: true})
-	b, _, db := fixture(t, fixtureOpts{split: true})
+	a, _, da := fixture(t, fixtureOpts{Split: true, MergePairs: true})
+	b, _, db := fixture(t, fixtureOpts{Split: true})
 	if !strings.Contains(string(da), `"merges":[["`) || strings.Contains(string(db), `"merges":[["`) {
 		t.Fatal("fixtures do not use the two merge forms")
 	}
@@ -399,7 +401,7 @@ func TestParseErrors(t *testing.T) {
 func TestLoadNamesFile(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	_, _, data := fixture(t, fixtureOpts{split: true, bos: true})
+	_, _, data := fixture(t, fixtureOpts{Split: true, BOS: true})
 	writeFile(t, dir+"/m/tokenizer.json", data)
 	for _, p := range []string{dir + "/m", dir + "/m/tokenizer.json"} {
 		tok, err := Load(p)
@@ -421,8 +423,8 @@ func TestLoadNamesFile(t *testing.T) {
 
 func TestConcurrentEncode(t *testing.T) {
 	t.Parallel()
-	tok, _, _ := fixture(t, fixtureOpts{split: true})
-	ref, _, _ := fixture(t, fixtureOpts{split: true})
+	tok, _, _ := fixture(t, fixtureOpts{Split: true})
+	ref, _, _ := fixture(t, fixtureOpts{Split: true})
 	rng := rand.New(rand.NewPCG(7, 8))
 	texts := make([]string, 200)
 	for i := range texts {
@@ -461,7 +463,7 @@ func TestInvalidUTF8(t *testing.T) {
 
 func TestLoadReadsConfig(t *testing.T) {
 	t.Parallel()
-	_, _, plain := fixture(t, fixtureOpts{split: true}) // ByteLevel post-processor: 0 special tokens
+	_, _, plain := fixture(t, fixtureOpts{Split: true}) // ByteLevel post-processor: 0 special tokens
 	for _, c := range []struct {
 		name, config string
 		want         int
