@@ -367,8 +367,8 @@ func TestParseErrors(t *testing.T) {
 	}{
 		{"not json", `{"model":`, "not a valid tokenizer.json", false},
 		{"no model", `{"added_tokens":[]}`, `no "model"`, false},
-		{"wordpiece", `{"model":{"type":"WordPiece","vocab":{"a":0}}}`, `unsupported tokenizer model "WordPiece" in tokenizer.json`, true},
-		{"unigram", `{"model":{"type":"Unigram","vocab":[["a",0.0]]}}`, `unsupported tokenizer model "Unigram"`, true},
+		{"wordpiece", `{"model":{"type":"WordPiece","vocab":{"a":0}}}`, `tokenizer.json: model type "WordPiece": not supported`, true},
+		{"unigram", `{"model":{"type":"Unigram","vocab":[["a",0.0]]}}`, `model type "Unigram": not supported`, true},
 		{"no vocab", `{"model":{"type":"BPE","merges":[]}}`, "no vocab", false},
 		{"merge unknown", `{"model":{"type":"BPE","vocab":{"a":0},"merges":["a z"]}}`, `names "z", which is not in the vocab`, false},
 		{"merge result unknown", `{"model":{"type":"BPE","vocab":{"a":0,"b":1},"merges":[["a","b"]]}}`, `makes "ab"`, false},
