@@ -314,7 +314,7 @@ func (r scheduleRun) harnessLate() float64 {
 // everywhere. A try that misses is excused when the machine was too busy
 // for a 1 ms check to mean anything: the server itself missed its schedule
 // by more than 3 ms, or a 1 ms sleep in the client process woke more than
-// 1 ms late at p99 during the try. The test fails when a try missed on a
+// 1 ms late at p90 during the try. The test fails when a try missed on a
 // quiet machine, and skips with the numbers when every try was excused. Every try's
 // numbers are logged. With BENCH_SCHEDULE_NOMINAL=strict the nominal error
 // is asserted within 1 ms too.
@@ -323,7 +323,9 @@ func TestMetricsMatchSchedule(t *testing.T) {
 		t.Skip("streams 1024 requests for about 10 s; skipped with -short")
 	}
 	const cleanHarness = 3.0 // ms of server lateness beyond which the machine is too busy
-	// A 1 ms check needs the client's goroutines to wake within 1 ms.
+	// A 1 ms check needs the client's goroutines to wake within 1 ms. On a
+	// quiet 2-core machine a 1 ms sleep beside 256 streams wakes ~0.55 ms
+	// late at p90 (~1.07 at p99); under load, 3–5 ms at p90.
 	const cleanClient = 1.0
 	var late, failures []string
 	for try := 1; try <= 3; try++ {
@@ -360,8 +362,8 @@ func TestMetricsMatchSchedule(t *testing.T) {
 		// Noise only adds lateness: a miss on a busy machine proves nothing.
 		case h > cleanHarness:
 			late = append(late, fmt.Sprintf("server %.1f ms late", h))
-		case p99 > cleanClient:
-			late = append(late, fmt.Sprintf("client wake-ups %.1f ms late at p99", p99))
+		case p90 > cleanClient:
+			late = append(late, fmt.Sprintf("client wake-ups %.1f ms late at p90", p90))
 		default:
 			failures = append(failures, fmt.Sprintf("try %d: %s", try, strings.Join(bad, "; ")))
 		}
@@ -369,7 +371,7 @@ func TestMetricsMatchSchedule(t *testing.T) {
 	if len(failures) > 0 {
 		t.Fatalf("client error over 1 ms on a quiet machine:\n%s", strings.Join(failures, "\n"))
 	}
-	t.Skipf("machine too busy for a 1 ms check in each of 3 tries (%s; limits: server %.0f ms, client p99 wake-up %.0f ms)", strings.Join(late, ", "), cleanHarness, cleanClient)
+	t.Skipf("machine too busy for a 1 ms check in each of 3 tries (%s; limits: server %.0f ms, client p90 wake-up %.0f ms)", strings.Join(late, ", "), cleanHarness, cleanClient)
 }
 
 // TestMetricsOnePerfectStream checks the formulas on one request whose
