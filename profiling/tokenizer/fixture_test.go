@@ -17,8 +17,6 @@ type (
 	fixtureOpts = tokenizertest.Options
 )
 
-const llama3Pattern = tokenizertest.Llama3Pattern
-
 // fixture trains the standard tiny tokenizer and parses it with options o.
 func fixture(t testing.TB, o fixtureOpts) (*Tokenizer, trained, []byte) {
 	t.Helper()
