@@ -44,7 +44,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		out         = fs.String("out", "bench-results", "directory that receives one new run directory per invocation")
 		percentiles = fs.String("percentiles", "50,90,95,99", "percentiles to report (50 and 99 are always computed)")
 		goodput     = fs.String("goodput", "", "SLOs for goodput in ms, e.g. ttft:500,tpot:50,e2el:10000")
-		details     = fs.Bool("details", false, "save per-request lengths, TTFTs, ITLs and errors in the result JSON")
+		details     = fs.Bool("details", false, "save per-request lengths, TTFTs, ITLs, generated texts and errors in the result JSON")
 		timeout     = fs.Duration("timeout", 0, "per-request timeout (0: none)")
 		tokFlag     = fs.String("tokenizer", "", "the served model's `tokenizer.json` (or its directory) for exact prompt lengths; default: found locally from the model name (a model directory or the Hugging Face cache); none: calibrate from the server")
 	)

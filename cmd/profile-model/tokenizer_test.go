@@ -73,6 +73,13 @@ func TestBenchExactPromptsWithTokenizer(t *testing.T) {
 		lens[l.(float64)] = true
 	}
 	require.Greater(t, len(lens), 3, "lengths are drawn in [96, 120], not all equal")
+	// --details keeps the text each request streamed: one word (with its
+	// leading space) per output token.
+	texts, outLens := res["generated_texts"].([]any), res["output_lens"].([]any)
+	require.Len(t, texts, 16)
+	for i, tx := range texts {
+		require.Len(t, strings.Fields(tx.(string)), int(outLens[i].(float64)), "%q", tx)
+	}
 
 	res = sweep("none")
 	require.Equal(t, "calibrated", res["prompt_shaping"])

@@ -50,10 +50,11 @@ type Output struct {
 	TTFT         time.Duration
 	ITL          []time.Duration // gaps between consecutive tokens
 	E2EL         time.Duration
-	TokenEvents  int // events carrying a choice with non-empty text
-	OutputTokens int // usage.completion_tokens, else TokenEvents
-	PromptTokens int // usage.prompt_tokens, else the requested length
-	PromptLen    int // the requested length (Request.PromptLen)
+	TokenEvents  int    // events carrying a choice with non-empty text
+	OutputTokens int    // usage.completion_tokens, else TokenEvents
+	PromptTokens int    // usage.prompt_tokens, else the requested length
+	PromptLen    int    // the requested length (Request.PromptLen)
+	Text         string // the generated text, when Client.KeepText
 	UsageOutput  bool
 	UsagePrompt  bool
 	Failure      FailureKind // "" on success
@@ -70,6 +71,7 @@ type Client struct {
 	Model     string
 	IgnoreEOS bool
 	Timeout   time.Duration // per request; 0 = none
+	KeepText  bool          // keep each request's generated text in Output.Text
 	HTTP      *http.Client
 
 	readers sync.Pool
@@ -222,6 +224,10 @@ func (c *Client) Do(ctx context.Context, req Request) Output {
 func (c *Client) readStream(ctx context.Context, out *Output, sse *SSEReader) {
 	var last time.Time
 	var ch chunk
+	var text strings.Builder
+	if c.KeepText {
+		defer func() { out.Text = text.String() }()
+	}
 	for {
 		data, err := sse.Next()
 		now := time.Now()
@@ -255,11 +261,14 @@ func (c *Client) readStream(ctx context.Context, out *Output, sse *SSEReader) {
 			return
 		}
 		if len(ch.Choices) > 0 {
-			text := ch.Choices[0].Text
-			if text == "" {
-				text = ch.Choices[0].Delta.Content
+			delta := ch.Choices[0].Text
+			if delta == "" {
+				delta = ch.Choices[0].Delta.Content
 			}
-			if text != "" {
+			if delta != "" {
+				if c.KeepText {
+					text.WriteString(delta)
+				}
 				if out.TokenEvents == 0 {
 					out.TTFT = now.Sub(out.Start)
 				} else {

@@ -90,10 +90,12 @@ func levelJSON(cfg *SweepConfig, model string, s Shaper, lv *LevelResult) object
 		var itls [][]float64
 		var errs []string
 		var inLens, reqLens, outLens []int
+		var texts []string
 		for i := range lv.Outputs {
 			out := &lv.Outputs[i]
 			inLens = append(inLens, out.PromptTokens)
 			reqLens = append(reqLens, out.PromptLen)
+			texts = append(texts, out.Text)
 			outLens = append(outLens, out.OutputTokens)
 			ttfts = append(ttfts, out.TTFT.Seconds())
 			g := make([]float64, len(out.ITL))
@@ -108,6 +110,7 @@ func levelJSON(cfg *SweepConfig, model string, s Shaper, lv *LevelResult) object
 		o.add("output_lens", outLens)
 		o.add("ttfts", ttfts)
 		o.add("itls", itls)
+		o.add("generated_texts", texts)
 		o.add("errors", errs)
 	}
 	for _, x := range []struct {

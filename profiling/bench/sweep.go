@@ -41,7 +41,7 @@ type SweepConfig struct {
 	OutDir      string    // run directories are created under it; "" = "bench-results"
 	Percentiles []float64 // nil = DefaultPercentiles; 50 and 99 are always computed
 	SLO         SLO
-	Details     bool // per-request lengths and latencies in the result JSON
+	Details     bool // per-request lengths, latencies and generated texts in the result JSON
 
 	// Shaper skips the calibration probes when set.
 	Shaper *Shaper
@@ -173,6 +173,7 @@ func Sweep(ctx context.Context, cfg SweepConfig) (*SweepResult, error) {
 	c := NewClient(cfg.URL, cfg.Model, slices.Max(cfg.Concurrencies))
 	c.Endpoint = cfg.Endpoint
 	c.Timeout = cfg.RequestTimeout
+	c.KeepText = cfg.Details
 	if c.Model == "" {
 		m, err := FetchModel(ctx, c.HTTP, cfg.URL)
 		if err != nil {
