@@ -85,7 +85,7 @@ func runLayers(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 	}
 	if prefill != nil && len(prefill.Positions) > 0 {
-		prefillOut = prefillPath(concPath(*csvPath, "layer.csv", tr.DecodeBS))
+		prefillOut = prefillPath(concPath(*csvPath, "layer.csv", tr.DecodeBS), tr.DecodeBS)
 		if err := atomicfile.Write(prefillOut, inventory.FormatLayerCSV(prefill.Rows())); err != nil {
 			return err
 		}
@@ -120,10 +120,10 @@ func runLayers(ctx context.Context, args []string, stdout, stderr io.Writer) err
 // prefillPath names the prefill steps' table after the decode one:
 // conc8_layer.csv → conc8_prefill_layer.csv (the conc{bs}_ prefix stays first
 // so a directory listing groups a level's files).
-func prefillPath(decodePath string) string {
+func prefillPath(decodePath string, bs int) string {
 	dir, base := filepath.Split(decodePath)
-	if i := strings.Index(base, "_"); i > 0 && strings.HasPrefix(base, "conc") {
-		return filepath.Join(dir, base[:i+1]+"prefill_"+base[i+1:])
+	if prefix := fmt.Sprintf("conc%d_", bs); bs > 0 && strings.HasPrefix(base, prefix) {
+		return filepath.Join(dir, prefix+"prefill_"+strings.TrimPrefix(base, prefix))
 	}
 	return filepath.Join(dir, "prefill_"+base)
 }

@@ -212,6 +212,7 @@ func TestLayersCommandPrefillCSV(t *testing.T) {
 		require.Equal(t, p.Kernel, rows[i].Kernel, "pos %d", i)
 		require.InDelta(t, p.AvgUS, rows[i].AvgUS, 0.05, "pos %d", i)
 	}
-	require.Equal(t, filepath.Join("d", "prefill_layer.csv"), prefillPath(filepath.Join("d", "layer.csv")))
-	require.Equal(t, "conc16_prefill_t.csv", prefillPath("conc16_t.csv"))
+	require.Equal(t, filepath.Join("d", "prefill_layer.csv"), prefillPath(filepath.Join("d", "layer.csv"), 0))
+	require.Equal(t, "conc16_prefill_t.csv", prefillPath("conc16_t.csv", 16))
+	require.Equal(t, "prefill_concise.csv", prefillPath("concise.csv", 0), "no batch size: no conc prefix to keep first")
 }

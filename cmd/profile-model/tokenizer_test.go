@@ -67,7 +67,7 @@ func TestBenchExactPromptsWithTokenizer(t *testing.T) {
 	require.Equal(t, "tokenizer", res["prompt_shaping"])
 	require.Equal(t, tok, res["prompt_tokenizer"])
 	require.Equal(t, true, res["prompt_tokenizer_verified"])
-	require.Equal(t, res["requested_input_lens"], res["input_lens"], "the server counted exactly the drawn lengths")
+	require.Equal(t, res["target_input_lens"], res["input_lens"], "the server counted exactly the drawn lengths")
 	lens := map[float64]bool{}
 	for _, l := range res["input_lens"].([]any) {
 		lens[l.(float64)] = true

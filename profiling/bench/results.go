@@ -106,7 +106,7 @@ func levelJSON(cfg *SweepConfig, model string, s Shaper, lv *LevelResult) object
 			errs = append(errs, out.Error)
 		}
 		o.add("input_lens", inLens)
-		o.add("requested_input_lens", reqLens)
+		o.add("target_input_lens", reqLens)
 		o.add("output_lens", outLens)
 		o.add("ttfts", ttfts)
 		o.add("itls", itls)
@@ -156,7 +156,7 @@ func levelJSON(cfg *SweepConfig, model string, s Shaper, lv *LevelResult) object
 	if s.Counter != nil {
 		o.add("prompt_tokenizer", s.Tokenizer)
 		o.add("prompt_tokenizer_verified", s.Verified)
-		o.add("prompt_template_tokens", s.Offset)
+		o.add("prompt_tokens_added_by_server", s.Offset)
 	} else {
 		o.add("prompt_tokens_per_word", s.PerWord)
 		o.add("prompt_calibrated", s.Calibrated)

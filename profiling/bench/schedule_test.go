@@ -246,8 +246,10 @@ func runSchedule(t *testing.T) scheduleRun {
 	// queueing would count as TTFT; from then on the loop is closed.
 	stopProbe := make(chan struct{})
 	probe := wakeLateness(stopProbe)
+	stop := sync.OnceFunc(func() { close(stopProbe) })
+	defer stop() // a failed require below must not leave the sampler running
 	outs, start, end := Run(ctx, c, reqs, Load{MaxConcurrency: schedConc, RequestRate: 1000, Burstiness: 50, Seed: 1})
-	close(stopProbe)
+	stop()
 	clientLate := <-probe
 	pcts := []float64{50, 99}
 	got := Aggregate(outs, len(reqs), end.Sub(start), pcts, SLO{})

@@ -61,24 +61,35 @@ func TestTokenizerShaperRefusesAWordSplitter(t *testing.T) {
 	require.ErrorContains(t, err, "single tokens")
 }
 
-// TestSweepWithTokenizer: against a server that counts with the same
-// tokenizer, every request's usage.prompt_tokens is exactly its drawn
-// length, on both endpoints (chat: the template's tokens are measured and
-// left room for); against a server counting otherwise, the sweep warns and
-// calibrates instead.
+// plusBOS is a server tokenizer that adds one token the client's tokenizer
+// files do not declare (a BOS from an engine default).
+type plusBOS struct{ toyTokenizer }
+
+func (p plusBOS) Count(text string) int { return p.toyTokenizer.Count(text) + 1 }
+
+// TestSweepWithTokenizer: against a server that counts like the tokenizer up
+// to a constant (none; a chat template; an undeclared BOS), every request's
+// usage.prompt_tokens is exactly its drawn length. A tokenizer the server
+// disagrees with stops the run when the user named it, and falls back to
+// calibration with a warning when it was found by model name.
 func TestSweepWithTokenizer(t *testing.T) {
 	t.Parallel()
 	tok := toyTokenizer{per: 3}
+	found := func(string) (TokenCounter, string, string, error) { return tok, "found/tokenizer.json", "", nil }
 	cases := []struct {
 		name, endpoint string
 		server         sim.Config
+		named          bool // the user gave the tokenizer; else LoadTokenizer finds it
 		method         string
 		offset         int
+		err            string
 	}{
-		{"completions", "/v1/completions", sim.Config{Tokenizer: tok}, "tokenizer", 0},
+		{"completions", "/v1/completions", sim.Config{Tokenizer: tok}, true, "tokenizer", 0, ""},
 		// <|im_start|> user \n … <|im_end|> \n <|im_start|> assistant \n: 1+2+1+1+3, BOS counted once.
-		{"chat", "/v1/chat/completions", sim.Config{Tokenizer: tok}, "tokenizer", 8},
-		{"other tokenizer on the server", "/v1/completions", sim.Config{}, "calibrated", 0},
+		{"chat", "/v1/chat/completions", sim.Config{Tokenizer: tok}, true, "tokenizer", 8, ""},
+		{"server adds a BOS", "/v1/completions", sim.Config{Tokenizer: plusBOS{tok}}, false, "tokenizer", 1, ""},
+		{"found tokenizer the server disagrees with", "/v1/completions", sim.Config{Tokenizer: toyTokenizer{per: 2}}, false, "calibrated", 0, ""},
+		{"named tokenizer the server disagrees with", "/v1/completions", sim.Config{Tokenizer: toyTokenizer{per: 2}}, true, "", 0, "disagrees with the server"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -86,11 +97,22 @@ func TestSweepWithTokenizer(t *testing.T) {
 			tc.server.TimeScale = 200
 			url, _ := startSim(t, tc.server)
 			var log bytes.Buffer
-			res, err := Sweep(context.Background(), SweepConfig{
+			cfg := SweepConfig{
 				URL: url, Endpoint: tc.endpoint, Model: simModel, ISL: 200, OSL: 4, RangeRatio: 0.5,
-				Concurrencies: []int{4}, NumPromptsMul: 8, Seed: 3, OutDir: t.TempDir(), Log: &log,
-				Tokenizer: tok, TokenizerSource: "toy.json", Details: true,
-			})
+				Concurrencies: []int{4}, NumPromptsMul: 8, Seed: 3, OutDir: t.TempDir(), Log: &log, Details: true,
+			}
+			if tc.named {
+				cfg.Tokenizer, cfg.TokenizerSource = tok, "toy.json"
+			} else {
+				cfg.LoadTokenizer = found
+			}
+			res, err := Sweep(context.Background(), cfg)
+			if tc.err != "" {
+				require.ErrorContains(t, err, tc.err)
+				require.ErrorContains(t, err, "toy.json")
+				require.Empty(t, res.RunDir, "nothing is written when the run cannot start")
+				return
+			}
 			require.NoError(t, err, log.String())
 			require.Equal(t, tc.method, res.Shaper.Method(), log.String())
 			lv := res.Levels[0]

@@ -47,14 +47,15 @@ type SweepConfig struct {
 	Shaper *Shaper
 	// Tokenizer, when set, builds every prompt to its exact length (SPEC
 	// §2.3) after two probes check it against the server's counts; a
-	// mismatch falls back to calibration with a warning. TokenizerSource
-	// names it (the tokenizer.json path).
+	// mismatch is an error. TokenizerSource names it (the tokenizer.json
+	// path).
 	Tokenizer       TokenCounter
 	TokenizerSource string
 	// LoadTokenizer, when Tokenizer is nil, looks for the served model's
 	// tokenizer once the model name is known; it returns a nil counter when
 	// there is none (a note says why) and an error when one was found but
-	// cannot be used.
+	// cannot be used. A found tokenizer that cannot be used, or that the
+	// server disagrees with, falls back to calibration with a warning.
 	LoadTokenizer func(model string) (c TokenCounter, source, note string, err error)
 	// Log receives the result block of each level and run messages; nil = discard.
 	Log io.Writer
@@ -239,6 +240,10 @@ func failureSummary(m *Metrics) string {
 	return s
 }
 
+// warmupIndex numbers warmup requests; measured requests count from 0 and
+// probes from 900_000.
+const warmupIndex = 500_000
+
 // runLevel runs one level: warmup, [start_profile], requests, end time,
 // [stop_profile, wait for the export], metrics.
 func runLevel(ctx context.Context, cfg *SweepConfig, c *Client, s Shaper, conc int) *LevelResult {
@@ -256,10 +261,10 @@ func runLevel(ctx context.Context, cfg *SweepConfig, c *Client, s Shaper, conc i
 	}
 
 	if cfg.Warmups > 0 {
-		warm := Workload{ISL: cfg.ISL, OSL: cfg.OSL, RangeRatio: cfg.RangeRatio, NumPrompts: cfg.Warmups, Seed: levelSeed + 500_000}.Requests(s)
-		for i := range warm {
-			warm[i].Index += 1_000_000 // distinct prefixes from the measured prompts
-		}
+		// Numbered apart from the measured requests: their first words
+		// differ, so a token-granular prefix cache gets no hit either.
+		warm := Workload{ISL: cfg.ISL, OSL: cfg.OSL, RangeRatio: cfg.RangeRatio, NumPrompts: cfg.Warmups,
+			Seed: levelSeed + 500_000, FirstIndex: warmupIndex}.Requests(s)
 		outs, _, _ := Run(ctx, c, warm, Load{MaxConcurrency: min(cfg.Warmups, conc)})
 		for _, o := range outs {
 			if !o.OK() {
@@ -448,12 +453,14 @@ func newRunDir(out string, t time.Time) (string, error) {
 }
 
 // shaper decides how prompts are shaped: the given Shaper, the tokenizer
-// when the server agrees with it, or calibration.
+// when the server agrees with it, or calibration. A tokenizer the user named
+// must work; one found by model name falls back to calibration.
 func (cfg *SweepConfig) shaper(ctx context.Context, c *Client) (Shaper, error) {
 	if cfg.Shaper != nil {
 		return *cfg.Shaper, nil
 	}
-	if cfg.Tokenizer == nil && cfg.LoadTokenizer != nil {
+	named := cfg.Tokenizer != nil
+	if !named && cfg.LoadTokenizer != nil {
 		tok, source, note, err := cfg.LoadTokenizer(c.Model)
 		switch {
 		case err != nil:
@@ -469,13 +476,28 @@ func (cfg *SweepConfig) shaper(ctx context.Context, c *Client) (Shaper, error) {
 		if err == nil {
 			s, err = CheckTokenizer(ctx, c, cfg.Seed, s)
 		}
+		chat := strings.Contains(cfg.Endpoint, "chat")
 		switch {
 		case err == nil && s.Verified:
-			fmt.Fprintf(cfg.Log, "prompts: exact lengths from %s (the server agrees; it adds %d tokens)\n", s.Tokenizer, s.Offset)
+			fmt.Fprintf(cfg.Log, "prompts: exact lengths from %s (checked against the server", s.Tokenizer)
+			switch {
+			case s.Offset != 0 && chat:
+				fmt.Fprintf(cfg.Log, "; its chat template adds %d tokens)\n", s.Offset)
+			case s.Offset != 0:
+				fmt.Fprintf(cfg.Log, "; it counts %+d tokens per prompt beyond the tokenizer, e.g. a BOS the tokenizer files do not declare)\n", s.Offset)
+			default:
+				fmt.Fprintln(cfg.Log, ")")
+			}
 			return s, nil
 		case err == nil:
-			fmt.Fprintf(cfg.Log, "prompts: exact lengths from %s (unchecked: the server reports no usage.prompt_tokens)\n", s.Tokenizer)
+			msg := "unchecked: the server reports no usage.prompt_tokens"
+			if chat {
+				msg += "; the chat template's own tokens are not counted"
+			}
+			fmt.Fprintf(cfg.Log, "prompts: exact lengths from %s (%s)\n", s.Tokenizer, msg)
 			return s, nil
+		case named && (errors.Is(err, ErrTokenizerMismatch) || s.Counter == nil):
+			return Shaper{}, fmt.Errorf("%w (pass the served model's tokenizer.json, or --tokenizer none to calibrate)", err)
 		case errors.Is(err, ErrTokenizerMismatch) || s.Counter == nil:
 			fmt.Fprintf(cfg.Log, "warning: %v; calibrating instead\n", err)
 		default:

@@ -71,7 +71,8 @@ type Shaper struct {
 	// Tokenizer says where Counter came from (a tokenizer.json path).
 	Tokenizer string
 	// Offset is what the server adds to the tokenizer's count (a chat
-	// template's tokens), measured by CheckTokenizer.
+	// template's tokens, a BOS the tokenizer files do not declare),
+	// measured by CheckTokenizer.
 	Offset int
 	// Verified: the server's usage agreed with Counter (up to Offset).
 	Verified bool
@@ -186,6 +187,9 @@ type Workload struct {
 	RangeRatio float64
 	NumPrompts int
 	Seed       uint64
+	// FirstIndex numbers the requests (and their distinct first words) from
+	// here, so warmups never share a first word with measured requests.
+	FirstIndex int
 }
 
 // Requests builds the level's requests; prompts are shaped with s.
@@ -195,9 +199,10 @@ func (w Workload) Requests(s Shaper) []Request {
 	out := Lengths(rng, w.NumPrompts, w.OSL, w.RangeRatio)
 	reqs := make([]Request, w.NumPrompts)
 	for i := range reqs {
+		index := w.FirstIndex + i
 		reqs[i] = Request{
-			Index:     i,
-			Prompt:    s.Prompt(rng, w.Seed, i, in[i]),
+			Index:     index,
+			Prompt:    s.Prompt(rng, w.Seed, index, in[i]),
 			PromptLen: in[i],
 			MaxTokens: out[i],
 		}
@@ -238,12 +243,13 @@ func Calibrate(ctx context.Context, c *Client, seed uint64) (Shaper, error) {
 }
 
 // CheckTokenizer sends two probe prompts built with s's tokenizer and
-// compares the server's usage.prompt_tokens with the tokenizer's counts. On
-// /v1/completions they must be equal; on a chat endpoint a constant
-// difference is the chat template's tokens and becomes s.Offset. Anything
-// else means it is not the served model's tokenizer, reported as
-// ErrTokenizerMismatch so the caller falls back to Calibrate. A server
-// without usage leaves s unverified.
+// compares the server's usage.prompt_tokens with the tokenizer's counts. A
+// difference that is the same for both is what the server adds (a chat
+// template, or a BOS the tokenizer files do not declare) and becomes
+// s.Offset, so prompts still hit their lengths exactly. A difference that
+// changes with length means it is not the served model's tokenizer,
+// reported as ErrTokenizerMismatch. A server without usage leaves s
+// unverified.
 func CheckTokenizer(ctx context.Context, c *Client, seed uint64, s Shaper) (Shaper, error) {
 	rng := rand.New(rand.NewPCG(seed, 2))
 	var counted, served [2]int
@@ -259,11 +265,8 @@ func CheckTokenizer(ctx context.Context, c *Client, seed uint64, s Shaper) (Shap
 		}
 		served[i] = o.PromptTokens
 	}
-	// A completion prompt is tokenized as sent, so the counts must agree
-	// exactly; a chat prompt gains its template's tokens, a constant.
-	chat := strings.Contains(c.Endpoint, "chat")
-	if served[0]-counted[0] != served[1]-counted[1] || (!chat && served[0] != counted[0]) {
-		return s, fmt.Errorf("%w: tokenizer %s counts %d and %d tokens for two probes, the server %d and %d (pass --tokenizer with the served model's tokenizer.json, or --tokenizer none to calibrate)",
+	if served[0]-counted[0] != served[1]-counted[1] {
+		return s, fmt.Errorf("%w: tokenizer %s counts %d and %d tokens for two probes, the server %d and %d",
 			ErrTokenizerMismatch, s.Tokenizer, counted[0], counted[1], served[0], served[1])
 	}
 	s.Offset, s.Verified = served[0]-counted[0], true

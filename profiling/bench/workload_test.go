@@ -56,6 +56,15 @@ func TestPromptsHitTokenCounts(t *testing.T) {
 	require.Equal(t, reqs, again)
 	other := Workload{ISL: 1024, OSL: 50, RangeRatio: 0.8, NumPrompts: 200, Seed: 4}.Requests(Shaper{PerWord: 1})
 	require.NotEqual(t, reqs[0].Prompt, other[0].Prompt)
+
+	// Warmups, numbered apart, never share a first word with the measured
+	// requests, even at a seed whose last three digits are the level's.
+	warm := Workload{ISL: 1024, OSL: 50, RangeRatio: 0.8, NumPrompts: 200, Seed: 3 + 500_000, FirstIndex: warmupIndex}.Requests(Shaper{PerWord: 1})
+	for _, r := range warm {
+		w, _, _ := strings.Cut(r.Prompt, " ")
+		require.False(t, first[w], "warmup %d shares its first word %q with a measured request", r.Index, w)
+		require.GreaterOrEqual(t, r.Index, warmupIndex)
+	}
 }
 
 func TestShaperWords(t *testing.T) {

@@ -79,7 +79,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		<-engDone
 	}()
 
-	fresh := &freshConns{m: map[net.Conn]bool{}}
+	fresh := &freshConns{m: map[net.Conn]time.Time{}}
 	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 30 * time.Second,
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context { return context.WithValue(ctx, connKey{}, c) },
 		// A reply has left when its connection goes idle (or closes).
@@ -99,13 +99,13 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		fmt.Fprintln(s.cfg.Log, "serve-sim: shutting down")
 		sctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownGrace)
 		defer cancel()
-		// net/http waits 5 s before it counts a connection that never sent
-		// a request as idle; a client's spare connections are closed now.
-		go func() {
-			for _, c := range fresh.list() {
-				c.Close()
-			}
-		}()
+		// net/http waits 5 s before it counts a connection that has not
+		// sent a request as idle. Once the listener is closed, a client's
+		// spare connections are closed as soon as they have been quiet for
+		// a moment (one whose first request is on its way gets to send it).
+		shutDone := make(chan struct{})
+		defer close(shutDone)
+		srv.RegisterOnShutdown(func() { go fresh.closeQuiet(shutDone) })
 		if err := srv.Shutdown(sctx); err != nil {
 			srv.Close()
 		}
@@ -118,30 +118,46 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 }
 
-// freshConns are the connections that have not sent a request yet.
+// freshConns are the connections that have not sent a request yet, with
+// when they were accepted.
 type freshConns struct {
 	mu sync.Mutex
-	m  map[net.Conn]bool
+	m  map[net.Conn]time.Time
 }
 
 func (f *freshConns) track(c net.Conn, st http.ConnState) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if st == http.StateNew {
-		f.m[c] = true
+		f.m[c] = time.Now()
 	} else {
 		delete(f.m, c)
 	}
 }
 
-func (f *freshConns) list() []net.Conn {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	out := make([]net.Conn, 0, len(f.m))
-	for c := range f.m {
-		out = append(out, c)
+// quietFor is how long a fresh connection may stay silent at shutdown.
+const quietFor = 100 * time.Millisecond
+
+// closeQuiet closes fresh connections once they have been silent for
+// quietFor, until done is closed.
+func (f *freshConns) closeQuiet(done <-chan struct{}) {
+	tick := time.NewTicker(quietFor / 4)
+	defer tick.Stop()
+	for {
+		f.mu.Lock()
+		for c, at := range f.m {
+			if time.Since(at) >= quietFor {
+				c.Close()
+				delete(f.m, c)
+			}
+		}
+		f.mu.Unlock()
+		select {
+		case <-done:
+			return
+		case <-tick.C:
+		}
 	}
-	return out
 }
 
 // Handler is the HTTP surface; it needs Serve's engine to answer completions.
@@ -280,7 +296,7 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 // with Config.Tokenizer when given.
 func (s *Server) countPrompt(prompt string) int {
 	if s.cfg.Tokenizer != nil {
-		return s.cfg.Tokenizer.Count(prompt)
+		return max(s.cfg.Tokenizer.Count(prompt), 1) // an empty prompt still takes a step's token, as with the stand-in
 	}
 	return CountTokens(prompt)
 }
