@@ -10,58 +10,47 @@ import (
 	"strconv"
 
 	"github.com/profile-model/profile-model/tracing"
+	"github.com/profile-model/profile-model/units"
 )
-
-// NS is a duration in integer nanoseconds that prints as microseconds with
-// three decimals, so that per-kernel totals add up exactly.
-type NS int64
-
-func (n NS) String() string { return tracing.Micros(n).String() }
-
-// MarshalJSON writes the microseconds with their three decimals.
-func (n NS) MarshalJSON() ([]byte, error) { return []byte(n.String()), nil }
-
-// US is the value in microseconds.
-func (n NS) US() float64 { return float64(n) / 1000 }
 
 // KernelRow is one distinct kernel (or copy) of a trace.
 type KernelRow struct {
-	Kernel    string  `json:"kernel"`
-	ShortName string  `json:"short_name"`
-	Category  string  `json:"category"`
-	Provider  string  `json:"provider"`
-	Kind      string  `json:"kind"` // kernel, memcpy or memset
-	Count     int     `json:"count"`
-	TotalUS   NS      `json:"total_us"`
-	AvgUS     float64 `json:"avg_us"`
-	MinUS     float64 `json:"min_us"`
-	MaxUS     float64 `json:"max_us"`
-	StdUS     float64 `json:"std_us"` // sample standard deviation
-	Pct       float64 `json:"pct"`    // share of all GPU activity time
+	Kernel    string         `json:"kernel"`
+	ShortName string         `json:"short_name"`
+	Category  string         `json:"category"`
+	Provider  string         `json:"provider"`
+	Kind      string         `json:"kind"` // kernel, memcpy or memset
+	Count     int            `json:"count"`
+	Total     units.Duration `json:"total_us"`
+	AvgUS     float64        `json:"avg_us"`
+	MinUS     float64        `json:"min_us"`
+	MaxUS     float64        `json:"max_us"`
+	StdUS     float64        `json:"std_us"` // sample standard deviation
+	Pct       float64        `json:"pct"`    // share of all GPU activity time
 }
 
 // CategoryRow is one category's totals.
 type CategoryRow struct {
-	Category     string  `json:"category"`
-	Providers    string  `json:"providers"` // distinct providers, "; "-separated
-	Kernels      int     `json:"kernels"`   // distinct kernels
-	Count        int     `json:"count"`     // launches
-	TotalUS      NS      `json:"total_us"`
-	Pct          float64 `json:"pct"`
-	DecodeStepUS float64 `json:"decode_step_us"` // per decode step
-	LayerUS      float64 `json:"layer_us"`       // per decode layer (robust layer table)
+	Category     string         `json:"category"`
+	Providers    string         `json:"providers"` // distinct providers, "; "-separated
+	Kernels      int            `json:"kernels"`   // distinct kernels
+	Count        int            `json:"count"`     // launches
+	Total        units.Duration `json:"total_us"`
+	Pct          float64        `json:"pct"`
+	DecodeStepUS float64        `json:"decode_step_us"` // per decode step
+	LayerUS      float64        `json:"layer_us"`       // per decode layer (robust layer table)
 }
 
 // Inventory is every distinct kernel of a trace with its category.
 type Inventory struct {
-	Rules        string        `json:"rules"`
-	KernelTimeUS NS            `json:"kernel_time_us"` // kernels only, as inspect counts them
-	GPUTimeUS    NS            `json:"gpu_time_us"`    // kernels, copies and memsets
-	OtherPct     float64       `json:"other_pct"`      // share of kernel time in no category
-	Categories   map[string]NS `json:"categories"`     // category -> total µs
-	DecodeSteps  int           `json:"decode_steps"`
-	Kernels      []KernelRow   `json:"kernels"`
-	ByCategory   []CategoryRow `json:"by_category"`
+	Rules       string                    `json:"rules"`
+	KernelTime  units.Duration            `json:"kernel_time_us"` // kernels only, as inspect counts them
+	GPUTime     units.Duration            `json:"gpu_time_us"`    // kernels, copies and memsets
+	OtherPct    float64                   `json:"other_pct"`      // share of kernel time in no category
+	Categories  map[string]units.Duration `json:"categories"`     // category -> total µs
+	DecodeSteps int                       `json:"decode_steps"`
+	Kernels     []KernelRow               `json:"kernels"`
+	ByCategory  []CategoryRow             `json:"by_category"`
 }
 
 type acc struct {
@@ -117,7 +106,7 @@ func BuildInventory(ctx context.Context, tr *tracing.Trace, rules *Rules, layers
 			a.decode += k.Dur
 		}
 	}
-	inv := &Inventory{Rules: rules.Source, Categories: map[string]NS{}, DecodeSteps: decodeSteps}
+	inv := &Inventory{Rules: rules.Source, Categories: map[string]units.Duration{}, DecodeSteps: decodeSteps}
 	var kernelNS, gpuNS, otherNS int64
 	for _, a := range order {
 		gpuNS += a.total
@@ -136,7 +125,7 @@ func BuildInventory(ctx context.Context, tr *tracing.Trace, rules *Rules, layers
 			otherNS += a.total
 		}
 		row := KernelRow{Kernel: a.name, ShortName: c.ShortName, Category: c.Category, Provider: c.Provider,
-			Kind: a.kind.String(), Count: a.n, TotalUS: NS(a.total), AvgUS: a.mean,
+			Kind: a.kind.String(), Count: a.n, Total: units.Duration(a.total), AvgUS: a.mean,
 			MinUS: float64(a.min) / 1000, MaxUS: float64(a.max) / 1000}
 		if a.n > 1 {
 			row.StdUS = math.Sqrt(a.m2 / float64(a.n-1))
@@ -156,23 +145,23 @@ func BuildInventory(ctx context.Context, tr *tracing.Trace, rules *Rules, layers
 		}
 		cr.Kernels++
 		cr.Count += a.n
-		cr.TotalUS += NS(a.total)
+		cr.Total += units.Duration(a.total)
 		if decodeSteps > 0 {
 			cr.DecodeStepUS += float64(a.decode) / 1000 / float64(decodeSteps)
 		}
 	}
 	slices.SortStableFunc(inv.Kernels, func(a, b KernelRow) int {
-		return cmp.Or(cmp.Compare(b.TotalUS, a.TotalUS), cmp.Compare(a.Kernel, b.Kernel))
+		return cmp.Or(cmp.Compare(b.Total, a.Total), cmp.Compare(a.Kernel, b.Kernel))
 	})
-	inv.KernelTimeUS, inv.GPUTimeUS = NS(kernelNS), NS(gpuNS)
+	inv.KernelTime, inv.GPUTime = units.Duration(kernelNS), units.Duration(gpuNS)
 	if kernelNS > 0 {
 		inv.OtherPct = float64(otherNS) / float64(kernelNS) * 100
 	}
 	layerUS := layerTimeByCategory(layers)
 	for name, cr := range cats {
-		inv.Categories[name] = cr.TotalUS
+		inv.Categories[name] = cr.Total
 		if gpuNS > 0 {
-			cr.Pct = float64(cr.TotalUS) / float64(gpuNS) * 100
+			cr.Pct = float64(cr.Total) / float64(gpuNS) * 100
 		}
 		cr.LayerUS = layerUS[name]
 		ps := make([]string, 0, len(provs[name]))
@@ -189,7 +178,7 @@ func BuildInventory(ctx context.Context, tr *tracing.Trace, rules *Rules, layers
 		inv.ByCategory = append(inv.ByCategory, *cr)
 	}
 	slices.SortFunc(inv.ByCategory, func(a, b CategoryRow) int {
-		return cmp.Or(cmp.Compare(b.TotalUS, a.TotalUS), cmp.Compare(a.Category, b.Category))
+		return cmp.Or(cmp.Compare(b.Total, a.Total), cmp.Compare(a.Category, b.Category))
 	})
 	return inv, nil
 }
@@ -233,7 +222,7 @@ func (inv *Inventory) KernelsCSV() []byte {
 	w := csv.NewWriter(&buf)
 	_ = w.Write(KernelsHeader)
 	for _, r := range inv.Kernels {
-		_ = w.Write([]string{r.Kernel, r.ShortName, r.Category, r.Provider, strconv.Itoa(r.Count), r.TotalUS.String(),
+		_ = w.Write([]string{r.Kernel, r.ShortName, r.Category, r.Provider, strconv.Itoa(r.Count), r.Total.String(),
 			f3(r.AvgUS), f3(r.MinUS), f3(r.MaxUS), f3(r.StdUS), f2(r.Pct)})
 	}
 	w.Flush()
@@ -246,7 +235,7 @@ func (inv *Inventory) CategoriesCSV() []byte {
 	w := csv.NewWriter(&buf)
 	_ = w.Write(CategoriesHeader)
 	for _, r := range inv.ByCategory {
-		_ = w.Write([]string{r.Category, r.Providers, strconv.Itoa(r.Kernels), strconv.Itoa(r.Count), r.TotalUS.String(),
+		_ = w.Write([]string{r.Category, r.Providers, strconv.Itoa(r.Kernels), strconv.Itoa(r.Count), r.Total.String(),
 			f2(r.Pct), f3(r.DecodeStepUS), f3(r.LayerUS)})
 	}
 	w.Flush()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/profile-model/profile-model/internal/corpus"
 	"github.com/profile-model/profile-model/tracing"
+	"github.com/profile-model/profile-model/units"
 	"github.com/stretchr/testify/require"
 )
 
@@ -28,16 +29,16 @@ func TestBuildInventory(t *testing.T) {
 	require.Equal(t, []string{"aiter::pa_bf16_x", "Cijk_Alik_Bljk_BBS", "Memcpy DtoD (Device -> Device)", "my_kernel"}, names, "sorted by total time")
 	pa := inv.Kernels[0]
 	require.Equal(t, 3, pa.Count)
-	require.Equal(t, NS(30_000), pa.TotalUS)
+	require.Equal(t, units.Duration(30_000), pa.Total)
 	require.InDelta(t, 10.0, pa.AvgUS, 1e-12)
 	require.InDelta(t, 9.999, pa.MinUS, 1e-12)
 	require.InDelta(t, 10.001, pa.MaxUS, 1e-12)
 	require.InDelta(t, 0.001, pa.StdUS, 1e-9)
 	require.Equal(t, "Paged attention (decode)", pa.Category)
-	require.Equal(t, NS(50_500), inv.KernelTimeUS, "copies are not kernel time")
-	require.Equal(t, NS(51_500), inv.GPUTimeUS)
+	require.Equal(t, units.Duration(50_500), inv.KernelTime, "copies are not kernel time")
+	require.Equal(t, units.Duration(51_500), inv.GPUTime)
 	require.InDelta(t, 500.0/50_500*100, inv.OtherPct, 1e-9)
-	require.Equal(t, NS(1_000), inv.Categories["Memcpy / memset"])
+	require.Equal(t, units.Duration(1_000), inv.Categories["Memcpy / memset"])
 	require.Equal(t, 2, inv.DecodeSteps)
 	require.Equal(t, "Paged attention (decode)", inv.ByCategory[0].Category)
 	require.InDelta(t, 15.0, inv.ByCategory[0].DecodeStepUS, 1e-9, "30 µs over two decode steps")
@@ -75,10 +76,10 @@ func TestCorpusCoverage(t *testing.T) {
 			var sum int64
 			for _, r := range inv.Kernels {
 				if r.Kind == "kernel" {
-					sum += int64(r.TotalUS)
+					sum += int64(r.Total)
 				}
 			}
-			require.Equal(t, int64(tr.Summarize().KernelTimeUS), sum, "kernel totals add up to inspect's kernel_time_us")
+			require.Equal(t, int64(tr.Summarize().KernelTime), sum, "kernel totals add up to inspect's kernel_time_us")
 			var top []string
 			for i, c := range inv.ByCategory {
 				if i < 10 {

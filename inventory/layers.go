@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/profile-model/profile-model/diag"
 	"github.com/profile-model/profile-model/tracing"
 )
 
@@ -80,7 +81,7 @@ type LayerTable struct {
 	Prologue        []string         `json:"prologue,omitempty"` // kernels before the first layer (first step)
 	Epilogue        []string         `json:"epilogue,omitempty"` // kernels after the last layer (first step)
 	Anchor          string           `json:"anchor,omitempty"`
-	Warnings        []string         `json:"warnings,omitempty"`
+	Warnings        []diag.Warning   `json:"warnings,omitempty"`
 }
 
 // Rows returns the table in the compatible CSV's row type.
@@ -216,7 +217,7 @@ func compatLayers(ctx context.Context, tr *tracing.Trace, opt LayerOptions) (*La
 	ks, steps := stepKernels(tr, []tracing.StepKind{tracing.StepDecode})
 	t.Steps = steps
 	if steps == 0 {
-		t.Warnings = append(t.Warnings, "no decode steps found: using every kernel of the trace")
+		t.Warnings = append(t.Warnings, diag.New(diag.NoSteps, "no decode steps found: using every kernel of the trace"))
 		for i := range tr.Kernels {
 			if tr.Kernels[i].Kind == tracing.KindKernel {
 				ks = append(ks, int32(i))

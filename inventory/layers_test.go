@@ -150,7 +150,7 @@ func TestRobustLayers(t *testing.T) {
 			require.Len(t, lt.Irregular, tt.irregular)
 			if tt.warn != "" {
 				require.NotEmpty(t, lt.Warnings)
-				require.Contains(t, lt.Warnings[0], tt.warn)
+				require.Contains(t, lt.Warnings[0].Message, tt.warn)
 			}
 			if tt.layers > 0 {
 				require.Equal(t, "norm", lt.Positions[0].Kernel, "a layer starts where the repetition starts")

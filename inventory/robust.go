@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/profile-model/profile-model/diag"
 	"github.com/profile-model/profile-model/tracing"
 )
 
@@ -192,21 +193,21 @@ func robustLayers(ctx context.Context, tr *tracing.Trace, kinds []tracing.StepKi
 	}
 	t.Layers = mostCommon(t.LayersHist)
 	if t.Steps == 0 {
-		t.Warnings = append(t.Warnings, fmt.Sprintf("no %s steps with kernels in the trace", t.StepKind))
+		t.Warnings = append(t.Warnings, diag.New(diag.NoSteps, fmt.Sprintf("no %s steps with kernels in the trace", t.StepKind)))
 		return t, nil
 	}
 	if len(all) == 0 {
-		t.Warnings = append(t.Warnings, fmt.Sprintf("no repeating layer found in %d %s steps", t.Steps, t.StepKind))
+		t.Warnings = append(t.Warnings, diag.New(diag.NoLayers, fmt.Sprintf("no repeating layer found in %d %s steps", t.Steps, t.StepKind)))
 		return t, nil
 	}
 	if opt.NumLayers > 0 && t.Layers != opt.NumLayers {
-		t.Warnings = append(t.Warnings, fmt.Sprintf("found %d layers per %s step, the model config says num_hidden_layers = %d", t.Layers, t.StepKind, opt.NumLayers))
+		t.Warnings = append(t.Warnings, diag.New(diag.LayerCount, fmt.Sprintf("found %d layers per %s step, the model config says num_hidden_layers = %d", t.Layers, t.StepKind, opt.NumLayers)))
 	}
 	if n := t.LayersHist[0]; n > 0 {
-		t.Warnings = append(t.Warnings, fmt.Sprintf("%d of %d %s steps have no repeating layer", n, t.Steps, t.StepKind))
+		t.Warnings = append(t.Warnings, diag.New(diag.IrregularLayers, fmt.Sprintf("%d of %d %s steps have no repeating layer", n, t.Steps, t.StepKind)))
 	}
 	if len(t.LayersHist) > 1 {
-		t.Warnings = append(t.Warnings, fmt.Sprintf("the number of layers differs between %s steps: %v (layers: steps)", t.StepKind, t.LayersHist))
+		t.Warnings = append(t.Warnings, diag.New(diag.IrregularLayers, fmt.Sprintf("the number of layers differs between %s steps: %v (layers: steps)", t.StepKind, t.LayersHist)))
 	}
 	classify(t, all, mostCommon(kCount), in, tr, classOf)
 	return t, nil

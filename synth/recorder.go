@@ -802,7 +802,7 @@ type Truth struct {
 	CompatPositions  []TruthPos `json:"compat_positions"`
 	PrefillPositions []TruthPos `json:"prefill_positions"`
 	Kernels          int        `json:"kernels"` // GPU kernels written
-	KernelTimeUS     float64    `json:"kernel_time_us"`
+	KernelTime       float64    `json:"kernel_time_us"`
 	GPUSpanS         float64    `json:"gpu_span_s"`
 	Events           int64      `json:"events"`     // entries of traceEvents
 	JSONBytes        int64      `json:"json_bytes"` // uncompressed size
@@ -934,7 +934,7 @@ func (r *Recorder) truth(pl []placed) *Truth {
 				continue
 			}
 			t.Kernels++
-			t.KernelTimeUS += float64(kr.Dur) / 1000
+			t.KernelTime += float64(kr.Dur) / 1000
 			gpuFirst = min(gpuFirst, p.starts[k])
 			gpuLast = max(gpuLast, p.starts[k]+kr.Dur)
 			if kr.Layer < 0 || lens[kr.Layer] != dominant[[2]int{isDecode(s), kr.LayerKind}] {

@@ -128,9 +128,9 @@ func TestTruncatedTrace(t *testing.T) {
 						assert.Regexp(t, "truncated|empty input|gzip", err.Error(), "cut %d", cut)
 						continue
 					}
-					if len(tr.Warnings) > 0 && strings.Contains(tr.Warnings[0], "truncated") {
+					if len(tr.Warnings) > 0 && strings.Contains(tr.Warnings[0].Message, "truncated") {
 						partial++
-						assert.Contains(t, tr.Warnings[0], fmt.Sprintf(in.what, cut), "cut %d names the offset", cut)
+						assert.Contains(t, tr.Warnings[0].Message, fmt.Sprintf(in.what, cut), "cut %d names the offset", cut)
 						assert.LessOrEqual(t, len(tr.Kernels), len(full.Kernels))
 						assert.NotEmpty(t, tr.Kernels)
 						continue
@@ -139,7 +139,7 @@ func TestTruncatedTrace(t *testing.T) {
 					// and the missing checksum is reported.
 					assert.Equal(t, len(full.Kernels), len(tr.Kernels), "cut %d: not truncated, so the result must be complete", cut)
 					if in.name == "gzip" && assert.NotEmpty(t, tr.Warnings, "cut %d", cut) {
-						assert.Contains(t, tr.Warnings[0], "checksum is missing", "cut %d", cut)
+						assert.Contains(t, tr.Warnings[0].Message, "checksum is missing", "cut %d", cut)
 					}
 				}
 			}
@@ -212,8 +212,8 @@ func TestGzipTrailer(t *testing.T) {
 				if c.warning == "" {
 					assert.Empty(t, tr.Warnings)
 				} else if assert.Len(t, tr.Warnings, 1) {
-					assert.Contains(t, tr.Warnings[0], c.warning)
-					assert.True(t, strings.HasPrefix(tr.Warnings[0], path+": "), "names the file: %v", tr.Warnings[0])
+					assert.Contains(t, tr.Warnings[0].Message, c.warning)
+					assert.True(t, strings.HasPrefix(tr.Warnings[0].Message, path+": "), "names the file: %v", tr.Warnings[0].Message)
 				}
 				got, exp := tr.Summarize(), want.Summarize()
 				got.Path, got.Warnings, exp.Path, exp.Warnings = "", nil, "", nil

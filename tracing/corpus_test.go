@@ -75,7 +75,7 @@ func TestCorpusTable(t *testing.T) {
 			assert.Equal(t, row.events, s.Events, "events")
 			assert.Equal(t, row.kernels, s.Kernels, "kernels")
 			assert.Equal(t, row.distinct, s.DistinctKernels, "distinct kernels")
-			assert.Equal(t, row.kernelTimeUS, s.KernelTimeUS.String(), "Σ kernel dur (µs)")
+			assert.Equal(t, row.kernelTimeUS, s.KernelTime.String(), "Σ kernel dur (µs)")
 			assert.Equal(t, row.graphLaunches, s.GraphLaunches, "graph launches")
 			assert.True(t, deviceOK(row.device, s.Device), "device %q, README says %q", s.Device, row.device)
 			assert.Equal(t, row.vendor, tr.Vendor, "vendor")

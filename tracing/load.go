@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/klauspost/compress/gzip"
+	"github.com/profile-model/profile-model/diag"
 )
 
 // Options tune Load and Read.
@@ -75,12 +76,12 @@ func read(ctx context.Context, r io.Reader, name string, opts Options, size int6
 	if ctx.Err() != nil {
 		return nil, fmt.Errorf("%s: %w", name, ctx.Err())
 	}
-	var warnings []string
+	var warnings []diag.Warning
 	err = sc.Err()
 	var tre *TrailerError
 	if errors.As(err, &tre) {
 		// The JSON is complete: analyse it, and say the file is bad.
-		warnings = append(warnings, fmt.Sprintf("%s: %s", name, tre.Error()))
+		warnings = append(warnings, diag.New(diag.Trailer, fmt.Sprintf("%s: %s", name, tre.Error())))
 		err = nil
 	}
 	if err != nil {
@@ -95,7 +96,7 @@ func read(ctx context.Context, r io.Reader, name string, opts Options, size int6
 		if b.klog.n == 0 {
 			return nil, fmt.Errorf("%s: %w; no GPU kernel was read before the cut, so there is nothing to analyse", name, err)
 		}
-		warnings = append(warnings, fmt.Sprintf("%s; analysed the %d kernels read before the cut", err.Error(), b.klog.n))
+		warnings = append(warnings, diag.New(diag.Truncated, fmt.Sprintf("%s; analysed the %d kernels read before the cut", err.Error(), b.klog.n)))
 	} else if sc.Events() == 0 {
 		return nil, fmt.Errorf("%s: traceEvents is empty: the profiler recorded nothing (was the workload run between start and stop of the profiler?)", name)
 	}
@@ -274,7 +275,7 @@ func (b *builder) finish(sc *Scanner, name string) *Trace {
 	decodeBS(t)
 	measureCoverage(t, b.minTS, b.maxTS)
 	if len(t.Kernels) == 0 {
-		t.Warnings = append(t.Warnings, "no GPU kernels in the trace: was the profiler started with CUDA/ROCm activities (ProfilerActivity.CUDA)?")
+		t.Warnings = append(t.Warnings, diag.New(diag.NoKernels, "no GPU kernels in the trace: was the profiler started with CUDA/ROCm activities (ProfilerActivity.CUDA)?"))
 	}
 	return t
 }

@@ -1,5 +1,10 @@
 package tracing
 
+import (
+	"github.com/profile-model/profile-model/diag"
+	"github.com/profile-model/profile-model/units"
+)
+
 // All times in this package are integer nanoseconds on the trace's own clock
 // (Kineto's microsecond text parsed exactly, plus baseTimeNanoseconds when the
 // trace writes relative timestamps). float64 cannot hold 19-digit timestamps.
@@ -118,8 +123,8 @@ type Step struct {
 // Coverage compares the profiled window (CPU step annotations) with the span
 // that GPU kernels actually cover (§3.6).
 type Coverage struct {
-	GPUSpanNS           int64 // first kernel start to last kernel end
-	WindowNS            int64 // first to last CPU step annotation (or trace span when none)
+	GPUSpan             units.Duration // first kernel start to last kernel end
+	Window              units.Duration // first to last CPU step annotation (or trace span when none)
 	Steps               int
 	StepsWithoutKernels int
 	DecodeSteps         int
@@ -147,5 +152,5 @@ type Trace struct {
 	DecodeBS     int         // most frequent decode batch size (§3.5), 0 when no decode step
 	DecodeBSHist map[int]int // decode batch size -> steps
 	Coverage     Coverage
-	Warnings     []string
+	Warnings     []diag.Warning
 }

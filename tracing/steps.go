@@ -6,6 +6,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/profile-model/profile-model/diag"
+	"github.com/profile-model/profile-model/units"
 )
 
 // ParseStepLabel recognises an engine step annotation (SPEC §3.4) and
@@ -391,14 +394,14 @@ func measureCoverage(t *Trace, minTS, maxTS int64) {
 	if !haveWindow {
 		ws, we = minTS, maxTS
 	}
-	c.WindowNS = we - ws
+	c.Window = units.Duration(we - ws)
 	var gs, ge int64
 	if len(t.Kernels) > 0 {
 		gs, ge = kernelSpan(t, []int32{0})
 		for i := range t.Kernels {
 			ge = max(ge, t.Kernels[i].End())
 		}
-		c.GPUSpanNS = ge - gs
+		c.GPUSpan = units.Duration(ge - gs)
 	}
 	for i := range t.Steps {
 		st := &t.Steps[i]
@@ -418,16 +421,16 @@ func measureCoverage(t *Trace, minTS, maxTS int64) {
 	// step labels say when the GPU should have been busy.
 	// Steps without kernels are the sure sign; a span under half the window
 	// catches the case where the CPU steps lost their launches too.
-	covered := min(c.GPUSpanNS, c.WindowNS)
-	short := c.WindowNS > 0 && float64(covered) < 0.5*float64(c.WindowNS)
+	covered := min(c.GPUSpan, c.Window)
+	short := c.Window > 0 && float64(covered) < 0.5*float64(c.Window)
 	if !engine || (c.StepsWithoutKernels == 0 && !short) {
 		return
 	}
 	pct := 0.0
-	if c.WindowNS > 0 {
-		pct = 100 * float64(covered) / float64(c.WindowNS)
+	if c.Window > 0 {
+		pct = 100 * float64(covered) / float64(c.Window)
 	}
-	msg := fmt.Sprintf("GPU kernels cover %s of a %s profile window (%.0f%%)", span(covered), span(c.WindowNS), pct)
+	msg := fmt.Sprintf("GPU kernels cover %s of a %s profile window (%.0f%%)", span(covered), span(c.Window), pct)
 	switch {
 	case c.DecodeWithout > 0:
 		msg += fmt.Sprintf(": %d of %d decode steps have no kernels", c.DecodeWithout, c.DecodeSteps)
@@ -435,20 +438,18 @@ func measureCoverage(t *Trace, minTS, maxTS int64) {
 		msg += fmt.Sprintf(": %d of %d steps have no kernels", c.StepsWithoutKernels, c.Steps)
 	}
 	var gaps []string
-	if len(t.Kernels) > 0 && float64(gs-ws) > 0.1*float64(c.WindowNS) {
-		gaps = append(gaps, "none in the first "+span(gs-ws))
+	if len(t.Kernels) > 0 && float64(gs-ws) > 0.1*float64(c.Window) {
+		gaps = append(gaps, "none in the first "+span(units.Duration(gs-ws)))
 	}
-	if len(t.Kernels) > 0 && float64(we-ge) > 0.1*float64(c.WindowNS) {
-		gaps = append(gaps, "none in the last "+span(we-ge))
+	if len(t.Kernels) > 0 && float64(we-ge) > 0.1*float64(c.Window) {
+		gaps = append(gaps, "none in the last "+span(units.Duration(we-ge)))
 	}
 	if len(gaps) > 0 {
 		msg += " (" + strings.Join(gaps, ", ") + ")"
 	}
 	msg += "; the profiler buffer dropped GPU events: raise KINETO_BUFFER_SIZE_MB (e.g. 256 or more), profile a shorter window, or send fewer prompts; per-step numbers cover only the steps with kernels"
-	t.Warnings = append(t.Warnings, msg)
+	t.Warnings = append(t.Warnings, diag.New(diag.Coverage, msg))
 }
 
-func secs(ns int64) float64 { return float64(ns) / 1e9 }
-
-// span prints a duration as SPEC §3.6 does: seconds, one decimal.
-func span(ns int64) string { return fmt.Sprintf("%.1f s", secs(ns)) }
+// span prints a window length for people: seconds, one decimal.
+func span(d units.Duration) string { return fmt.Sprintf("%.1f s", d.Seconds()) }

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/profile-model/profile-model/tracing"
+	"github.com/profile-model/profile-model/units"
 )
 
 func TestParseStepLabel(t *testing.T) {
@@ -182,14 +183,14 @@ func TestCoverageWarning(t *testing.T) {
 			// (190 ms + 9 ms) = 0.199 s. Kernels: step 15's first at
 			// 151.00025 ms to step 19's sampling end at 193.03 ms.
 			c := tr.Coverage
-			assert.Equal(t, int64(199_000_000), c.WindowNS)
-			assert.Equal(t, int64(193_030_000-151_000_250), c.GPUSpanNS)
+			assert.Equal(t, units.Duration(199_000_000), c.Window)
+			assert.Equal(t, units.Duration(193_030_000-151_000_250), c.GPUSpan)
 			assert.Equal(t, 20, c.DecodeSteps)
 			assert.Equal(t, 15, c.DecodeWithout)
 			require.Len(t, tr.Warnings, 1)
 			assert.Equal(t, "GPU kernels cover 0.0 s of a 0.2 s profile window (21%): 15 of 20 decode steps have no kernels (none in the first 0.2 s); "+
 				"the profiler buffer dropped GPU events: raise KINETO_BUFFER_SIZE_MB (e.g. 256 or more), profile a shorter window, or send fewer prompts; "+
-				"per-step numbers cover only the steps with kernels", tr.Warnings[0])
+				"per-step numbers cover only the steps with kernels", tr.Warnings[0].Message)
 			assert.Equal(t, 8, tr.DecodeBS, "kernel-less steps still count for the batch size")
 			assert.Equal(t, map[int]int{8: 20}, tr.DecodeBSHist)
 		})

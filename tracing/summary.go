@@ -8,6 +8,9 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+
+	"github.com/profile-model/profile-model/diag"
+	"github.com/profile-model/profile-model/units"
 )
 
 // Summary is what `profile-model inspect` reports about a trace. Its JSON
@@ -21,7 +24,7 @@ type Summary struct {
 	EventsByCategory map[string]int64 `json:"events_by_category"`
 	Kernels          int              `json:"kernels"` // complete kernel events, no memcpy/memset
 	DistinctKernels  int              `json:"distinct_kernels"`
-	KernelTimeUS     Micros           `json:"kernel_time_us"`
+	KernelTime       units.Duration   `json:"kernel_time_us"`
 	Memcpys          int              `json:"memcpys"`
 	Memsets          int              `json:"memsets"`
 	GraphLaunches    int              `json:"graph_launches"`
@@ -30,7 +33,7 @@ type Summary struct {
 	DecodeBS         int              `json:"decode_bs"`
 	DecodeBSHist     map[string]int   `json:"decode_bs_hist"`
 	Coverage         CoverageSummary  `json:"coverage"`
-	Warnings         []string         `json:"warnings"`
+	Warnings         []diag.Warning   `json:"warnings"`
 }
 
 // CoverageSummary is the coverage part of Summary.
@@ -43,22 +46,6 @@ type CoverageSummary struct {
 	DecodeWithout       int     `json:"decode_steps_without_kernels"`
 }
 
-// Micros is a duration in integer nanoseconds that prints as microseconds
-// with exactly three decimals (no float rounding).
-type Micros int64
-
-func (m Micros) String() string {
-	ns := int64(m)
-	sign := ""
-	if ns < 0 {
-		sign, ns = "-", -ns
-	}
-	return fmt.Sprintf("%s%d.%03d", sign, ns/1000, ns%1000)
-}
-
-// MarshalJSON writes the number with its three decimals.
-func (m Micros) MarshalJSON() ([]byte, error) { return []byte(m.String()), nil }
-
 // Summarize computes the inspect summary of t.
 func (t *Trace) Summarize() Summary {
 	s := Summary{
@@ -66,7 +53,7 @@ func (t *Trace) Summarize() Summary {
 		Events: t.Events, EventsByCategory: t.ByCat,
 		GraphLaunches: len(t.Graphs), Steps: map[string]int{},
 		DecodeBS: t.DecodeBS, DecodeBSHist: map[string]int{},
-		Warnings: append([]string{}, t.Warnings...),
+		Warnings: append([]diag.Warning{}, t.Warnings...),
 	}
 	names := map[string]bool{}
 	// Names are interned, so a small cache of seen names answers most
@@ -94,7 +81,7 @@ func (t *Trace) Summarize() Summary {
 		}
 	}
 	s.DistinctKernels = len(names)
-	s.KernelTimeUS = Micros(total)
+	s.KernelTime = units.Duration(total)
 	for _, st := range t.Steps {
 		s.Steps[string(st.Kind)]++
 	}
@@ -103,7 +90,7 @@ func (t *Trace) Summarize() Summary {
 	}
 	c := t.Coverage
 	s.Coverage = CoverageSummary{
-		GPUSpanS: round3(secs(c.GPUSpanNS)), WindowS: round3(secs(c.WindowNS)),
+		GPUSpanS: round3(c.GPUSpan.Seconds()), WindowS: round3(c.Window.Seconds()),
 		Steps: c.Steps, StepsWithoutKernels: c.StepsWithoutKernels,
 		DecodeSteps: c.DecodeSteps, DecodeWithout: c.DecodeWithout,
 	}
@@ -144,7 +131,7 @@ func (s Summary) WriteText(w io.Writer) error {
 		}
 		p("  %-22s %d\n", name, s.EventsByCategory[c])
 	}
-	p("kernels      %d (%d distinct), %s µs in total\n", s.Kernels, s.DistinctKernels, s.KernelTimeUS)
+	p("kernels      %d (%d distinct), %s µs in total\n", s.Kernels, s.DistinctKernels, s.KernelTime)
 	p("copies       %d memcpy, %d memset\n", s.Memcpys, s.Memsets)
 	p("graphs       %d graph launches replaying %d kernels\n", s.GraphLaunches, s.KernelsReplayed)
 	kinds := slices.Sorted(maps.Keys(s.Steps))
@@ -175,7 +162,7 @@ func (s Summary) WriteText(w io.Writer) error {
 	p("coverage     GPU kernels span %.3f s of a %.3f s window; %d of %d steps without kernels\n",
 		s.Coverage.GPUSpanS, s.Coverage.WindowS, s.Coverage.StepsWithoutKernels, s.Coverage.Steps)
 	for _, wmsg := range s.Warnings {
-		p("warning: %s\n", wmsg)
+		p("warning: %s\n", wmsg.Message)
 	}
 	return nil
 }

@@ -66,14 +66,14 @@ func runKernels(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}{trace, tr.DecodeBS, kPath, cPath, inv})
 	}
 	fmt.Fprintf(stdout, "%s: %d distinct kernels, %s µs kernel time, %.2f%% in %s (rules: %s)\n",
-		trace, len(inv.Kernels), inv.KernelTimeUS, inv.OtherPct, inventory.Other, inv.Rules)
+		trace, len(inv.Kernels), inv.KernelTime, inv.OtherPct, inventory.Other, inv.Rules)
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "total_us\tpct\tcount\tavg_us\tcategory\tprovider\tshort_name")
 	for i, r := range inv.Kernels {
 		if i == *top {
 			break
 		}
-		fmt.Fprintf(tw, "%s\t%.2f\t%d\t%.1f\t%s\t%s\t%s\n", r.TotalUS, r.Pct, r.Count, r.AvgUS, r.Category, r.Provider, r.ShortName)
+		fmt.Fprintf(tw, "%s\t%.2f\t%d\t%.1f\t%s\t%s\t%s\n", r.Total, r.Pct, r.Count, r.AvgUS, r.Category, r.Provider, r.ShortName)
 	}
 	tw.Flush()
 	if n := len(inv.Kernels) - *top; n > 0 && *top >= 0 {
@@ -83,7 +83,7 @@ func runKernels(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	tw = tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "category\ttotal_us\tpct\tper_decode_step_us\tper_layer_us\tproviders")
 	for _, c := range inv.ByCategory {
-		fmt.Fprintf(tw, "%s\t%s\t%.2f\t%.1f\t%.1f\t%s\n", c.Category, c.TotalUS, c.Pct, c.DecodeStepUS, c.LayerUS, c.Providers)
+		fmt.Fprintf(tw, "%s\t%s\t%.2f\t%.1f\t%.1f\t%s\n", c.Category, c.Total, c.Pct, c.DecodeStepUS, c.LayerUS, c.Providers)
 	}
 	tw.Flush()
 	fmt.Fprintf(stdout, "\nwrote %s and %s\n", kPath, cPath)

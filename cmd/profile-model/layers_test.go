@@ -107,14 +107,14 @@ func TestKernelsCommand(t *testing.T) {
 	var out, errb bytes.Buffer
 	require.NoError(t, run(context.Background(), []string{"kernels", trace, "--json", "--csv", filepath.Join(dir, "kernels.csv")}, &out, &errb), errb.String())
 	var got struct {
-		KernelTimeUS  json.Number        `json:"kernel_time_us"`
+		KernelTime    json.Number        `json:"kernel_time_us"`
 		OtherPct      float64            `json:"other_pct"`
 		Categories    map[string]float64 `json:"categories"`
 		KernelsCSV    string             `json:"kernels_csv"`
 		CategoriesCSV string             `json:"categories_csv"`
 		Kernels       []struct {
-			Kind    string      `json:"kind"`
-			TotalUS json.Number `json:"total_us"`
+			Kind  string      `json:"kind"`
+			Total json.Number `json:"total_us"`
 		} `json:"kernels"`
 	}
 	dec := json.NewDecoder(&out)
@@ -122,12 +122,12 @@ func TestKernelsCommand(t *testing.T) {
 	require.NoError(t, dec.Decode(&got))
 	tr, err := tracing.Load(context.Background(), trace, tracing.Options{})
 	require.NoError(t, err)
-	inspect := tr.Summarize().KernelTimeUS.String()
-	require.Equal(t, inspect, got.KernelTimeUS.String())
+	inspect := tr.Summarize().KernelTime.String()
+	require.Equal(t, inspect, got.KernelTime.String())
 	var sum int64
 	for _, k := range got.Kernels {
 		if k.Kind == "kernel" {
-			sum += micros(t, k.TotalUS.String())
+			sum += micros(t, k.Total.String())
 		}
 	}
 	require.Equal(t, micros(t, inspect), sum, "per-kernel totals sum to inspect's kernel_time_us")

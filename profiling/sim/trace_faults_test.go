@@ -88,20 +88,20 @@ func TestGPUEventWindow(t *testing.T) {
 	// Baseline: the whole window has kernels and no warning.
 	tr, _ := profiledTrace(t, Config{}, 1, 100)
 	require.Empty(t, tr.Summarize().Warnings)
-	window := time.Duration(tr.Coverage.WindowNS)
+	window := time.Duration(tr.Coverage.Window)
 	require.Greater(t, window, 50*time.Millisecond, "the trace spans ~100 decode steps")
 
 	keep := window / 4
 	tr, _ = profiledTrace(t, Config{GPUEventWindow: keep}, 1, 100)
 	sum := tr.Summarize()
 	require.Len(t, sum.Warnings, 1, "%v", sum.Warnings)
-	require.Contains(t, sum.Warnings[0], "GPU kernels cover")
-	require.Contains(t, sum.Warnings[0], "decode steps have no kernels")
+	require.Contains(t, sum.Warnings[0].Message, "GPU kernels cover")
+	require.Contains(t, sum.Warnings[0].Message, "decode steps have no kernels")
 	require.Positive(t, tr.Coverage.DecodeWithout)
 	// The drop cuts at a step boundary: the kernels left span the window
 	// asked for, give or take a step (a few ms here).
-	require.InDelta(t, keep.Seconds(), time.Duration(tr.Coverage.GPUSpanNS).Seconds(), 0.01)
-	require.Less(t, tr.Coverage.GPUSpanNS, tr.Coverage.WindowNS)
+	require.InDelta(t, keep.Seconds(), time.Duration(tr.Coverage.GPUSpan).Seconds(), 0.01)
+	require.Less(t, tr.Coverage.GPUSpan, tr.Coverage.Window)
 }
 
 // TestEnforceEager: eager decode steps, labelled prefill[...] as older ATOM

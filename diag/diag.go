@@ -1,0 +1,86 @@
+// Package diag holds the warnings that travel with every result of the
+// project: a stable machine-readable code and a message for people. Callers
+// match warnings by code, never by the message text, which may be reworded.
+package diag
+
+import "strings"
+
+// Code names a kind of warning. Codes are stable: scripts and the report
+// match on them.
+type Code string
+
+// The warning codes. Each is documented in docs/analysis.md.
+const (
+	// Coverage: GPU kernels cover only part of the profiled window (the
+	// profiler buffer dropped events).
+	Coverage Code = "coverage"
+	// Truncated: the trace was cut (a killed export); what was read before
+	// the cut was analysed.
+	Truncated Code = "truncated"
+	// Trailer: the JSON document is complete but the file is damaged after
+	// it (a missing gzip checksum, bytes after the document).
+	Trailer Code = "trailer"
+	// NoKernels: the trace holds no GPU kernels.
+	NoKernels Code = "no_kernels"
+	// BSMismatch: the decode batch size in the trace differs from the
+	// requested client concurrency.
+	BSMismatch Code = "bs_mismatch"
+	// NoSteps: no steps of the wanted kind were found.
+	NoSteps Code = "no_steps"
+	// NoLayers: no repeating layer was found in the steps.
+	NoLayers Code = "no_layers"
+	// IrregularLayers: the layer count differs between steps, some steps
+	// have no repeating layer, or layers differ from each other.
+	IrregularLayers Code = "irregular_layers"
+	// LayerCount: the layer count found differs from the model config.
+	LayerCount Code = "layer_count"
+	// Usage: the server gave no usage figures for some requests; lengths
+	// were counted or assumed instead.
+	Usage Code = "usage"
+	// Trace: the level's trace files could not be found or read.
+	Trace Code = "trace"
+	// Failures: some requests of a level failed.
+	Failures Code = "failures"
+)
+
+// Warning is one thing a user should know about a result.
+type Warning struct {
+	Code    Code   `json:"code"`
+	Message string `json:"message"`
+}
+
+// New returns a warning.
+func New(code Code, msg string) Warning { return Warning{Code: code, Message: msg} }
+
+// String is the message, prefixed by nothing: what a person reads.
+func (w Warning) String() string { return w.Message }
+
+// Has reports whether ws holds a warning with the code.
+func Has(ws []Warning, code Code) bool {
+	for _, w := range ws {
+		if w.Code == code {
+			return true
+		}
+	}
+	return false
+}
+
+// Messages returns the messages of ws, in order.
+func Messages(ws []Warning) []string {
+	out := make([]string, len(ws))
+	for i, w := range ws {
+		out[i] = w.Message
+	}
+	return out
+}
+
+// Join prints ws one per line, each prefixed with "warning: ".
+func Join(ws []Warning) string {
+	var b strings.Builder
+	for _, w := range ws {
+		b.WriteString("warning: ")
+		b.WriteString(w.Message)
+		b.WriteByte('\n')
+	}
+	return b.String()
+}

@@ -1,0 +1,30 @@
+package diag
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestWarningJSON(t *testing.T) {
+	ws := []Warning{New(Coverage, "GPU kernels cover 2.1 s of a 14.0 s window"), New(BSMismatch, "bs 6, conc 8")}
+	b, err := json.Marshal(ws)
+	require.NoError(t, err)
+	require.JSONEq(t, `[{"code":"coverage","message":"GPU kernels cover 2.1 s of a 14.0 s window"},{"code":"bs_mismatch","message":"bs 6, conc 8"}]`, string(b))
+	var back []Warning
+	require.NoError(t, json.Unmarshal(b, &back))
+	require.Equal(t, ws, back)
+	require.True(t, Has(back, BSMismatch))
+	require.False(t, Has(back, Truncated))
+	require.Equal(t, []string{ws[0].Message, ws[1].Message}, Messages(back))
+}
+
+func ExampleHas() {
+	ws := []Warning{New(Coverage, "GPU kernels cover 2.1 s of a 14.0 s profile window (15%)")}
+	if Has(ws, Coverage) {
+		fmt.Print(Join(ws))
+	}
+	// Output: warning: GPU kernels cover 2.1 s of a 14.0 s profile window (15%)
+}
