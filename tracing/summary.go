@@ -1,12 +1,6 @@
 package tracing
 
 import (
-	"cmp"
-	"encoding/json"
-	"fmt"
-	"io"
-	"maps"
-	"slices"
 	"strconv"
 
 	"github.com/profile-model/profile-model/diag"
@@ -100,69 +94,4 @@ func (t *Trace) Summarize() Summary {
 func round3(f float64) float64 {
 	v, _ := strconv.ParseFloat(strconv.FormatFloat(f, 'f', 3, 64), 64)
 	return v
-}
-
-// WriteJSON writes s as indented JSON.
-func (s Summary) WriteJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(s)
-}
-
-// WriteText writes s for people.
-func (s Summary) WriteText(w io.Writer) error {
-	dev := s.Device
-	if dev == "" {
-		dev = "(not given)"
-	}
-	p := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
-	p("trace        %s\n", s.Path)
-	p("device       %s\n", dev)
-	p("format       %s\n", s.Era)
-	p("events       %d\n", s.Events)
-	cats := slices.Collect(maps.Keys(s.EventsByCategory))
-	slices.SortFunc(cats, func(a, b string) int {
-		return cmp.Or(cmp.Compare(s.EventsByCategory[b], s.EventsByCategory[a]), cmp.Compare(a, b))
-	})
-	for _, c := range cats {
-		name := c
-		if name == "" {
-			name = "(no cat)"
-		}
-		p("  %-22s %d\n", name, s.EventsByCategory[c])
-	}
-	p("kernels      %d (%d distinct), %s µs in total\n", s.Kernels, s.DistinctKernels, s.KernelTime)
-	p("copies       %d memcpy, %d memset\n", s.Memcpys, s.Memsets)
-	p("graphs       %d graph launches replaying %d kernels\n", s.GraphLaunches, s.KernelsReplayed)
-	kinds := slices.Sorted(maps.Keys(s.Steps))
-	p("steps        ")
-	if len(kinds) == 0 {
-		p("none found")
-	}
-	for i, k := range kinds {
-		if i > 0 {
-			p(", ")
-		}
-		p("%d %s", s.Steps[k], k)
-	}
-	p("\n")
-	if s.DecodeBS > 0 {
-		bss := slices.Collect(maps.Keys(s.DecodeBSHist))
-		slices.SortFunc(bss, func(a, b string) int {
-			x, _ := strconv.Atoi(a)
-			y, _ := strconv.Atoi(b)
-			return cmp.Compare(x, y)
-		})
-		p("decode bs    %d (histogram:", s.DecodeBS)
-		for _, b := range bss {
-			p(" %s×%d", b, s.DecodeBSHist[b])
-		}
-		p(")\n")
-	}
-	p("coverage     GPU kernels span %.3f s of a %.3f s window; %d of %d steps without kernels\n",
-		s.Coverage.GPUSpanS, s.Coverage.WindowS, s.Coverage.StepsWithoutKernels, s.Coverage.Steps)
-	for _, wmsg := range s.Warnings {
-		p("warning: %s\n", wmsg.Message)
-	}
-	return nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 
+	"github.com/profile-model/profile-model/analysis"
 	"github.com/profile-model/profile-model/profiling/bench"
 	"github.com/profile-model/profile-model/profiling/tokenizer"
 )
@@ -105,7 +106,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Progress: progress(stderr),
 	}
 	if *profile {
-		cfg.DecodeBS = bench.TraceDecodeBS
+		cfg.ReadTraces = analysis.TraceFacts
 	}
 	switch *tokFlag {
 	case "none":

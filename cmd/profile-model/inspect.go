@@ -13,7 +13,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 
-	"github.com/profile-model/profile-model/tracing"
+	"github.com/profile-model/profile-model/analysis"
 )
 
 // runInspect summarises one or more traces: device, era, event counts,
@@ -46,18 +46,17 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	// lower GC target keeps peak memory near that instead of twice it.
 	defer debug.SetGCPercent(debug.SetGCPercent(25))
 	for i, f := range files {
-		t, err := tracing.Load(ctx, f, tracing.Options{Progress: loadProgress(stderr, f)})
+		res, err := analysis.Load(ctx, f, analysis.Options{Parts: analysis.Summary, Progress: loadProgress(stderr, f)})
 		if err != nil {
 			return err
 		}
-		s := t.Summarize()
 		if *asJSON {
-			err = s.WriteJSON(stdout)
+			err = analysis.WriteSummaryJSON(stdout, res.Summary)
 		} else {
 			if i > 0 {
 				fmt.Fprintln(stdout)
 			}
-			err = s.WriteText(stdout)
+			err = analysis.WriteSummaryText(stdout, res.Summary)
 		}
 		if err != nil {
 			return fmt.Errorf("writing summary: %w", err)

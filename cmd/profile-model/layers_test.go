@@ -14,25 +14,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestConcPath(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		given, def string
-		bs         int
-		want       string
-	}{
-		{"", "layer.csv", 8, "conc8_layer.csv"},
-		{"out/table.csv", "layer.csv", 16, filepath.Join("out", "conc16_table.csv")},
-		{"out/conc16_table.csv", "layer.csv", 16, "out/conc16_table.csv"},
-		{"", "kernels.csv", 0, "kernels.csv"},
-	}
-	for _, tt := range tests {
-		require.Equal(t, tt.want, concPath(tt.given, tt.def, tt.bs), "%+v", tt)
-	}
-	require.Equal(t, "conc8_categories.csv", categoriesPath("conc8_kernels.csv"))
-	require.Equal(t, filepath.Join("d", "conc8_inv_categories.csv"), categoriesPath("d/conc8_inv.csv"))
-}
-
 func TestLayersCommand(t *testing.T) {
 	t.Parallel()
 	trace := corpus.Path(t, "traces/vllm-decode-fullgraph-mi300x.json.gz")
@@ -212,7 +193,4 @@ func TestLayersCommandPrefillCSV(t *testing.T) {
 		require.Equal(t, p.Kernel, rows[i].Kernel, "pos %d", i)
 		require.InDelta(t, p.AvgUS, rows[i].AvgUS, 0.05, "pos %d", i)
 	}
-	require.Equal(t, filepath.Join("d", "prefill_layer.csv"), prefillPath(filepath.Join("d", "layer.csv"), 0))
-	require.Equal(t, "conc16_prefill_t.csv", prefillPath("conc16_t.csv", 16))
-	require.Equal(t, "prefill_concise.csv", prefillPath("concise.csv", 0), "no batch size: no conc prefix to keep first")
 }

@@ -8,8 +8,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/profile-model/profile-model/tracing"
 )
 
 const traceSuffix = ".pt.trace.json.gz"
@@ -136,14 +134,4 @@ func exportState(dir string, files, before, lastSizes map[string]int64) ([]strin
 	}
 	slices.Sort(ready)
 	return ready, ""
-}
-
-// TraceDecodeBS reads a trace and returns its decode batch size: the most
-// frequent batch size of its decode steps (§3.5), 0 when it has none.
-func TraceDecodeBS(ctx context.Context, path string) (int, error) {
-	tr, err := tracing.Load(ctx, path, tracing.Options{})
-	if err != nil {
-		return 0, err
-	}
-	return tr.DecodeBS, nil
 }

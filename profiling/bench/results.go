@@ -1,272 +1,116 @@
 package bench
 
 import (
-	"bytes"
-	"encoding/csv"
 	"fmt"
 	"io"
 	"math"
-	"path/filepath"
-	"strconv"
 	"strings"
 
-	"github.com/go-json-experiment/json"
-	"github.com/go-json-experiment/json/jsontext"
-	"golang.org/x/perf/benchfmt"
-
 	"github.com/profile-model/profile-model/internal/atomicfile"
+	"github.com/profile-model/profile-model/results"
 )
 
-// object is a JSON object that keeps its keys in insertion order, so the
-// result file reads like vLLM's.
-type object []member
-
-type member struct {
-	key string
-	val any
-}
-
-func (o *object) add(k string, v any) { *o = append(*o, member{k, v}) }
-
-// MarshalJSON serves encoding/json users.
-func (o object) MarshalJSON() ([]byte, error) {
-	var b bytes.Buffer
-	if err := o.MarshalJSONTo(jsontext.NewEncoder(&b)); err != nil {
-		return nil, err
-	}
-	return bytes.TrimRight(b.Bytes(), "\n"), nil
-}
-
-func (o object) MarshalJSONTo(enc *jsontext.Encoder) error {
-	if err := enc.WriteToken(jsontext.BeginObject); err != nil {
-		return err
-	}
-	for _, m := range o {
-		if err := enc.WriteToken(jsontext.String(m.key)); err != nil {
-			return err
-		}
-		if err := json.MarshalEncode(enc, m.val); err != nil {
-			return fmt.Errorf("key %s: %w", m.key, err)
-		}
-	}
-	return enc.WriteToken(jsontext.EndObject)
-}
-
-// levelJSON builds the result document of a level: vLLM's keys first, then
-// this tool's additions (status, failures, run parameters, traces).
-func levelJSON(cfg *SweepConfig, model string, s Shaper, lv *LevelResult) object {
+// levelDoc is the result document of a level.
+func levelDoc(cfg *SweepConfig, model string, s Shaper, lv *LevelResult) *results.Level {
 	m := &lv.Metrics
-	var o object
-	o.add("date", lv.Start.UTC().Format("20060102-150405"))
-	o.add("backend", "openai")
-	o.add("model_id", model)
-	o.add("tokenizer_id", nil)
-	o.add("num_prompts", lv.NumPrompts)
-	if cfg.RequestRate > 0 && !math.IsInf(cfg.RequestRate, 1) {
-		o.add("request_rate", cfg.RequestRate)
-	} else {
-		o.add("request_rate", "inf")
-	}
 	burst := cfg.Burstiness
 	if burst <= 0 {
 		burst = 1
 	}
-	o.add("burstiness", burst)
-	o.add("max_concurrency", lv.Conc)
-	o.add("duration", m.Duration.Seconds())
-	o.add("completed", m.Completed)
-	o.add("total_input_tokens", m.TotalInput)
-	o.add("total_output_tokens", m.TotalOutput)
-	o.add("request_throughput", m.RequestThroughput)
-	if cfg.SLO.set() {
-		o.add("request_goodput", m.RequestGoodput)
-	} else {
-		o.add("request_goodput", nil)
+	rate := cfg.RequestRate
+	if rate <= 0 {
+		rate = math.Inf(1)
 	}
-	o.add("output_throughput", m.OutputThroughput)
-	o.add("total_token_throughput", m.TotalTokenThroughput)
+	l := &results.Level{
+		SchemaVersion: results.SchemaVersion,
+		Date:          lv.Start.UTC().Format("20060102-150405"),
+		Backend:       "openai", ModelID: model, NumPrompts: lv.NumPrompts,
+		RequestRate: rate, Burstiness: burst, MaxConcurrency: lv.Conc,
+		DurationS: m.Duration.Seconds(), Completed: m.Completed,
+		TotalInputTokens: m.TotalInput, TotalOutputTokens: m.TotalOutput,
+		RequestThroughput: m.RequestThroughput, OutputThroughput: m.OutputThroughput,
+		TotalTokenThroughput: m.TotalTokenThroughput,
+		TTFT:                 stats(m.TTFT), TPOT: stats(m.TPOT), ITL: stats(m.ITL), E2EL: stats(m.E2EL),
+		Status: lv.Status, Failed: m.Failed, NotSent: m.NotSent,
+		BaseURL: cfg.URL, Endpoint: cfg.Endpoint,
+		RandomInputLen: cfg.ISL, RandomOutputLen: cfg.OSL, RandomRangeRatio: cfg.RangeRatio,
+		NumPromptsMul: cfg.NumPromptsMul, NumWarmups: cfg.Warmups, Seed: cfg.Seed,
+		IgnoreEOS: true, Temperature: 0,
+		Shaping:           results.Shaping{Method: s.Method()},
+		OutputLensCounted: m.OutputCounted, InputLensRequested: m.PromptRequested,
+		Profile: cfg.Profile, TraceFiles: lv.TraceFiles, DecodeBS: lv.DecodeBS, Warnings: lv.Warnings,
+	}
+	if cfg.SLO.set() {
+		g := m.RequestGoodput
+		l.RequestGoodput = &g
+	}
 	if cfg.Details {
-		var ttfts []float64
-		var itls [][]float64
-		var errs []string
-		var inLens, reqLens, outLens []int
-		var texts []string
+		d := &results.Details{}
 		for i := range lv.Outputs {
 			out := &lv.Outputs[i]
-			inLens = append(inLens, out.PromptTokens)
-			reqLens = append(reqLens, out.PromptLen)
-			texts = append(texts, out.Text)
-			outLens = append(outLens, out.OutputTokens)
-			ttfts = append(ttfts, out.TTFT.Seconds())
+			d.InputLens = append(d.InputLens, out.PromptTokens)
+			d.TargetInputLens = append(d.TargetInputLens, out.PromptLen)
+			d.GeneratedTexts = append(d.GeneratedTexts, out.Text)
+			d.OutputLens = append(d.OutputLens, out.OutputTokens)
+			d.TTFTs = append(d.TTFTs, out.TTFT.Seconds())
 			g := make([]float64, len(out.ITL))
-			for j, d := range out.ITL {
-				g[j] = d.Seconds()
+			for j, x := range out.ITL {
+				g[j] = x.Seconds()
 			}
-			itls = append(itls, g)
-			errs = append(errs, out.Error)
+			d.ITLs = append(d.ITLs, g)
+			d.Errors = append(d.Errors, out.Error)
 		}
-		o.add("input_lens", inLens)
-		o.add("target_input_lens", reqLens)
-		o.add("output_lens", outLens)
-		o.add("ttfts", ttfts)
-		o.add("itls", itls)
-		o.add("generated_texts", texts)
-		o.add("errors", errs)
+		l.Details = d
 	}
-	for _, x := range []struct {
-		name string
-		s    Stats
-	}{{"ttft", m.TTFT}, {"tpot", m.TPOT}, {"itl", m.ITL}, {"e2el", m.E2EL}} {
-		o.add("mean_"+x.name+"_ms", x.s.Mean)
-		o.add("median_"+x.name+"_ms", x.s.Median)
-		o.add("std_"+x.name+"_ms", x.s.Std)
-		for _, p := range x.s.Pcts {
-			o.add("p"+PctName(p.P)+"_"+x.name+"_ms", p.Value)
-		}
-	}
-	// This tool's additions.
-	o.add("status", lv.Status)
-	o.add("failed", m.Failed)
-	o.add("not_sent", m.NotSent)
-	failures := object{}
 	for _, k := range FailureKinds {
 		if n := m.Failures[k]; n > 0 {
-			failures.add(string(k), n)
+			l.Failures = append(l.Failures, results.Count{Name: string(k), N: n})
 		}
 	}
-	o.add("failures", failures)
-	var firstErrs []string
 	for i := range lv.Outputs {
-		if e := lv.Outputs[i].Error; e != "" && len(firstErrs) < 5 {
-			firstErrs = append(firstErrs, e)
+		if e := lv.Outputs[i].Error; e != "" && len(l.FirstErrors) < 5 {
+			l.FirstErrors = append(l.FirstErrors, e)
 		}
 	}
-	o.add("first_errors", firstErrs)
-	o.add("base_url", cfg.URL)
-	o.add("endpoint", cfg.Endpoint)
-	o.add("random_input_len", cfg.ISL)
-	o.add("random_output_len", cfg.OSL)
-	o.add("random_range_ratio", cfg.RangeRatio)
-	o.add("num_prompts_mul", cfg.NumPromptsMul)
-	o.add("num_warmups", cfg.Warmups)
-	o.add("seed", cfg.Seed)
-	o.add("ignore_eos", true)
-	o.add("temperature", 0.0)
-	o.add("prompt_shaping", s.Method())
 	if s.Counter != nil {
-		o.add("prompt_tokenizer", s.Tokenizer)
-		o.add("prompt_tokenizer_verified", s.Verified)
-		o.add("prompt_tokens_added_by_server", s.Offset)
+		l.Shaping.Tokenizer, l.Shaping.Verified, l.Shaping.AddedByServer = s.Tokenizer, s.Verified, s.Offset
 	} else {
-		o.add("prompt_tokens_per_word", s.PerWord)
-		o.add("prompt_calibrated", s.Calibrated)
+		l.Shaping.PerWord, l.Shaping.Calibrated = s.PerWord, s.Calibrated
 	}
-	o.add("output_lens_counted", m.OutputCounted)
-	o.add("input_lens_requested", m.PromptRequested)
-	o.add("profile", cfg.Profile)
-	o.add("trace_files", lv.TraceFiles)
-	o.add("decode_bs", lv.DecodeBS)
-	o.add("warnings", lv.Warnings)
-	return o
+	return l
+}
+
+func stats(s Stats) results.Stats {
+	out := results.Stats{Mean: s.Mean, Median: s.Median, Std: s.Std}
+	for _, p := range s.Pcts {
+		out.Pcts = append(out.Pcts, results.Pct{P: p.P, Value: p.Value})
+	}
+	return out
 }
 
 func writeLevel(cfg *SweepConfig, res *SweepResult, lv *LevelResult) error {
-	doc := levelJSON(cfg, res.Model, res.Shaper, lv)
-	data, err := json.Marshal(doc, jsontext.WithIndent("  "))
-	if err != nil {
-		return fmt.Errorf("encoding the result of concurrency %d: %w", lv.Conc, err)
-	}
-	lv.ResultFile = filepath.Join(res.RunDir, fmt.Sprintf("conc%d.json", lv.Conc))
-	return atomicfile.Write(lv.ResultFile, append(data, '\n'))
-}
-
-// SummaryHeader is the sweep summary CSV's header.
-var SummaryHeader = []string{"conc", "completed", "failed", "req_s", "out_tok_s", "total_tok_s",
-	"ttft_p50_ms", "ttft_p99_ms", "tpot_p50_ms", "tpot_p99_ms", "itl_p50_ms", "e2el_p50_ms", "decode_bs"}
-
-func f2(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }
-
-func pct(s Stats, p float64) float64 {
-	v, _ := s.At(p)
-	return v
+	doc := levelDoc(cfg, res.Model, res.Shaper, lv)
+	lv.ResultFile = results.Run(res.RunDir).LevelResult(lv.Conc)
+	return atomicfile.WriteFunc(lv.ResultFile, doc.Write)
 }
 
 // writeSummary rewrites summary.csv and bench.txt with every level so far,
-// so an interrupted run keeps the completed levels.
+// so an interrupted run keeps the completed levels. Failed levels are left
+// out of bench.txt: their numbers are not comparable.
 func writeSummary(cfg *SweepConfig, res *SweepResult) error {
-	var b bytes.Buffer
-	w := csv.NewWriter(&b)
-	_ = w.Write(SummaryHeader)
+	var rows []results.SummaryRow
+	var bench []results.BenchResult
 	for _, lv := range res.Levels {
-		m := &lv.Metrics
-		bs := ""
-		if lv.DecodeBS > 0 {
-			bs = strconv.Itoa(lv.DecodeBS)
+		doc := levelDoc(cfg, res.Model, res.Shaper, lv)
+		rows = append(rows, results.SummaryRowOf(doc))
+		if lv.Status == StatusOK {
+			bench = append(bench, results.BenchResultOf(doc, cfg.ISL, cfg.OSL))
 		}
-		_ = w.Write([]string{strconv.Itoa(lv.Conc), strconv.Itoa(m.Completed), strconv.Itoa(m.Failed + m.NotSent),
-			f2(m.RequestThroughput), f2(m.OutputThroughput), f2(m.TotalTokenThroughput),
-			f2(pct(m.TTFT, 50)), f2(pct(m.TTFT, 99)), f2(pct(m.TPOT, 50)), f2(pct(m.TPOT, 99)),
-			f2(pct(m.ITL, 50)), f2(pct(m.E2EL, 50)), bs})
 	}
-	w.Flush()
-	if err := atomicfile.Write(res.SummaryCSV, b.Bytes()); err != nil {
+	if err := atomicfile.Write(res.SummaryCSV, results.FormatSummary(rows)); err != nil {
 		return err
 	}
-	return atomicfile.WriteFunc(res.BenchFile, func(w io.Writer) error {
-		return WriteBenchmarks(w, cfg, res)
-	})
-}
-
-// BenchName is the Go benchmark name of a level, without the "Benchmark"
-// prefix: Sweep/model=M/isl=1024/osl=50/conc=8. Characters that would break
-// the name ("/" and spaces in model ids) become "_".
-func BenchName(model string, isl, osl, conc int) string {
-	clean := strings.Map(func(r rune) rune {
-		if r == '/' || r == ' ' || r == '\t' || r == '\n' {
-			return '_'
-		}
-		return r
-	}, model)
-	return fmt.Sprintf("Sweep/model=%s/isl=%d/osl=%d/conc=%d", clean, isl, osl, conc)
-}
-
-// WriteBenchmarks writes the completed levels (failed ones are left out:
-// their numbers are not comparable) as Go benchmark results, with unit
-// metadata so benchstat knows which direction is better.
-func WriteBenchmarks(w io.Writer, cfg *SweepConfig, res *SweepResult) error {
-	bw := benchfmt.NewWriter(w)
-	for _, u := range []string{"req/s", "out-tok/s", "total-tok/s"} {
-		if err := bw.Write(&benchfmt.UnitMetadata{UnitMetadataKey: benchfmt.UnitMetadataKey{Unit: u, Key: "better"}, OrigUnit: u, Value: "higher"}); err != nil {
-			return err
-		}
-	}
-	for _, lv := range res.Levels {
-		if lv.Status != StatusOK {
-			continue
-		}
-		m := &lv.Metrics
-		r := &benchfmt.Result{
-			Name:  benchfmt.Name(BenchName(res.Model, cfg.ISL, cfg.OSL, lv.Conc)),
-			Iters: max(m.Completed, 1),
-		}
-		add := func(v float64, unit string) { r.Values = append(r.Values, benchfmt.Value{Value: v, Unit: unit}) }
-		add(pct(m.TTFT, 50), "ttft-p50-ms")
-		add(pct(m.TTFT, 99), "ttft-p99-ms")
-		add(pct(m.TPOT, 50), "tpot-p50-ms")
-		add(pct(m.TPOT, 99), "tpot-p99-ms")
-		add(pct(m.ITL, 50), "itl-p50-ms")
-		add(pct(m.E2EL, 50), "e2el-p50-ms")
-		add(m.RequestThroughput, "req/s")
-		add(m.OutputThroughput, "out-tok/s")
-		add(m.TotalTokenThroughput, "total-tok/s")
-		if lv.DecodeBS > 0 {
-			add(float64(lv.DecodeBS), "decode-bs")
-		}
-		if err := bw.Write(r); err != nil {
-			return err
-		}
-	}
-	return nil
+	return atomicfile.WriteFunc(res.BenchFile, func(w io.Writer) error { return results.WriteBench(w, bench) })
 }
 
 // printLevel writes vLLM's console result block for a level.
@@ -335,7 +179,7 @@ func printLevel(w io.Writer, cfg *SweepConfig, model string, lv *LevelResult) {
 		fmt.Fprintf(w, "trace: %s\n", t)
 	}
 	for _, warn := range lv.Warnings {
-		fmt.Fprintf(w, "warning: %s\n", warn)
+		fmt.Fprintf(w, "warning: %s\n", warn.Message)
 	}
 	if lv.ResultFile != "" {
 		fmt.Fprintf(w, "result: %s\n", lv.ResultFile)

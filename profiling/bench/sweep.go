@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/go-json-experiment/json"
+	"github.com/profile-model/profile-model/diag"
+	"github.com/profile-model/profile-model/results"
 )
 
 // SweepConfig describes one benchmark run: a level per concurrency.
@@ -62,18 +64,21 @@ type SweepConfig struct {
 	// Progress, when set, is called at the start of a level and returns the
 	// function told of each finished request and one called at the end.
 	Progress func(conc, total int) (update func(done int), finish func())
-	// DecodeBS reads the observed decode batch size from a trace (§2.7);
-	// nil skips the check.
-	DecodeBS func(ctx context.Context, path string) (int, error)
+	// ReadTraces reads a profiled level's trace files (one per rank) for
+	// what its result reports of them: the server's decode batch size (the
+	// check against the requested concurrency) and the traces' warnings
+	// (coverage, truncation). nil skips it. The client never parses traces
+	// itself: the analysis package provides this function.
+	ReadTraces func(ctx context.Context, files []string) (decodeBS int, warnings []diag.Warning, err error)
 	// Now names the run directory; nil = time.Now.
 	Now func() time.Time
 }
 
 // Level statuses.
 const (
-	StatusOK          = "ok"
-	StatusFailed      = "failed"      // some requests failed or were not sent
-	StatusInterrupted = "interrupted" // the run was cancelled during the level
+	StatusOK          = results.StatusOK
+	StatusFailed      = results.StatusFailed
+	StatusInterrupted = results.StatusInterrupted
 )
 
 // LevelResult is one concurrency level's outcome.
@@ -86,7 +91,7 @@ type LevelResult struct {
 	Outputs    []Output
 	TraceFiles []string // one per rank, when profiled
 	DecodeBS   int      // from the first trace; 0 when unknown
-	Warnings   []string
+	Warnings   []diag.Warning
 	ResultFile string
 }
 
@@ -255,7 +260,7 @@ func runLevel(ctx context.Context, cfg *SweepConfig, c *Client, s Shaper, conc i
 		if ctx.Err() != nil {
 			lv.Status = StatusInterrupted
 		}
-		lv.Warnings = append(lv.Warnings, msg)
+		lv.Warnings = append(lv.Warnings, diag.New(diag.Failures, msg))
 		lv.Metrics = Aggregate(nil, lv.NumPrompts, 0, cfg.Percentiles, cfg.SLO)
 		return lv
 	}
@@ -309,10 +314,10 @@ func runLevel(ctx context.Context, cfg *SweepConfig, c *Client, s Shaper, conc i
 		lv.Status = StatusInterrupted
 	}
 	if n := lv.Metrics.OutputCounted; n > 0 {
-		lv.Warnings = append(lv.Warnings, fmt.Sprintf("%d requests had no usage.completion_tokens: their output lengths are counted token events", n))
+		lv.Warnings = append(lv.Warnings, diag.New(diag.Usage, fmt.Sprintf("%d requests had no usage.completion_tokens: their output lengths are counted token events", n)))
 	}
 	if n := lv.Metrics.PromptRequested; n > 0 {
-		lv.Warnings = append(lv.Warnings, fmt.Sprintf("%d requests had no usage.prompt_tokens: their input lengths are the requested lengths", n))
+		lv.Warnings = append(lv.Warnings, diag.New(diag.Usage, fmt.Sprintf("%d requests had no usage.prompt_tokens: their input lengths are the requested lengths", n)))
 	}
 
 	if cfg.Profile {
@@ -321,7 +326,7 @@ func runLevel(ctx context.Context, cfg *SweepConfig, c *Client, s Shaper, conc i
 		// recording.
 		stopCtx := context.WithoutCancel(ctx)
 		if err := postProfile(stopCtx, c.HTTP, cfg.URL+"/stop_profile", cfg.ExportTimeout); err != nil {
-			lv.Warnings = append(lv.Warnings, err.Error())
+			lv.Warnings = append(lv.Warnings, diag.New(diag.Trace, err.Error()))
 			if lv.Status == StatusOK {
 				lv.Status = StatusFailed
 			}
@@ -330,22 +335,23 @@ func runLevel(ctx context.Context, cfg *SweepConfig, c *Client, s Shaper, conc i
 		files, err := waitExport(ctx, cfg.TraceDir, before, cfg.ExportTimeout, cfg.PollInterval)
 		lv.TraceFiles = files
 		if err != nil {
-			lv.Warnings = append(lv.Warnings, err.Error())
+			lv.Warnings = append(lv.Warnings, diag.New(diag.Trace, err.Error()))
 			if lv.Status == StatusOK {
 				lv.Status = StatusFailed
 			}
 			return lv
 		}
-		if cfg.DecodeBS != nil && len(files) > 0 {
-			bs, err := cfg.DecodeBS(ctx, files[0])
+		if cfg.ReadTraces != nil && len(files) > 0 {
+			bs, warns, err := cfg.ReadTraces(ctx, files)
 			switch {
 			case err != nil:
-				lv.Warnings = append(lv.Warnings, fmt.Sprintf("reading the decode batch size of %s: %v", files[0], err))
+				lv.Warnings = append(lv.Warnings, diag.New(diag.Trace, fmt.Sprintf("reading the decode batch size of %s: %v", files[0], err)))
 			default:
 				lv.DecodeBS = bs
 				if w := batchWarning(conc, bs); w != "" {
-					lv.Warnings = append(lv.Warnings, w)
+					lv.Warnings = append(lv.Warnings, diag.New(diag.BSMismatch, w))
 				}
+				lv.Warnings = append(lv.Warnings, warns...)
 			}
 		}
 	}

@@ -18,7 +18,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/perf/benchfmt"
 
+	"github.com/profile-model/profile-model/analysis"
 	"github.com/profile-model/profile-model/profiling/sim"
+	"github.com/profile-model/profile-model/results"
 )
 
 const simModel = "MiniMaxAI/MiniMax-M2.5"
@@ -69,7 +71,7 @@ func TestProfiledSweepAgainstSim(t *testing.T) {
 				URL: url, ISL: 256, OSL: 24, RangeRatio: 0.8,
 				Concurrencies: []int{4, 8, 16}, NumPromptsMul: 2, Warmups: 1, Seed: 7,
 				Profile: true, TraceDir: traceDir, ExportTimeout: time.Minute, PollInterval: 20 * time.Millisecond,
-				OutDir: out, Log: &log, DecodeBS: TraceDecodeBS,
+				OutDir: out, Log: &log, ReadTraces: analysis.TraceFacts,
 			})
 			require.NoError(t, err, log.String())
 			require.Equal(t, simModel, res.Model, "model read from /v1/models")
@@ -131,7 +133,7 @@ func TestProfiledSweepAgainstSim(t *testing.T) {
 			rows, err := csv.NewReader(f).ReadAll()
 			f.Close()
 			require.NoError(t, err)
-			require.Equal(t, SummaryHeader, rows[0])
+			require.Equal(t, results.SummaryHeader, rows[0])
 			require.Len(t, rows, 4)
 			for i, row := range rows[1:] {
 				require.Equal(t, strconv.Itoa(res.Levels[i].Conc), row[0])
@@ -293,8 +295,9 @@ func TestResultDetails(t *testing.T) {
 		{Failure: FailHTTP4xx, Error: "HTTP 400: wrong model", PromptTokens: 8},
 	}}
 	lv.Metrics = Aggregate(lv.Outputs, 2, time.Second, cfg.Percentiles, cfg.SLO)
-	data, err := json.Marshal(levelJSON(&cfg, "m", Shaper{PerWord: 1}, lv))
-	require.NoError(t, err)
+	var buf bytes.Buffer
+	require.NoError(t, levelDoc(&cfg, "m", Shaper{PerWord: 1}, lv).Write(&buf))
+	data := buf.Bytes()
 	var doc map[string]any
 	require.NoError(t, json.Unmarshal(data, &doc))
 	require.Equal(t, []any{8.0, 8.0}, doc["input_lens"])

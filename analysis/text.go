@@ -1,0 +1,194 @@
+package analysis
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/profile-model/profile-model/inventory"
+	"github.com/profile-model/profile-model/tracing"
+)
+
+// WriteSummaryJSON writes an inspect summary as indented JSON.
+func WriteSummaryJSON(w io.Writer, s tracing.Summary) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(s)
+}
+
+// WriteSummaryText writes an inspect summary for people.
+func WriteSummaryText(w io.Writer, s tracing.Summary) error {
+	dev := s.Device
+	if dev == "" {
+		dev = "(not given)"
+	}
+	p := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
+	p("trace        %s\n", s.Path)
+	p("device       %s\n", dev)
+	p("format       %s\n", s.Era)
+	p("events       %d\n", s.Events)
+	cats := slices.Collect(maps.Keys(s.EventsByCategory))
+	slices.SortFunc(cats, func(a, b string) int {
+		return cmp.Or(cmp.Compare(s.EventsByCategory[b], s.EventsByCategory[a]), cmp.Compare(a, b))
+	})
+	for _, c := range cats {
+		name := c
+		if name == "" {
+			name = "(no cat)"
+		}
+		p("  %-22s %d\n", name, s.EventsByCategory[c])
+	}
+	p("kernels      %d (%d distinct), %s µs in total\n", s.Kernels, s.DistinctKernels, s.KernelTime)
+	p("copies       %d memcpy, %d memset\n", s.Memcpys, s.Memsets)
+	p("graphs       %d graph launches replaying %d kernels\n", s.GraphLaunches, s.KernelsReplayed)
+	kinds := slices.Sorted(maps.Keys(s.Steps))
+	p("steps        ")
+	if len(kinds) == 0 {
+		p("none found")
+	}
+	for i, k := range kinds {
+		if i > 0 {
+			p(", ")
+		}
+		p("%d %s", s.Steps[k], k)
+	}
+	p("\n")
+	if s.DecodeBS > 0 {
+		bss := slices.Collect(maps.Keys(s.DecodeBSHist))
+		slices.SortFunc(bss, func(a, b string) int {
+			x, _ := strconv.Atoi(a)
+			y, _ := strconv.Atoi(b)
+			return cmp.Compare(x, y)
+		})
+		p("decode bs    %d (histogram:", s.DecodeBS)
+		for _, b := range bss {
+			p(" %s×%d", b, s.DecodeBSHist[b])
+		}
+		p(")\n")
+	}
+	p("coverage     GPU kernels span %.3f s of a %.3f s window; %d of %d steps without kernels\n",
+		s.Coverage.GPUSpanS, s.Coverage.WindowS, s.Coverage.StepsWithoutKernels, s.Coverage.Steps)
+	for _, wmsg := range s.Warnings {
+		p("warning: %s\n", wmsg.Message)
+	}
+	return nil
+}
+
+// WriteLayersText writes a per-layer table for people: the structure
+// found, the positions, irregular layers grouped by how they differ, and the
+// warnings.
+func WriteLayersText(w io.Writer, lt *inventory.LayerTable) {
+	switch lt.Mode {
+	case inventory.ModeCompat:
+		fmt.Fprintf(w, "compat mode (anchor %q): %d layers of %v kernels over %d decode steps\n", lt.Anchor, lt.Layers, lt.KernelsPerLayer, lt.Steps)
+	default:
+		fmt.Fprintf(w, "%s steps: %d, %d layers per step, kernels per layer %v (robust mode)\n", strings.ReplaceAll(lt.StepKind, "_", " "), lt.Steps, lt.Layers, lt.KernelsPerLayer)
+	}
+	if len(lt.Positions) > 0 {
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		multi := len(lt.KernelsPerLayer) > 1
+		head := "pos\t"
+		if multi {
+			head += "kind\t"
+		}
+		fmt.Fprintln(tw, head+"avg_us\tstd_us\tmin_us\tmax_us\tpct\tcount\t  short_name")
+		total := map[int]float64{}
+		for _, p := range lt.Positions {
+			row := fmt.Sprintf("%d\t", p.Pos)
+			if multi {
+				row += fmt.Sprintf("%d\t", p.LayerKind)
+			}
+			fmt.Fprintf(tw, "%s%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%d\t  %s\n", row, p.AvgUS, p.StdUS, p.MinUS, p.MaxUS, p.Pct, p.Count, p.ShortName)
+			total[p.LayerKind] += p.AvgUS
+		}
+		tw.Flush()
+		for kind := range lt.KernelsPerLayer {
+			fmt.Fprintf(w, "layer kind %d: %d kernels, %.1f µs per layer\n", kind, lt.KernelsPerLayer[kind], total[kind])
+		}
+	}
+	if len(lt.Prologue)+len(lt.Epilogue) > 0 {
+		fmt.Fprintf(w, "prologue: %d kernels, epilogue: %d kernels (first step)\n", len(lt.Prologue), len(lt.Epilogue))
+	}
+	if n := len(lt.Irregular); n > 0 {
+		fmt.Fprintf(w, "irregular layers: %d\n", n)
+		// Layers that differ the same way are listed once.
+		type group struct {
+			what   string
+			layers []string
+		}
+		var groups []*group
+		byWhat := map[string]*group{}
+		for _, irr := range lt.Irregular {
+			var ds []string
+			for _, d := range irr.Diffs {
+				switch d.Op {
+				case "extra":
+					ds = append(ds, fmt.Sprintf("extra %s (stream %d) before pos %d", d.Kernel, d.Stream, d.Pos))
+				case "missing":
+					ds = append(ds, fmt.Sprintf("missing pos %d %s", d.Pos, d.Want))
+				default:
+					if d.WantFull != "" {
+						ds = append(ds, fmt.Sprintf("pos %d runs another instance of %s (other template arguments; full names in --json)", d.Pos, d.Want))
+						break
+					}
+					ds = append(ds, fmt.Sprintf("pos %d runs %s instead of %s", d.Pos, d.Kernel, d.Want))
+				}
+			}
+			what := fmt.Sprintf("kind %d: %s", irr.Kind, strings.Join(ds, "; "))
+			g := byWhat[what]
+			if g == nil {
+				g = &group{what: what}
+				byWhat[what] = g
+				groups = append(groups, g)
+			}
+			g.layers = append(g.layers, fmt.Sprintf("step %d layer %d", irr.Step, irr.Layer))
+		}
+		for i, g := range groups {
+			if i == 20 {
+				fmt.Fprintf(w, "  ... and %d more kinds of difference (see --json)\n", len(groups)-i)
+				break
+			}
+			where := strings.Join(g.layers, ", ")
+			if len(g.layers) > 3 {
+				where = fmt.Sprintf("%s, ... (%d layers)", strings.Join(g.layers[:3], ", "), len(g.layers))
+			}
+			fmt.Fprintf(w, "  %s: %s\n", where, g.what)
+		}
+	}
+	for _, warn := range lt.Warnings {
+		fmt.Fprintf(w, "warning: %s\n", warn.Message)
+	}
+}
+
+// WriteKernelsText writes the head of a kernel inventory for people: the
+// top kernels by total time (top < 0: all of them) and the category totals.
+// more names the file that holds the rest.
+func WriteKernelsText(w io.Writer, path string, inv *inventory.Inventory, top int, more string) {
+	fmt.Fprintf(w, "%s: %d distinct kernels, %s µs kernel time, %.2f%% in %s (rules: %s)\n",
+		path, len(inv.Kernels), inv.KernelTime, inv.OtherPct, inventory.Other, inv.Rules)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "total_us\tpct\tcount\tavg_us\tcategory\tprovider\tshort_name")
+	for i, r := range inv.Kernels {
+		if i == top {
+			break
+		}
+		fmt.Fprintf(tw, "%s\t%.2f\t%d\t%.1f\t%s\t%s\t%s\n", r.Total, r.Pct, r.Count, r.AvgUS, r.Category, r.Provider, r.ShortName)
+	}
+	tw.Flush()
+	if n := len(inv.Kernels) - top; n > 0 && top >= 0 {
+		fmt.Fprintf(w, "... and %d more in %s\n", n, more)
+	}
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "category\ttotal_us\tpct\tper_decode_step_us\tper_layer_us\tproviders")
+	for _, c := range inv.ByCategory {
+		fmt.Fprintf(tw, "%s\t%s\t%.2f\t%.1f\t%.1f\t%s\n", c.Category, c.Total, c.Pct, c.DecodeStepUS, c.LayerUS, c.Providers)
+	}
+	tw.Flush()
+}

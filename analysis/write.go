@@ -1,0 +1,48 @@
+package analysis
+
+import (
+	"github.com/profile-model/profile-model/internal/atomicfile"
+	"github.com/profile-model/profile-model/inventory"
+	"github.com/profile-model/profile-model/results"
+)
+
+// Write writes the tables the result holds to the files named in f (a name
+// left empty is not written) and returns the paths written, in the order
+// decode, prefill, compat, kernels, categories. Each file is written
+// atomically; tables without positions are not written.
+func (r *Result) Write(f results.TraceFiles) ([]string, error) {
+	var wrote []string
+	table := func(path string, lt *inventory.LayerTable) error {
+		if path == "" || lt == nil || len(lt.Positions) == 0 {
+			return nil
+		}
+		if err := atomicfile.Write(path, inventory.FormatLayerCSV(lt.Rows())); err != nil {
+			return err
+		}
+		wrote = append(wrote, path)
+		return nil
+	}
+	for _, t := range []struct {
+		path string
+		lt   *inventory.LayerTable
+	}{{f.Layer, r.Decode}, {f.PrefillLayer, r.Prefill}, {f.CompatLayer, r.Compat}} {
+		if err := table(t.path, t.lt); err != nil {
+			return wrote, err
+		}
+	}
+	if r.Inventory != nil {
+		for _, c := range []struct {
+			path string
+			data func() []byte
+		}{{f.Kernels, r.Inventory.KernelsCSV}, {f.Categories, r.Inventory.CategoriesCSV}} {
+			if c.path == "" {
+				continue
+			}
+			if err := atomicfile.Write(c.path, c.data()); err != nil {
+				return wrote, err
+			}
+			wrote = append(wrote, c.path)
+		}
+	}
+	return wrote, nil
+}

@@ -1,0 +1,123 @@
+package results
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+)
+
+// Run is the layout of a run directory: every file a profiling run writes,
+// named once here.
+//
+//	server.log               the engine's output
+//	run.json                 the run's parameters, engine command line, times
+//	conc{N}.json             level results (N = client concurrency)
+//	summary.csv, bench.txt   the sweep summary and its benchmark file
+//	traces/                  the traces, as the engine wrote them
+//	levels/conc{N}/          the analysis of each level's trace (TraceFiles)
+//	readme.md, *.svg         the report
+type Run string
+
+func (r Run) path(name string) string { return filepath.Join(string(r), name) }
+
+// Dir is the run directory itself.
+func (r Run) Dir() string { return string(r) }
+
+// LevelResult is conc{N}.json.
+func (r Run) LevelResult(conc int) string { return r.path(fmt.Sprintf("conc%d.json", conc)) }
+
+// Summary is summary.csv.
+func (r Run) Summary() string { return r.path("summary.csv") }
+
+// Bench is bench.txt.
+func (r Run) Bench() string { return r.path("bench.txt") }
+
+// ServerLog is the engine's captured output.
+func (r Run) ServerLog() string { return r.path("server.log") }
+
+// RunInfo is run.json.
+func (r Run) RunInfo() string { return r.path("run.json") }
+
+// Readme is the report.
+func (r Run) Readme() string { return r.path("readme.md") }
+
+// Traces is the engine's profiler directory.
+func (r Run) Traces() string { return r.path("traces") }
+
+// Level is the analysis directory of the level run at concurrency conc.
+func (r Run) Level(conc int) string { return r.path(filepath.Join("levels", fmt.Sprintf("conc%d", conc))) }
+
+// ConcPrefix is the prefix a trace's analysis files carry: conc{bs}_, bs
+// being the decode batch size read from the trace (not the client's
+// concurrency). Empty when the batch size is unknown.
+func ConcPrefix(bs int) string {
+	if bs <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("conc%d_", bs)
+}
+
+// TraceFiles names the analysis files of one trace: the per-layer tables,
+// the kernel inventory and the category totals, each prefixed conc{bs}_.
+// Built from an output directory (InDir) or from a file name the user gave
+// (FromCSV).
+type TraceFiles struct {
+	Layer        string // conc{bs}_layer.csv: robust decode table
+	PrefillLayer string // conc{bs}_prefill_layer.csv
+	CompatLayer  string // conc{bs}_compat_layer.csv (in a directory) or the --csv name in compat mode
+	Kernels      string // conc{bs}_kernels.csv
+	Categories   string // conc{bs}_categories.csv
+}
+
+// InDir names the analysis files of a trace with decode batch size bs in dir.
+func InDir(dir string, bs int) TraceFiles {
+	p := ConcPrefix(bs)
+	f := func(base string) string { return filepath.Join(dir, p+base) }
+	return TraceFiles{
+		Layer: f("layer.csv"), PrefillLayer: f("prefill_layer.csv"), CompatLayer: f("compat_layer.csv"),
+		Kernels: f("kernels.csv"), Categories: f("categories.csv"),
+	}
+}
+
+// WithPrefix puts the conc{bs}_ prefix in front of the file name of a path
+// the user gave (kept as it is when it already has it, or bs is unknown).
+func WithPrefix(path string, bs int) string {
+	p := ConcPrefix(bs)
+	dir, base := filepath.Split(path)
+	if p == "" || strings.HasPrefix(base, p) {
+		return path
+	}
+	return filepath.Join(dir, p+base)
+}
+
+// PrefillOf names the prefill table after a decode table's file:
+// conc8_layer.csv → conc8_prefill_layer.csv (the conc{bs}_ prefix stays
+// first so a directory listing groups a level's files).
+func PrefillOf(decodePath string, bs int) string {
+	dir, base := filepath.Split(decodePath)
+	if p := ConcPrefix(bs); p != "" && strings.HasPrefix(base, p) {
+		return filepath.Join(dir, p+"prefill_"+strings.TrimPrefix(base, p))
+	}
+	return filepath.Join(dir, "prefill_"+base)
+}
+
+// CategoriesOf names the category totals after an inventory file:
+// conc8_kernels.csv → conc8_categories.csv, x.csv → x_categories.csv.
+func CategoriesOf(kernelsPath string) string {
+	dir, base := filepath.Split(kernelsPath)
+	if strings.Contains(base, "kernels") {
+		return filepath.Join(dir, strings.Replace(base, "kernels", "categories", 1))
+	}
+	return filepath.Join(dir, strings.TrimSuffix(base, filepath.Ext(base))+"_categories.csv")
+}
+
+// TraceStem is a trace's file name without its directory and trace
+// extensions: rank_0/m_ts_20260101_120000_1.pt.trace.json.gz →
+// m_ts_20260101_120000_1.
+func TraceStem(path string) string {
+	base := filepath.Base(path)
+	for _, ext := range []string{".gz", ".json", ".trace", ".pt"} {
+		base = strings.TrimSuffix(base, ext)
+	}
+	return base
+}

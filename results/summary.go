@@ -1,0 +1,145 @@
+package results
+
+import (
+	"bytes"
+	"encoding/csv"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+)
+
+// SummaryHeader is the sweep summary CSV's header.
+var SummaryHeader = []string{"conc", "completed", "failed", "req_s", "out_tok_s", "total_tok_s",
+	"ttft_p50_ms", "ttft_p99_ms", "tpot_p50_ms", "tpot_p99_ms", "itl_p50_ms", "e2el_p50_ms", "decode_bs"}
+
+// SummaryRow is one level of summary.csv. Failed counts failed and unsent
+// requests together. DecodeBS is 0 when unknown (an empty cell).
+type SummaryRow struct {
+	Conc, Completed, Failed int
+	ReqS, OutTokS, TotalTokS float64
+	TTFTP50MS, TTFTP99MS     float64
+	TPOTP50MS, TPOTP99MS     float64
+	ITLP50MS, E2ELP50MS      float64
+	DecodeBS                 int
+}
+
+// SummaryRowOf is the summary row of a level result.
+func SummaryRowOf(l *Level) SummaryRow {
+	p := func(s Stats, q float64) float64 { v, _ := s.At(q); return v }
+	return SummaryRow{
+		Conc: l.MaxConcurrency, Completed: l.Completed, Failed: l.Failed + l.NotSent,
+		ReqS: l.RequestThroughput, OutTokS: l.OutputThroughput, TotalTokS: l.TotalTokenThroughput,
+		TTFTP50MS: p(l.TTFT, 50), TTFTP99MS: p(l.TTFT, 99), TPOTP50MS: p(l.TPOT, 50), TPOTP99MS: p(l.TPOT, 99),
+		ITLP50MS: p(l.ITL, 50), E2ELP50MS: p(l.E2EL, 50), DecodeBS: l.DecodeBS,
+	}
+}
+
+func f2(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }
+
+// WriteSummary writes summary.csv: the header, then one row per level with
+// two decimals.
+func WriteSummary(w io.Writer, rows []SummaryRow) error {
+	cw := csv.NewWriter(w)
+	_ = cw.Write(SummaryHeader)
+	for _, r := range rows {
+		bs := ""
+		if r.DecodeBS > 0 {
+			bs = strconv.Itoa(r.DecodeBS)
+		}
+		_ = cw.Write([]string{strconv.Itoa(r.Conc), strconv.Itoa(r.Completed), strconv.Itoa(r.Failed),
+			f2(r.ReqS), f2(r.OutTokS), f2(r.TotalTokS), f2(r.TTFTP50MS), f2(r.TTFTP99MS),
+			f2(r.TPOTP50MS), f2(r.TPOTP99MS), f2(r.ITLP50MS), f2(r.E2ELP50MS), bs})
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// FormatSummary is WriteSummary to a byte slice.
+func FormatSummary(rows []SummaryRow) []byte {
+	var b bytes.Buffer
+	_ = WriteSummary(&b, rows)
+	return b.Bytes()
+}
+
+// LoadSummary reads a summary.csv file.
+func LoadSummary(path string) ([]SummaryRow, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	rows, err := ReadSummary(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return rows, nil
+}
+
+// ReadSummary reads summary.csv. Columns are found by name, so a file with
+// more columns (from a newer release) reads too.
+func ReadSummary(r io.Reader) ([]SummaryRow, error) {
+	cr := csv.NewReader(r)
+	cr.ReuseRecord = false
+	head, err := cr.Read()
+	if err != nil {
+		return nil, fmt.Errorf("reading the summary header: %w", err)
+	}
+	col := map[string]int{}
+	for i, h := range head {
+		col[h] = i
+	}
+	for _, h := range SummaryHeader {
+		if _, ok := col[h]; !ok {
+			return nil, fmt.Errorf("summary header has no %q column (got %v)", h, head)
+		}
+	}
+	var rows []SummaryRow
+	for line := 2; ; line++ {
+		rec, err := cr.Read()
+		if err == io.EOF {
+			return rows, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		var row SummaryRow
+		var bad []string
+		i := func(name string, dst *int) {
+			s := rec[col[name]]
+			if s == "" && name == "decode_bs" {
+				return
+			}
+			v, err := strconv.Atoi(s)
+			if err != nil {
+				bad = append(bad, name)
+			}
+			*dst = v
+		}
+		f := func(name string, dst *float64) {
+			v, err := strconv.ParseFloat(rec[col[name]], 64)
+			if err != nil {
+				bad = append(bad, name)
+			}
+			*dst = v
+		}
+		i("conc", &row.Conc)
+		i("completed", &row.Completed)
+		i("failed", &row.Failed)
+		f("req_s", &row.ReqS)
+		f("out_tok_s", &row.OutTokS)
+		f("total_tok_s", &row.TotalTokS)
+		f("ttft_p50_ms", &row.TTFTP50MS)
+		f("ttft_p99_ms", &row.TTFTP99MS)
+		f("tpot_p50_ms", &row.TPOTP50MS)
+		f("tpot_p99_ms", &row.TPOTP99MS)
+		f("itl_p50_ms", &row.ITLP50MS)
+		f("e2el_p50_ms", &row.E2ELP50MS)
+		i("decode_bs", &row.DecodeBS)
+		if len(bad) > 0 {
+			return nil, fmt.Errorf("line %d: not a number in %v", line, slices.Compact(bad))
+		}
+		rows = append(rows, row)
+	}
+}
