@@ -45,7 +45,9 @@ func (r Run) Readme() string { return r.path("readme.md") }
 func (r Run) Traces() string { return r.path("traces") }
 
 // Level is the analysis directory of the level run at concurrency conc.
-func (r Run) Level(conc int) string { return r.path(filepath.Join("levels", fmt.Sprintf("conc%d", conc))) }
+func (r Run) Level(conc int) string {
+	return r.path(filepath.Join("levels", fmt.Sprintf("conc%d", conc)))
+}
 
 // ConcPrefix is the prefix a trace's analysis files carry: conc{bs}_, bs
 // being the decode batch size read from the trace (not the client's

@@ -17,7 +17,7 @@ var SummaryHeader = []string{"conc", "completed", "failed", "req_s", "out_tok_s"
 // SummaryRow is one level of summary.csv. Failed counts failed and unsent
 // requests together. DecodeBS is 0 when unknown (an empty cell).
 type SummaryRow struct {
-	Conc, Completed, Failed int
+	Conc, Completed, Failed  int
 	ReqS, OutTokS, TotalTokS float64
 	TTFTP50MS, TTFTP99MS     float64
 	TPOTP50MS, TPOTP99MS     float64
