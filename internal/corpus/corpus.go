@@ -12,6 +12,23 @@ import (
 // EnvVar overrides where the corpus is looked for.
 const EnvVar = "PROFILE_MODEL_CORPUS"
 
+// RequireVar, set to 1 (as CI does), turns every skip for want of the
+// corpus into a failure, so a green run always means the real traces were
+// checked.
+const RequireVar = "PROFILE_MODEL_REQUIRE_CORPUS"
+
+// Required reports whether the corpus must be present.
+func Required() bool { return os.Getenv(RequireVar) == "1" }
+
+// skip skips the test, or fails it when the corpus is required.
+func skip(t testing.TB, format string, args ...any) {
+	t.Helper()
+	if Required() {
+		t.Fatalf(format+": failing, as "+RequireVar+"=1 requires the corpus", args...)
+	}
+	t.Skipf(format+": skipping the checks on real traces", args...)
+}
+
 // Find returns the corpus directory, or "" when there is none: $PROFILE_MODEL_CORPUS,
 // else ../shared/corpus next to the module root (found from the working directory).
 func Find() string {
@@ -46,7 +63,7 @@ func Dir(t testing.TB) string {
 	t.Helper()
 	d := Find()
 	if d == "" {
-		t.Skipf("reference corpus not found (../shared/corpus beside the project, or $%s): skipping the checks on real traces", EnvVar)
+		skip(t, "reference corpus not found (../shared/corpus beside the project, or $%s)", EnvVar)
 	}
 	return d
 }
@@ -56,7 +73,7 @@ func Path(t testing.TB, rel string) string {
 	t.Helper()
 	p := filepath.Join(Dir(t), rel)
 	if _, err := os.Stat(p); err != nil {
-		t.Skipf("corpus file %s absent: %v", rel, err)
+		skip(t, "corpus file %s absent: %v", rel, err)
 	}
 	return p
 }
