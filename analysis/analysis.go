@@ -131,11 +131,21 @@ func Analyze(ctx context.Context, tr *tracing.Trace, opt Options) (*Result, erro
 		copt := lopt
 		copt.Mode = inventory.ModeCompat
 		compat, err := inventory.DecodeLayers(ctx, tr, copt)
-		if err != nil {
+		switch {
+		case err != nil && opt.Parts == Compat:
 			return fail(err)
+		case err != nil:
+			// Asked for beside the robust table (a run's level), the
+			// compatible table is a courtesy: a trace without its anchor
+			// kernel still gets everything else.
+			if ctx.Err() != nil {
+				return fail(err)
+			}
+			r.addWarnings([]diag.Warning{diag.New(diag.CompatAnchor, "no compatible-mode table: "+err.Error())})
+		default:
+			r.Compat = compat
+			r.addWarnings(compat.Warnings)
 		}
-		r.Compat = compat
-		r.addWarnings(compat.Warnings)
 	}
 	if opt.Parts&Inventory != 0 {
 		inv, err := inventory.BuildInventory(ctx, tr, opt.Rules, decode)

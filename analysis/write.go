@@ -1,6 +1,10 @@
 package analysis
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
+
 	"github.com/profile-model/profile-model/internal/atomicfile"
 	"github.com/profile-model/profile-model/inventory"
 	"github.com/profile-model/profile-model/results"
@@ -12,11 +16,17 @@ import (
 // atomically; tables without positions are not written.
 func (r *Result) Write(f results.TraceFiles) ([]string, error) {
 	var wrote []string
+	write := func(path string, data []byte) error {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return fmt.Errorf("creating the output directory: %w", err)
+		}
+		return atomicfile.Write(path, data)
+	}
 	table := func(path string, lt *inventory.LayerTable) error {
 		if path == "" || lt == nil || len(lt.Positions) == 0 {
 			return nil
 		}
-		if err := atomicfile.Write(path, inventory.FormatLayerCSV(lt.Rows())); err != nil {
+		if err := write(path, inventory.FormatLayerCSV(lt.Rows())); err != nil {
 			return err
 		}
 		wrote = append(wrote, path)
@@ -38,7 +48,7 @@ func (r *Result) Write(f results.TraceFiles) ([]string, error) {
 			if c.path == "" {
 				continue
 			}
-			if err := atomicfile.Write(c.path, c.data()); err != nil {
+			if err := write(c.path, c.data()); err != nil {
 				return wrote, err
 			}
 			wrote = append(wrote, c.path)

@@ -32,6 +32,9 @@ const (
 	// IrregularLayers: the layer count differs between steps, some steps
 	// have no repeating layer, or layers differ from each other.
 	IrregularLayers Code = "irregular_layers"
+	// CompatAnchor: the compatible-mode table could not be made (its
+	// anchor kernel is not in the trace); the other tables were.
+	CompatAnchor Code = "compat_anchor"
 	// LayerCount: the layer count found differs from the model config.
 	LayerCount Code = "layer_count"
 	// Usage: the server gave no usage figures for some requests; lengths

@@ -84,7 +84,7 @@ func TestGolden(t *testing.T) {
 		{name: "layers-alternate", variant: "alternate", args: []string{"layers", "$TRACE", "--out", "$OUT"}},
 		{name: "layers-two-streams", variant: "streams", args: []string{"layers", "$TRACE", "--out", "$OUT"}},
 		{name: "layers-eager", variant: "eager", args: []string{"layers", "$TRACE", "--out", "$OUT"}},
-		{name: "kernels", variant: "atom", args: []string{"kernels", "$TRACE", "--out", "$OUT", "--top", "8"}},
+		{name: "kernels", variant: "atom", args: []string{"kernels", "$TRACE", "--out", "$OUT/new/dir", "--top", "8"}},
 		{name: "inspect-missing", variant: "atom", args: []string{"inspect", "$OUT/no-such.json.gz"}, wantErr: true},
 		{name: "layers-bad-mode", variant: "atom", args: []string{"layers", "$TRACE", "--mode", "fast"}, wantErr: true},
 		{name: "layers-compat-no-anchor", variant: "atom", args: []string{"layers", "$TRACE", "--mode", "compat", "--anchor", "no_such_kernel", "--out", "$OUT"}, wantErr: true},
