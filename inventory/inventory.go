@@ -207,7 +207,7 @@ func layerTimeByCategory(t *LayerTable) map[string]float64 {
 	return out
 }
 
-// KernelsHeader is the column list of conc{bs}_kernels.csv (SPEC §5.1).
+// KernelsHeader is the column list of conc{bs}_kernels.csv.
 var KernelsHeader = []string{"kernel", "short_name", "category", "provider", "count", "total_us", "avg_us", "min_us", "max_us", "std_us", "pct"}
 
 // CategoriesHeader is the column list of conc{bs}_categories.csv.

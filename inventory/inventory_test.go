@@ -48,7 +48,7 @@ func TestBuildInventory(t *testing.T) {
 	require.Equal(t, csv, string(inv.KernelsCSV()), "deterministic")
 }
 
-// llmTraces are the corpus traces of LLM inference (SPEC §4.3).
+// llmTraces are the corpus traces of LLM inference (Other must stay under 1% on them).
 var llmTraces = []string{
 	"sglang-qwen3-8b-decode-mi300x.json.gz",
 	"sglang-qwen3-8b-prefilldecode-mi300x.json.gz",

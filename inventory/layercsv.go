@@ -11,7 +11,7 @@ import (
 	"strings"
 )
 
-// LayerHeader is the exact column list of the compatible per-layer CSV (SPEC §3.7).
+// LayerHeader is the exact column list of the compatible per-layer CSV.
 var LayerHeader = []string{"pos", "short_name", "kernel", "avg_us", "std_us", "min_us", "max_us", "pct", "count"}
 
 // LayerRow is one kernel position of a per-layer table.
@@ -90,7 +90,7 @@ func ParseLayerCSV(r io.Reader) ([]LayerRow, error) {
 }
 
 // FormatLayerCSV renders rows in the compatible format: fixed column order,
-// one decimal, as the seed's script writes them.
+// one decimal, as the trace-layer script writes them.
 func FormatLayerCSV(rows []LayerRow) []byte {
 	var buf bytes.Buffer
 	w := csv.NewWriter(&buf)

@@ -11,7 +11,8 @@ import (
 	"github.com/profile-model/profile-model/tracing"
 )
 
-// Layer table modes (SPEC §3.7).
+// Layer table modes: robust finds the repeating layer itself; compat
+// reproduces the hand-run trace-layer script.
 const (
 	ModeRobust    = "robust"
 	ModeCompat    = "compat"
@@ -204,7 +205,7 @@ func positions(kinds [][]stats, classify func(string) Class, short func(string) 
 	return out
 }
 
-// compatLayers reproduces the seed's trace-layer script: kernels of the
+// compatLayers reproduces the hand-run trace-layer script: kernels of the
 // decode steps in start order, a layer from one anchor kernel to the next,
 // the most common anchor distance is the layer length, and only slices whose
 // next anchor is exactly that far are layers.

@@ -67,7 +67,7 @@ func TestCompatLayers(t *testing.T) {
 	require.NoError(t, err)
 	// Slices run from one pa_bf16 kernel to the next at the common distance:
 	// the last layer of each step is followed by the epilogue and the next
-	// step's prologue, so it is not a slice (as in the seed's script).
+	// step's prologue, so it is not a slice (as in the hand-run trace-layer script).
 	want := (layers - 1) * steps
 	require.Equal(t, want, lt.Layers)
 	require.Equal(t, []int{len(dense)}, lt.KernelsPerLayer)

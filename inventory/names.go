@@ -7,7 +7,7 @@ import (
 	"github.com/ianlancetaylor/demangle"
 )
 
-// Demangle returns the readable form of a kernel name (SPEC §3.8): a leading
+// Demangle returns the readable form of a kernel name: a leading
 // "void " is dropped and an Itanium-mangled name (_Z...) is demangled. Names
 // that are not mangled, or that the demangler rejects, come back as written.
 func Demangle(name string) string {
@@ -127,8 +127,8 @@ func stripBrackets(s string) string {
 	return strings.TrimSpace(b.String())
 }
 
-// compatShortNames are the seed script's short names: substring rules on the
-// name as written, first match wins (corpus README §Categories).
+// compatShortNames are the hand-run trace-layer script's short names: substring rules on the
+// name as written, first match wins, as that script does.
 var compatShortNames = [...]struct{ sub, short string }{
 	{"pa_bf16", "PA (paged_attn)"},
 	{"kernel_gemm_xdl_cshuffle_v3", "GEMM_FP8 (CK dense)"},
@@ -152,7 +152,7 @@ var compatShortNames = [...]struct{ sub, short string }{
 	{"wv_splitk", "PA_reduce"},
 }
 
-// CompatShortName is the short name the seed's trace-layer script gives a
+// CompatShortName is the short name the hand-run trace-layer script gives a
 // kernel: the first matching substring rule, else the first 50 bytes of the
 // name as written. The compatible layer CSV uses exactly these.
 func CompatShortName(name string) string {

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// The seed's compatible CSVs keep each kernel name as it appeared and its
+// The recorded compatible CSVs of the corpus keep each kernel name as it appeared and its
 // short name: CompatShortName must give the same short name for every row.
 func TestCompatShortNameMatchesSeedCSVs(t *testing.T) {
 	t.Parallel()

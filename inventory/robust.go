@@ -11,7 +11,7 @@ import (
 	"github.com/profile-model/profile-model/tracing"
 )
 
-// The robust layer finder (SPEC §3.7). Per step:
+// The robust layer finder. Per step:
 //
 //  1. The kernels of the step's main stream (the one with the most kernels)
 //     become a sequence of name ids.

@@ -15,7 +15,7 @@ func TestDefaultRulesParse(t *testing.T) {
 	require.Equal(t, rs.Len(), DefaultRules().Len())
 }
 
-// The seed's template table (corpus README §Categories), one example name per
+// The hand-run workflow's category template (corpus README), one example name per
 // row, and NVIDIA/AMD kernels seen in the corpus traces.
 func TestClassify(t *testing.T) {
 	t.Parallel()

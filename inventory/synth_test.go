@@ -67,7 +67,7 @@ func requireMatchesTruth(t *testing.T, got []inventory.Position, truth []synth.T
 	}
 }
 
-// Golden: traces generated from the seed's real per-layer tables give back
+// Golden: traces generated from the recorded per-layer tables of the corpus give back
 // the same table (positions, kernel names, short names) in compatible mode,
 // with the generator's statistics; robust mode finds the same 19-kernel layer
 // without an anchor.

@@ -39,7 +39,7 @@ type Kernel struct {
 	Device      int32
 	Stream      int32
 	Kind        ActivityKind
-	Replayed    bool  // issued by a graph launch (§3.3), no CPU op of its own
+	Replayed    bool  // issued by a graph launch, no CPU op of its own
 	Graph       int32 // index into Trace.Graphs, -1 when launched eagerly
 	Step        int32 // index into Trace.Steps, -1 when outside every step
 	Dims        int32 // index into Trace.Dims (grid and block), 0 when not given
@@ -96,7 +96,7 @@ const (
 	StepGraph    StepKind = "graph" // a graph launch with no label around it
 )
 
-// StepSource says which evidence delimited a step (§3.4, in order of preference).
+// StepSource says which evidence delimited a step, in order of preference.
 type StepSource string
 
 const (
@@ -121,7 +121,7 @@ type Step struct {
 }
 
 // Coverage compares the profiled window (CPU step annotations) with the span
-// that GPU kernels actually cover (§3.6).
+// that GPU kernels actually cover: when it is short, the profiler buffer dropped GPU events.
 type Coverage struct {
 	GPUSpan             units.Duration // first kernel start to last kernel end
 	Window              units.Duration // first to last CPU step annotation (or trace span when none)
@@ -149,7 +149,7 @@ type Trace struct {
 	Annotations []Annotation
 	Steps       []Step
 
-	DecodeBS     int         // most frequent decode batch size (§3.5), 0 when no decode step
+	DecodeBS     int         // most frequent decode batch size (each step counted once), 0 when no decode step
 	DecodeBSHist map[int]int // decode batch size -> steps
 	Coverage     Coverage
 	Warnings     []diag.Warning

@@ -11,7 +11,7 @@ import (
 	"github.com/profile-model/profile-model/units"
 )
 
-// ParseStepLabel recognises an engine step annotation (SPEC §3.4) and
+// ParseStepLabel recognises an engine step annotation and
 // returns the step it describes (Kind, Label, BS, PaddedBS, Tokens, Eager);
 // ok is false for any other annotation. ProfilerStep#N is recognised as
 // StepProfiler.
@@ -197,7 +197,7 @@ func stepAnnotations(anns []Annotation, gpu, profiler bool) []labelled {
 	return kept
 }
 
-// segmentSteps splits the GPU timeline into steps (§3.4), trying in order
+// segmentSteps splits the GPU timeline into steps, trying in order
 // engine labels (GPU side, then CPU side through correlation),
 // ProfilerStep#N, and graph launches.
 func segmentSteps(t *Trace, idx corrIndex) {
@@ -224,7 +224,7 @@ func segmentSteps(t *Trace, idx corrIndex) {
 // stepsFromAnnotations makes one step per GPU annotation (kernels by time on
 // its device), then one per CPU annotation without a GPU twin (kernels
 // through the correlation ids of the launches it made). A CPU step whose
-// kernels were dropped by the profiler stays, with no kernels (§3.6).
+// kernels were dropped by the profiler stays, with no kernels (that is how coverage sees the drop).
 func stepsFromAnnotations(t *Trace, idx corrIndex, gpu, cpu []labelled) {
 	twins := map[int64]bool{}
 	names := map[string]int{}
@@ -348,7 +348,7 @@ func finishSteps(t *Trace) {
 }
 
 // decodeBS computes the decode batch size: the most frequent batch size
-// over decode steps, each step counted once (§3.5); ties go to the larger.
+// over decode steps, each step counted once; ties go to the larger.
 func decodeBS(t *Trace) {
 	for i := range t.Steps {
 		st := &t.Steps[i]
@@ -370,7 +370,7 @@ func decodeBS(t *Trace) {
 }
 
 // measureCoverage compares the CPU step window with the GPU kernel span
-// and warns when GPU events are missing (§3.6).
+// and warns when GPU events are missing (docs/analysis.md, "Profiler coverage").
 func measureCoverage(t *Trace, minTS, maxTS int64) {
 	c := &t.Coverage
 	var ws, we int64

@@ -47,8 +47,8 @@ type SweepConfig struct {
 
 	// Shaper skips the calibration probes when set.
 	Shaper *Shaper
-	// Tokenizer, when set, builds every prompt to its exact length (SPEC
-	// §2.3) after two probes check it against the server's counts; a
+	// Tokenizer, when set, builds every prompt to its exact length
+	// after two probes check it against the server's counts; a
 	// mismatch is an error. TokenizerSource names it (the tokenizer.json
 	// path).
 	Tokenizer       TokenCounter
@@ -359,7 +359,7 @@ func runLevel(ctx context.Context, cfg *SweepConfig, c *Client, s Shaper, conc i
 }
 
 // batchWarning compares the trace's decode batch size with the requested
-// concurrency (§2.7).
+// concurrency.
 func batchWarning(conc, bs int) string {
 	switch {
 	case bs == 0:
