@@ -86,6 +86,10 @@ func TestGolden(t *testing.T) {
 		{name: "layers-eager", variant: "eager", args: []string{"layers", "$TRACE", "--out", "$OUT"}},
 		{name: "kernels", variant: "atom", args: []string{"kernels", "$TRACE", "--out", "$OUT/new/dir", "--top", "8"}},
 		{name: "inspect-missing", variant: "atom", args: []string{"inspect", "$OUT/no-such.json.gz"}, wantErr: true},
+		{name: "inspect-several-json", variant: "atom", args: []string{"inspect", "--json", "$TRACE", "$OUT/no-such.json.gz", "$TRACES/eager.json.gz"}, wantErr: true},
+		{name: "inspect-ndjson", variant: "atom", args: []string{"inspect", "--ndjson", "$TRACE", "$TRACES/alternate.json.gz"}},
+		{name: "layers-csv-stdout", variant: "atom", args: []string{"layers", "$TRACE", "--csv", "-"}},
+		{name: "kernels-csv-stdout", variant: "atom", args: []string{"kernels", "$TRACE", "--csv", "-"}},
 		{name: "layers-bad-mode", variant: "atom", args: []string{"layers", "$TRACE", "--mode", "fast"}, wantErr: true},
 		{name: "layers-compat-no-anchor", variant: "atom", args: []string{"layers", "$TRACE", "--mode", "compat", "--anchor", "no_such_kernel", "--out", "$OUT"}, wantErr: true},
 	}
@@ -96,7 +100,7 @@ func TestGolden(t *testing.T) {
 			out := t.TempDir()
 			args := make([]string, len(tc.args))
 			for i, a := range tc.args {
-				args[i] = strings.NewReplacer("$TRACE", trace, "$OUT", out).Replace(a)
+				args[i] = strings.NewReplacer("$TRACES", traces, "$TRACE", trace, "$OUT", out).Replace(a)
 			}
 			var stdout, stderr bytes.Buffer
 			err := run(context.Background(), args, &stdout, &stderr)

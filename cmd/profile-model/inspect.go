@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/profile-model/profile-model/analysis"
+	"github.com/profile-model/profile-model/tracing"
 )
 
 // runInspect summarises one or more traces: device, era, event counts,
@@ -21,9 +23,10 @@ import (
 func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("inspect", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	asJSON := fs.Bool("json", false, "print the summary as JSON")
+	asJSON := fs.Bool("json", false, "print the summary as JSON (an array of summaries for several traces)")
+	ndjson := fs.Bool("ndjson", false, "print one JSON summary per line")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: profile-model inspect TRACE... [--json]\n\nSummarise PyTorch profiler traces (.json or .json.gz).")
+		fmt.Fprintln(stderr, "usage: profile-model inspect TRACE... [--json | --ndjson]\n\nSummarise PyTorch profiler traces (.json or .json.gz; - reads standard input).")
 		fs.PrintDefaults()
 	}
 	// Accept flags after the trace names too.
@@ -45,24 +48,65 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	// A trace's kept kernels are most of the heap and live to the end: a
 	// lower GC target keeps peak memory near that instead of twice it.
 	defer debug.SetGCPercent(debug.SetGCPercent(25))
-	for i, f := range files {
-		res, err := analysis.Load(ctx, f, analysis.Options{Parts: analysis.Summary, Progress: loadProgress(stderr, f)})
+	var sums []tracing.Summary
+	failed := 0
+	for _, f := range files {
+		res, err := loadForInspect(ctx, f, stderr)
 		if err != nil {
-			return err
+			if ctx.Err() != nil || len(files) == 1 {
+				return err
+			}
+			// Go on with the other traces; the exit status says it.
+			fmt.Fprintf(stderr, "profile-model: %v\n", err)
+			failed++
+			continue
 		}
-		if *asJSON {
-			err = analysis.WriteSummaryJSON(stdout, res.Summary)
-		} else {
-			if i > 0 {
+		switch {
+		case *ndjson:
+			b, err := json.Marshal(res.Summary)
+			if err != nil {
+				return fmt.Errorf("writing summary: %w", err)
+			}
+			fmt.Fprintf(stdout, "%s\n", b)
+		case *asJSON:
+			sums = append(sums, res.Summary)
+		default:
+			if len(sums) > 0 {
 				fmt.Fprintln(stdout)
 			}
-			err = analysis.WriteSummaryText(stdout, res.Summary)
-		}
-		if err != nil {
-			return fmt.Errorf("writing summary: %w", err)
+			sums = append(sums, res.Summary)
+			if err := analysis.WriteSummaryText(stdout, res.Summary); err != nil {
+				return fmt.Errorf("writing summary: %w", err)
+			}
 		}
 	}
+	if *asJSON && !*ndjson {
+		var v any = sums
+		if len(files) == 1 {
+			v = sums[0]
+		}
+		if err := writeJSON(stdout, v); err != nil {
+			return err
+		}
+	}
+	if failed > 0 {
+		return fmt.Errorf("inspect: %d of %d traces could not be read (messages above)", failed, len(files))
+	}
 	return nil
+}
+
+// loadForInspect reads one trace for its summary; "-" is standard input.
+func loadForInspect(ctx context.Context, path string, stderr io.Writer) (*analysis.Result, error) {
+	opt := analysis.Options{Parts: analysis.Summary}
+	if path != "-" {
+		opt.Progress = loadProgress(stderr, path)
+		return analysis.Load(ctx, path, opt)
+	}
+	tr, err := tracing.Read(ctx, os.Stdin, "stdin", tracing.Options{})
+	if err != nil {
+		return nil, err
+	}
+	return analysis.Analyze(ctx, tr, opt)
 }
 
 // loadProgress draws a bar of the bytes read on a terminal (a large trace

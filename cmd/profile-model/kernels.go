@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/profile-model/profile-model/analysis"
+	"github.com/profile-model/profile-model/internal/atomicfile"
 	"github.com/profile-model/profile-model/inventory"
 	"github.com/profile-model/profile-model/results"
 )
@@ -18,13 +19,14 @@ import (
 func runKernels(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("kernels", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	csvPath := fs.String("csv", "", "write the inventory to `FILE` with the conc{bs}_ prefix added (default: conc{bs}_kernels.csv in --out); the category totals go beside it")
+	csvPath := fs.String("csv", "", "write the inventory to `FILE` with the conc{bs}_ prefix added (default: conc{bs}_kernels.csv in --out); the category totals go beside it; - prints the inventory CSV alone on stdout")
 	outDir := fs.String("out", "", "`DIR` for the CSV files when --csv is not given (default "+defaultOutHelp+")")
 	rulesPath := fs.String("rules", "", "category rule table `FILE` (default: the built-in one)")
 	top := fs.Int("top", 25, "kernels to print (the CSV has them all)")
 	asJSON := fs.Bool("json", false, "print the inventory as JSON")
+	force := fs.Bool("force", false, "overwrite CSV files that exist")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: profile-model kernels TRACE [--csv FILE | --out DIR] [--rules FILE] [--json]\n\nKernel inventory of a trace: every distinct kernel with its category and provider.")
+		fmt.Fprintln(stderr, "usage: profile-model kernels TRACE [--csv FILE|- | --out DIR] [--rules FILE] [--json] [--force]\n\nKernel inventory of a trace: every distinct kernel with its category and provider.")
 		fs.PrintDefaults()
 	}
 	trace, err := parseOneTrace(fs, args, "kernels")
@@ -41,8 +43,15 @@ func runKernels(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	bs := res.DecodeBS()
+	if *csvPath == "-" {
+		_, err := stdout.Write(res.Inventory.KernelsCSV())
+		return err
+	}
 	kPath := results.WithPrefix(cmp.Or(*csvPath, filepath.Join(outDirFor(*outDir, trace), "kernels.csv")), bs)
 	cPath := results.CategoriesOf(kPath)
+	if err := atomicfile.CheckNew(*force, kPath, cPath); err != nil {
+		return err
+	}
 	if _, err := res.Write(results.TraceFiles{Kernels: kPath, Categories: cPath}); err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 
 	"github.com/profile-model/profile-model/analysis"
+	"github.com/profile-model/profile-model/internal/atomicfile"
 	"github.com/profile-model/profile-model/inventory"
 	"github.com/profile-model/profile-model/modelconfig"
 	"github.com/profile-model/profile-model/results"
@@ -21,15 +22,16 @@ import (
 func runLayers(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("layers", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	csvPath := fs.String("csv", "", "write the table to `FILE` with the conc{bs}_ prefix added to its name (default: conc{bs}_layer.csv in --out)")
+	csvPath := fs.String("csv", "", "write the table to `FILE` with the conc{bs}_ prefix added to its name (default: conc{bs}_layer.csv in --out); - prints the decode table's CSV alone on stdout")
 	outDir := fs.String("out", "", "`DIR` for the CSV files when --csv is not given (default "+defaultOutHelp+")")
 	mode := fs.String("mode", inventory.ModeRobust, "robust (find the repeating layer per step) or compat (the hand-run trace-layer script's anchor slicing)")
 	anchor := fs.String("anchor", inventory.DefaultAnchor, "compat mode: kernel-name `PATTERN` that starts a layer")
 	config := fs.String("config", "", "model `config.json`: check the layer count against num_hidden_layers")
 	rulesPath := fs.String("rules", "", "category rule table `FILE` (default: the built-in one)")
 	asJSON := fs.Bool("json", false, "print the structure found as JSON")
+	force := fs.Bool("force", false, "overwrite CSV files that exist")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: profile-model layers TRACE [--csv FILE | --out DIR] [--mode compat|robust] [--anchor PATTERN] [--config config.json] [--json]\n\nPer-layer kernel table of the decode steps of a trace.")
+		fmt.Fprintln(stderr, "usage: profile-model layers TRACE [--csv FILE|- | --out DIR] [--mode compat|robust] [--anchor PATTERN] [--config config.json] [--json] [--force]\n\nPer-layer kernel table of the decode steps of a trace.")
 		fs.PrintDefaults()
 	}
 	trace, err := parseOneTrace(fs, args, "layers")
@@ -54,13 +56,22 @@ func runLayers(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	bs := res.DecodeBS()
 	lt, prefill := res.Decode, res.Prefill
+	if *mode == inventory.ModeCompat {
+		lt = res.Compat
+	}
+	if *csvPath == "-" {
+		_, err := stdout.Write(inventory.FormatLayerCSV(lt.Rows()))
+		return err
+	}
 	var files results.TraceFiles
 	main := results.WithPrefix(cmp.Or(*csvPath, filepath.Join(outDirFor(*outDir, trace), "layer.csv")), bs)
 	if *mode == inventory.ModeCompat {
-		lt = res.Compat
 		files.CompatLayer = main
 	} else {
 		files.Layer, files.PrefillLayer = main, results.PrefillOf(main, bs)
+	}
+	if err := atomicfile.CheckNew(*force, files.Layer, files.PrefillLayer, files.CompatLayer); err != nil {
+		return err
 	}
 	wrote, err := res.Write(files)
 	if err != nil {

@@ -45,9 +45,13 @@ func TestLayersCommand(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, rows, 35)
 
+	// A second run does not overwrite the table without --force.
+	err = run(context.Background(), []string{"layers", "--csv", filepath.Join(dir, "t.csv"), trace}, &out, &errb)
+	require.ErrorContains(t, err, got.CSV+" exists: pass --force")
+
 	// The text table names the irregular layer.
 	out.Reset()
-	require.NoError(t, run(context.Background(), []string{"layers", "--csv", filepath.Join(dir, "t.csv"), trace}, &out, &errb))
+	require.NoError(t, run(context.Background(), []string{"layers", "--force", "--csv", filepath.Join(dir, "t.csv"), trace}, &out, &errb))
 	require.Contains(t, out.String(), "24 layers per step, kernels per layer [17 18]")
 	require.Contains(t, out.String(), "irregular layers: 1")
 }

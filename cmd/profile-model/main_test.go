@@ -6,6 +6,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 func TestHelpIsNotAnError(t *testing.T) {
@@ -38,4 +40,12 @@ func TestUnknownCommandIsUsageError(t *testing.T) {
 	if !strings.Contains(stderr.String(), "commands:") {
 		t.Errorf("no command list on stderr:\n%s", stderr.String())
 	}
+}
+
+func TestVersion(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	require.NoError(t, run(context.Background(), []string{"version"}, &out, &out))
+	require.Regexp(t, `^profile-model \S+( commit [0-9a-f]{1,12}(\+modified)?( \(\S+\))?)? go1\.\d+`, out.String())
+	require.Error(t, run(context.Background(), []string{"version", "x"}, &out, &out))
 }

@@ -40,11 +40,33 @@ func WriteFunc(path string, fn func(w io.Writer) error) (err error) {
 	if err = tmp.Close(); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
-	if err = os.Chmod(tmp.Name(), 0o644); err != nil {
+	// A file replaced keeps its mode; a new one is readable by all.
+	mode := os.FileMode(0o644)
+	if st, err := os.Stat(path); err == nil && st.Mode().IsRegular() {
+		mode = st.Mode().Perm()
+	}
+	if err = os.Chmod(tmp.Name(), mode); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	if err = os.Rename(tmp.Name(), path); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
+}
+
+// CheckNew returns an error naming the first of paths that exists, unless
+// force is set: commands never overwrite an earlier result silently.
+func CheckNew(force bool, paths ...string) error {
+	if force {
+		return nil
+	}
+	for _, p := range paths {
+		if p == "" {
+			continue
+		}
+		if _, err := os.Lstat(p); err == nil {
+			return fmt.Errorf("%s exists: pass --force to overwrite it, or choose another --out or --csv", p)
+		}
 	}
 	return nil
 }
