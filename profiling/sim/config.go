@@ -7,6 +7,8 @@ import (
 	"math"
 	"os"
 	"time"
+
+	"github.com/profile-model/profile-model/tokenizer"
 )
 
 // ExitCrash is the exit status of a process that CrashAfterRequests ended.
@@ -28,8 +30,8 @@ type Config struct {
 	Layers     int      // decoder layers per step; 0: the kernel model's own count
 
 	// Tokenizer counts prompt tokens instead of the stand-in tokenizer (a
-	// model's tokenizer.json, loaded with package tokenizer); nil: stand-in.
-	Tokenizer interface{ Count(text string) int }
+	// model's tokenizer.json, loaded with tokenizer.Load); nil: stand-in.
+	Tokenizer tokenizer.Counter
 
 	MaxNumSeqs int // decode batch limit; 0: DefaultMaxNumSeqs
 	// CudagraphCaptureSizes, when given, must not exceed MaxNumSeqs: older

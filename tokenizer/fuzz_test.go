@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/profile-model/profile-model/profiling/tokenizer/tokenizertest"
+	"github.com/profile-model/profile-model/tokenizer/tokenizertest"
 )
 
 // FuzzParse feeds arbitrary bytes to Parse and encodes a little text with

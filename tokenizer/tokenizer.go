@@ -150,6 +150,14 @@ func (t *Tokenizer) Encode(text string) []int {
 	return ids
 }
 
+// Counter counts the prompt tokens of a text the way a served model's
+// tokenizer does, special tokens included (as usage.prompt_tokens reports
+// them). *Tokenizer is one; the bench client shapes prompts with a Counter
+// and the simulated engine counts them with one.
+type Counter interface{ Count(text string) int }
+
+var _ Counter = (*Tokenizer)(nil)
+
 // Count is what a vLLM-style server reports as usage.prompt_tokens for a
 // completion request with prompt text: Encode plus the special tokens the
 // post-processor adds.

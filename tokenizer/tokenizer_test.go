@@ -12,7 +12,7 @@ import (
 
 	"golang.org/x/text/unicode/norm"
 
-	"github.com/profile-model/profile-model/profiling/tokenizer/tokenizertest"
+	"github.com/profile-model/profile-model/tokenizer/tokenizertest"
 )
 
 func TestByteTableAnchors(t *testing.T) {
