@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/profile-model/profile-model/kernelmodel"
 	"github.com/profile-model/profile-model/tracing"
 )
 
@@ -276,7 +277,7 @@ func TestGPUSectionInStartOrder(t *testing.T) {
 // seed's anchor slicing does.
 func TestTruthCountsTheCommonLayerShape(t *testing.T) {
 	t.Parallel()
-	m := DefaultModel()
+	m := kernelmodel.Default()
 	m.Layers = 3
 	rng := rand.New(rand.NewPCG(1, 1))
 	rec := NewRecorder(RecorderOptions{PythonPerStep: -1})

@@ -17,16 +17,17 @@ import (
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/profile-model/profile-model/internal/atomicfile"
+	"github.com/profile-model/profile-model/kernelmodel"
 	"github.com/profile-model/profile-model/tracing"
 )
 
 // Step is one engine step as the engine executed it.
 type Step struct {
-	Kind    tracing.StepKind // tracing.StepDecode or tracing.StepPrefill
-	BS      int              // sequences in the step
-	Tokens  int              // tokens processed (a decode step: BS)
-	Start   time.Time        // when the engine began the step, on its own clock
-	Kernels []KernelRun      // from Model.DecodeStep / PrefillStep; Record packs a copy
+	Kind    tracing.StepKind        // tracing.StepDecode or tracing.StepPrefill
+	BS      int                     // sequences in the step
+	Tokens  int                     // tokens processed (a decode step: BS)
+	Start   time.Time               // when the engine began the step, on its own clock
+	Kernels []kernelmodel.KernelRun // from Model.DecodeStep / PrefillStep; Record packs a copy
 	// Eager marks a decode step run without graph replay: every kernel is
 	// launched eagerly and, as older ATOM releases do, the step is labelled
 	// prefill[bs=N tok=N ...].
@@ -77,7 +78,7 @@ type Recorder struct {
 	strIdx map[string]int32
 }
 
-// kernelRec is a KernelRun packed for storage (a long profile records
+// kernelRec is a kernelmodel.KernelRun packed for storage (a long profile records
 // millions): names interned, small fields narrowed.
 type kernelRec struct {
 	dur                 int64
@@ -85,7 +86,7 @@ type kernelRec struct {
 	name, short, launch int32
 	layer, pos          int16
 	layerKind, stream   uint8
-	section             Section
+	section             kernelmodel.Section
 }
 
 func (r *Recorder) intern(s string) int32 {
@@ -100,7 +101,7 @@ func (r *Recorder) intern(s string) int32 {
 	return int32(len(r.strs) - 1)
 }
 
-func (r *Recorder) pack(runs []KernelRun) []kernelRec {
+func (r *Recorder) pack(runs []kernelmodel.KernelRun) []kernelRec {
 	out := make([]kernelRec, len(runs))
 	for i := range runs {
 		k := &runs[i]
@@ -114,10 +115,10 @@ func (r *Recorder) pack(runs []KernelRun) []kernelRec {
 }
 
 // expand unpacks step i's kernels into buf.
-func (r *Recorder) expand(i int, buf []KernelRun) []KernelRun {
+func (r *Recorder) expand(i int, buf []kernelmodel.KernelRun) []kernelmodel.KernelRun {
 	buf = buf[:0]
 	for _, k := range r.packed[i] {
-		buf = append(buf, KernelRun{
+		buf = append(buf, kernelmodel.KernelRun{
 			Name: r.strs[k.name], ShortName: r.strs[k.short], Launch: r.strs[k.launch],
 			Dur: k.dur, Gap: int64(k.gap), Section: k.section,
 			Layer: int(k.layer), Pos: int(k.pos), LayerKind: int(k.layerKind), Stream: int(k.stream),
@@ -301,7 +302,7 @@ func stepLabel(s *Step) string {
 func (r *Recorder) layout() []placed {
 	out := make([]placed, len(r.steps))
 	var prevEnd, ext, corr int64 = 0, 1000, 50000
-	var ks []KernelRun
+	var ks []kernelmodel.KernelRun
 	for i := range r.steps {
 		s := &r.steps[i]
 		ks = r.expand(i, ks)
@@ -334,7 +335,7 @@ func (r *Recorder) layout() []placed {
 		firstGPU := true
 		for k := range ks {
 			kr := &ks[k]
-			if kr.Section == SectionSample || (!eager && kr.Section == SectionForward) {
+			if kr.Section == kernelmodel.SectionSample || (!eager && kr.Section == kernelmodel.SectionForward) {
 				continue
 			}
 			cur += launchDurNS + 3_000
@@ -355,7 +356,7 @@ func (r *Recorder) layout() []placed {
 			p.graphCorr = corr
 			gpu = max(gpu, cur+15_000)
 			for k := range ks {
-				if ks[k].Section == SectionForward {
+				if ks[k].Section == kernelmodel.SectionForward {
 					p.corrs[k] = corr
 					place(k, 0)
 					if firstGPU {
@@ -371,7 +372,7 @@ func (r *Recorder) layout() []placed {
 		// The sampler: launched after the annotation, runs after the forward pass.
 		cur = p.cpuEnd + 10_000
 		for k := range ks {
-			if ks[k].Section == SectionSample {
+			if ks[k].Section == kernelmodel.SectionSample {
 				cur += launchDurNS + 3_000
 				p.launches[k] = cur
 				ext++
@@ -480,11 +481,11 @@ type emitter struct {
 	err   error
 	n     int
 	order []int32
-	kbuf  []KernelRun
+	kbuf  []kernelmodel.KernelRun
 }
 
 // kernels unpacks step i's kernels into the emitter's buffer.
-func (e *emitter) kernels(i int) []KernelRun {
+func (e *emitter) kernels(i int) []kernelmodel.KernelRun {
 	e.kbuf = e.r.expand(i, e.kbuf)
 	return e.kbuf
 }
@@ -579,7 +580,7 @@ func (e *emitter) all(first int64) {
 }
 
 // cpuOpName is the operator that launches a kernel eagerly.
-func cpuOpName(k *KernelRun) string {
+func cpuOpName(k *kernelmodel.KernelRun) string {
 	switch {
 	case k.Launch == "hipMemcpyAsync":
 		return "aten::copy_"
@@ -736,7 +737,7 @@ func cidOf(launch string) int64 {
 	return 107
 }
 
-func gridOf(k *KernelRun) []int64 {
+func gridOf(k *kernelmodel.KernelRun) []int64 {
 	g := int64(len(k.Name)%7+1) * 64
 	return []int64{g, 1, 1}
 }
@@ -829,7 +830,7 @@ type posAcc struct {
 	min, max   int64
 }
 
-func addPos(acc map[[2]int]*posAcc, kr *KernelRun) {
+func addPos(acc map[[2]int]*posAcc, kr *kernelmodel.KernelRun) {
 	key := [2]int{kr.LayerKind, kr.Pos}
 	a := acc[key]
 	if a == nil {
@@ -850,14 +851,14 @@ func (r *Recorder) truth(pl []placed) *Truth {
 	cmp := map[[2]int]*posAcc{}
 	pre := map[[2]int]*posAcc{}
 	var gpuFirst, gpuLast int64 = math.MaxInt64, 0
-	var ks []KernelRun
+	var ks []kernelmodel.KernelRun
 	// Layer lengths per kind: a step whose batch size picks other kernels can
 	// have layers of another length. Like the seed's anchor slicing (the most
 	// common distance wins), positions count only layers of the most common
 	// length of their kind.
 	type kindLen struct{ decode, kind, n int }
 	lengths := map[kindLen]int{}
-	layerLen := func(ks []KernelRun, p *placed) map[int]int {
+	layerLen := func(ks []kernelmodel.KernelRun, p *placed) map[int]int {
 		m := map[int]int{}
 		for k := range ks {
 			if ks[k].Layer >= 0 && p.starts[k] >= p.cut {
@@ -905,7 +906,7 @@ func (r *Recorder) truth(pl []placed) *Truth {
 		// written (the sampler runs outside it).
 		inStep := false
 		for k := range ks {
-			inStep = inStep || (!p.dropped && ks[k].Section != SectionSample && p.starts[k] >= p.cut)
+			inStep = inStep || (!p.dropped && ks[k].Section != kernelmodel.SectionSample && p.starts[k] >= p.cut)
 		}
 		if !inStep {
 			t.StepsWithoutKernels++

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/profile-model/profile-model/internal/atomicfile"
+	"github.com/profile-model/profile-model/kernelmodel"
 	"github.com/profile-model/profile-model/synth"
 	"github.com/profile-model/profile-model/tracing"
 )
@@ -80,7 +81,7 @@ func runSynth(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Gzip: strings.HasSuffix(*out, ".gz"), MetaFirst: *metaFirst,
 	}
 	if len(layerCSVs) > 0 {
-		m, err := synth.ModelFromLayerCSV(layerCSVs...)
+		m, err := kernelmodel.FromLayerCSV(layerCSVs...)
 		if err != nil {
 			return err
 		}

@@ -13,15 +13,16 @@ import (
 	"github.com/klauspost/compress/gzip"
 
 	"github.com/profile-model/profile-model/internal/atomicfile"
+	"github.com/profile-model/profile-model/kernelmodel"
 	"github.com/profile-model/profile-model/synth"
 	"github.com/profile-model/profile-model/tracing"
 )
 
-// synthBackend prices steps with the synth kernel model and records them
-// with a synth.Recorder while profiling.
+// synthBackend prices steps with a kernelmodel.Model and records them with a
+// synth.Recorder while profiling.
 type synthBackend struct {
 	cfg   *Config
-	model *synth.Model
+	model *kernelmodel.Model
 	rng   *rand.Rand
 	rec   *synth.Recorder // nil when not profiling
 	dir   string
@@ -30,10 +31,10 @@ type synthBackend struct {
 // newSynthBackend builds the default backend: the built-in MiniMax-M2.5
 // model, or the per-layer tables of cfg.KernelCSVs.
 func newSynthBackend(cfg *Config) (Backend, error) {
-	m := synth.DefaultModel()
+	m := kernelmodel.Default()
 	if len(cfg.KernelCSVs) > 0 {
 		var err error
-		if m, err = synth.ModelFromLayerCSV(cfg.KernelCSVs...); err != nil {
+		if m, err = kernelmodel.FromLayerCSV(cfg.KernelCSVs...); err != nil {
 			return nil, fmt.Errorf("--kernels: %w", err)
 		}
 	}
@@ -47,7 +48,7 @@ func newSynthBackend(cfg *Config) (Backend, error) {
 }
 
 func (b *synthBackend) Run(s Step) time.Duration {
-	var runs []synth.KernelRun
+	var runs []kernelmodel.KernelRun
 	st := synth.Step{Kind: s.Kind, BS: s.BS, Tokens: s.Tokens, Start: time.Unix(0, s.Start)}
 	if s.Kind == tracing.StepPrefill {
 		runs = b.model.PrefillStep(s.BS, s.Tokens, b.rng)
@@ -69,7 +70,7 @@ func (b *synthBackend) Run(s Step) time.Duration {
 		st.Kernels = runs
 		b.rec.Record(st)
 	}
-	return time.Duration(synth.Duration(runs))
+	return time.Duration(kernelmodel.StepTime(runs))
 }
 
 // captureSize is the smallest capture size that holds bs sequences, or 0

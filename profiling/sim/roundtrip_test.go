@@ -17,7 +17,7 @@ import (
 
 	"github.com/profile-model/profile-model/internal/corpus"
 	"github.com/profile-model/profile-model/inventory"
-	"github.com/profile-model/profile-model/synth"
+	"github.com/profile-model/profile-model/kernelmodel"
 	"github.com/profile-model/profile-model/tracing"
 )
 
@@ -125,7 +125,7 @@ func checkRoundTrip(t *testing.T, tr *tracing.Trace, counts StepCounts, want []i
 func TestRoundTripOwnTable(t *testing.T) {
 	t.Parallel()
 	var want []inventory.LayerRow
-	for _, p := range synth.DefaultModel().DecodeLayer(8, 0) {
+	for _, p := range kernelmodel.Default().DecodeLayer(8, 0) {
 		want = append(want, inventory.LayerRow{Pos: p.Pos, ShortName: p.ShortName, Kernel: p.Kernel,
 			AvgUS: p.AvgUS, StdUS: p.StdUS, MinUS: max(p.AvgUS-3*p.StdUS, 0.1), MaxUS: p.AvgUS + 3*p.StdUS})
 	}

@@ -1,4 +1,4 @@
-package synth
+package kernelmodel
 
 import (
 	"bufio"
@@ -6,7 +6,6 @@ import (
 	_ "embed"
 	"encoding/csv"
 	"fmt"
-	"github.com/profile-model/profile-model/inventory"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -15,6 +14,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/profile-model/profile-model/inventory"
 )
 
 // Section says where in a step a kernel runs and how it is launched.
@@ -47,10 +48,10 @@ type KernelRun struct {
 	Stream    int    // 0 main stream, 1 side stream (overlaps the main one)
 }
 
-// Duration is how long a step's kernels keep the GPU busy: the sum of gaps
+// StepTime is how long a step's kernels keep the GPU busy: the sum of gaps
 // and durations of main-stream kernels. The simulated engine should use it
 // as the step time so that its clock and the trace agree.
-func Duration(runs []KernelRun) int64 {
+func StepTime(runs []KernelRun) int64 {
 	var d int64
 	for i := range runs {
 		if runs[i].Stream == 0 {
@@ -104,10 +105,10 @@ type layerTable struct {
 //go:embed data/atom_minimax_m25.csv
 var defaultData []byte
 
-// DefaultModel is the project's own model of an ATOM MiniMax-M2.5 (MoE,
+// Default is the project's own model of an ATOM MiniMax-M2.5 (MoE,
 // 62 layers) decode and prefill step on one MI355X, from the embedded data
 // file data/atom_minimax_m25.csv (see its header for how it was derived).
-func DefaultModel() *Model {
+func Default() *Model {
 	m, err := parseModelData(defaultData)
 	if err != nil {
 		// The embedded file is checked by the package tests; a broken build
@@ -181,7 +182,7 @@ func parseModelData(data []byte) (*Model, error) {
 
 var concPrefix = regexp.MustCompile(`^conc(\d+)_`)
 
-// ModelFromLayerCSV builds a model whose decode layer comes from per-layer
+// FromLayerCSV builds a model whose decode layer comes from per-layer
 // tables in the compatible CSV format (SPEC §3.7), e.g. the seed's
 // conc8_layer.csv. Each file's batch size is read from its conc{N}_ name
 // prefix. With several tables, a step's timings are interpolated linearly in
@@ -191,11 +192,11 @@ var concPrefix = regexp.MustCompile(`^conc(\d+)_`)
 // table. Durations are drawn around each position's avg with its std,
 // clipped to the table's [min, max]. Steps' prologue, epilogue, sampling and
 // prefill kernels come from the built-in model.
-func ModelFromLayerCSV(paths ...string) (*Model, error) {
+func FromLayerCSV(paths ...string) (*Model, error) {
 	if len(paths) == 0 {
 		return nil, fmt.Errorf("kernel model: no layer CSV given")
 	}
-	m := DefaultModel()
+	m := Default()
 	m.Name = strings.Join(paths, ",")
 	m.tables = nil
 	for _, p := range paths {
@@ -351,6 +352,17 @@ func gap(rng *rand.Rand, lo, hi float64) int64 {
 		return int64((lo + hi) / 2 * 1000)
 	}
 	return int64((lo + (hi-lo)*rng.Float64()) * 1000)
+}
+
+// DrawKernel draws one forward-pass kernel that the model's data does not
+// hold (the generator's dense-MLP layers): its duration within 5% of avgUS,
+// clipped to [0.85, 1.3]×avgUS as the prefill layer kernels are, after the
+// launch gap of a replayed graph. Layer and Pos are -1 for the caller to set.
+func DrawKernel(rng *rand.Rand, short, name string, avgUS float64) KernelRun {
+	return KernelRun{
+		Name: name, ShortName: short, Dur: draw(rng, avgUS, avgUS*0.05, avgUS*0.85, avgUS*1.3),
+		Gap: gap(rng, 0.6, 1.6), Section: SectionForward, Layer: -1, Pos: -1, Launch: launchFor(name),
+	}
 }
 
 func (m *Model) runSpec(rng *rand.Rand, s spec, sec Section, bs, ctxTokens, tokens int) KernelRun {
