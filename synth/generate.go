@@ -10,6 +10,7 @@ import (
 
 	"github.com/profile-model/profile-model/kernelmodel"
 	"github.com/profile-model/profile-model/tracing"
+	"github.com/profile-model/profile-model/tracing/kineto"
 )
 
 // GenerateOptions describes a synthetic ATOM-style trace.
@@ -123,7 +124,7 @@ func Generate(ctx context.Context, w io.Writer, opts GenerateOptions) (*Truth, e
 	if err != nil {
 		return nil, err
 	}
-	return rec.WriteTrace(ctx, w, tracing.WriterOptions{Gzip: opts.Gzip, MetaFirst: opts.MetaFirst, TraceName: "synthetic ATOM trace"})
+	return rec.WriteTrace(ctx, w, kineto.WriterOptions{Gzip: opts.Gzip, MetaFirst: opts.MetaFirst, TraceName: "synthetic ATOM trace"})
 }
 
 func sameLayer(a, b []kernelmodel.LayerPosition) bool {

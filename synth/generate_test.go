@@ -13,6 +13,7 @@ import (
 
 	"github.com/profile-model/profile-model/kernelmodel"
 	"github.com/profile-model/profile-model/tracing"
+	"github.com/profile-model/profile-model/tracing/kineto"
 )
 
 type rawEvent struct {
@@ -286,7 +287,7 @@ func TestTruthCountsTheCommonLayerShape(t *testing.T) {
 		runs := m.DecodeStep(bs, 0, rng)
 		rec.Record(Step{Kind: tracing.StepDecode, BS: bs, Tokens: bs, Start: at.Add(time.Duration(i) * 50 * time.Millisecond), Kernels: runs})
 	}
-	truth, err := rec.WriteTrace(context.Background(), io.Discard, tracing.WriterOptions{})
+	truth, err := rec.WriteTrace(context.Background(), io.Discard, kineto.WriterOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -334,7 +335,7 @@ func TestEmptyProfile(t *testing.T) {
 			rec.Stop(defaultStart.Add(2 * time.Second))
 		}
 		var buf bytes.Buffer
-		truth, err := rec.WriteTrace(context.Background(), &buf, tracing.WriterOptions{})
+		truth, err := rec.WriteTrace(context.Background(), &buf, kineto.WriterOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

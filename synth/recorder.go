@@ -16,9 +16,11 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/gzip"
+
 	"github.com/profile-model/profile-model/internal/atomicfile"
 	"github.com/profile-model/profile-model/kernelmodel"
 	"github.com/profile-model/profile-model/tracing"
+	"github.com/profile-model/profile-model/tracing/kineto"
 )
 
 // Step is one engine step as the engine executed it.
@@ -201,7 +203,7 @@ func (r *Recorder) WriteATOM(ctx context.Context, dir string, now time.Time) (st
 	var truth *Truth
 	err := atomicfile.WriteFunc(jsonPath, func(w io.Writer) error {
 		var err error
-		truth, err = r.WriteTrace(ctx, w, tracing.WriterOptions{TraceName: jsonPath})
+		truth, err = r.WriteTrace(ctx, w, kineto.WriterOptions{TraceName: jsonPath})
 		return err
 	})
 	if err != nil {
@@ -420,13 +422,13 @@ func (r *Recorder) applyWindow(pl []placed) {
 // WriteTrace writes the recorded steps as a Kineto trace (plain JSON unless
 // opts.Gzip) and returns the truth of what it wrote. Device, base time and
 // ROCm header keys are filled in when opts leaves them empty.
-func (r *Recorder) WriteTrace(ctx context.Context, w io.Writer, opts tracing.WriterOptions) (*Truth, error) {
+func (r *Recorder) WriteTrace(ctx context.Context, w io.Writer, opts kineto.WriterOptions) (*Truth, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	pl := r.layout()
 	r.applyWindow(pl)
 	if len(opts.Devices) == 0 {
-		opts.Devices = []tracing.DeviceProperties{tracing.MI355X(0)}
+		opts.Devices = []kineto.DeviceProperties{kineto.MI355X(0)}
 	}
 	if opts.RoctracerVersion == "" {
 		opts.RoctracerVersion = "4.1"
@@ -452,7 +454,7 @@ func (r *Recorder) WriteTrace(ctx context.Context, w io.Writer, opts tracing.Wri
 	if opts.TraceID == "" {
 		opts.TraceID = fmt.Sprintf("%016X%016X", uint64(first), uint64(len(r.steps))*0x9E3779B97F4A7C15)
 	}
-	tw, err := tracing.NewWriter(w, opts)
+	tw, err := kineto.NewWriter(w, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -474,10 +476,10 @@ func (r *Recorder) WriteTrace(ctx context.Context, w io.Writer, opts tracing.Wri
 // with flow ends, GPU annotations, then metadata.
 type emitter struct {
 	r     *Recorder
-	tw    *tracing.Writer
+	tw    *kineto.Writer
 	pl    []placed
 	ctx   context.Context
-	ev    tracing.OutEvent
+	ev    kineto.Event
 	err   error
 	n     int
 	order []int32
@@ -504,10 +506,10 @@ func (e *emitter) emit() {
 }
 
 func (e *emitter) x(cat, name string, pid, tid, ts, dur int64) {
-	e.ev = tracing.OutEvent{Ph: 'X', Cat: cat, Name: name, PID: pid, TID: tid, TS: ts, Dur: dur, Args: e.ev.Args[:0]}
+	e.ev = kineto.Event{Ph: 'X', Cat: cat, Name: name, PID: pid, TID: tid, TS: ts, Dur: dur, Args: e.ev.Args[:0]}
 }
 
-func (e *emitter) arg(a tracing.Arg) { e.ev.Args = append(e.ev.Args, a) }
+func (e *emitter) arg(a kineto.Arg) { e.ev.Args = append(e.ev.Args, a) }
 
 func (e *emitter) all(first int64) {
 	steps := e.r.steps
@@ -536,7 +538,7 @@ func (e *emitter) all(first int64) {
 			continue
 		}
 		e.x("gpu_user_annotation", p.label, gpuPID, mainStream, p.gpuStart, p.gpuEnd-p.gpuStart)
-		e.arg(tracing.IntArg("External id", p.firstExt))
+		e.arg(kineto.IntArg("External id", p.firstExt))
 		e.emit()
 	}
 	// 6. Metadata, the profiler span and the window end.
@@ -547,35 +549,35 @@ func (e *emitter) all(first int64) {
 	if !e.r.stop.IsZero() {
 		last = max(last, e.r.stop.UnixNano())
 	}
-	meta := func(name string, pid, tid int64, key string, v tracing.Arg) {
-		e.ev = tracing.OutEvent{Ph: 'M', Name: name, PID: pid, TID: tid, TS: first, Args: e.ev.Args[:0]}
+	meta := func(name string, pid, tid int64, key string, v kineto.Arg) {
+		e.ev = kineto.Event{Ph: 'M', Name: name, PID: pid, TID: tid, TS: first, Args: e.ev.Args[:0]}
 		v.Key = key
 		e.arg(v)
 		e.emit()
 	}
-	meta("process_name", cpuPID, 0, "name", tracing.StrArg("", "python3"))
-	meta("process_labels", cpuPID, 0, "labels", tracing.StrArg("", "CPU"))
-	meta("process_sort_index", cpuPID, 0, "sort_index", tracing.IntArg("", cpuPID))
+	meta("process_name", cpuPID, 0, "name", kineto.StrArg("", "python3"))
+	meta("process_labels", cpuPID, 0, "labels", kineto.StrArg("", "CPU"))
+	meta("process_sort_index", cpuPID, 0, "sort_index", kineto.IntArg("", cpuPID))
 	for g := int64(0); g < 10; g++ {
-		meta("process_name", g, 0, "name", tracing.StrArg("", "python3"))
-		meta("process_labels", g, 0, "labels", tracing.StrArg("", "GPU "+strconv.FormatInt(g, 10)))
-		meta("process_sort_index", g, 0, "sort_index", tracing.IntArg("", 5000000+g))
+		meta("process_name", g, 0, "name", kineto.StrArg("", "python3"))
+		meta("process_labels", g, 0, "labels", kineto.StrArg("", "GPU "+strconv.FormatInt(g, 10)))
+		meta("process_sort_index", g, 0, "sort_index", kineto.IntArg("", 5000000+g))
 	}
-	meta("thread_name", gpuPID, mainStream, "name", tracing.StrArg("", "stream 0 "))
-	meta("thread_sort_index", gpuPID, mainStream, "sort_index", tracing.IntArg("", mainStream))
-	meta("thread_name", gpuPID, sideStream, "name", tracing.StrArg("", "stream 1 "))
-	meta("thread_sort_index", gpuPID, sideStream, "sort_index", tracing.IntArg("", sideStream))
-	meta("thread_name", cpuPID, cpuTID, "name", tracing.StrArg("", "thread "+strconv.Itoa(cpuTID)+" (python3)"))
-	meta("thread_sort_index", cpuPID, cpuTID, "sort_index", tracing.IntArg("", cpuTID))
-	e.ev = tracing.OutEvent{Ph: 'X', Cat: "Trace", Name: "PyTorch Profiler (0)", PIDName: "Spans", TIDName: "PyTorch Profiler", TS: first, Dur: last - first, Args: e.ev.Args[:0]}
-	e.arg(tracing.IntArg("Op count", 0))
+	meta("thread_name", gpuPID, mainStream, "name", kineto.StrArg("", "stream 0 "))
+	meta("thread_sort_index", gpuPID, mainStream, "sort_index", kineto.IntArg("", mainStream))
+	meta("thread_name", gpuPID, sideStream, "name", kineto.StrArg("", "stream 1 "))
+	meta("thread_sort_index", gpuPID, sideStream, "sort_index", kineto.IntArg("", sideStream))
+	meta("thread_name", cpuPID, cpuTID, "name", kineto.StrArg("", "thread "+strconv.Itoa(cpuTID)+" (python3)"))
+	meta("thread_sort_index", cpuPID, cpuTID, "sort_index", kineto.IntArg("", cpuTID))
+	e.ev = kineto.Event{Ph: 'X', Cat: "Trace", Name: "PyTorch Profiler (0)", PIDName: "Spans", TIDName: "PyTorch Profiler", TS: first, Dur: last - first, Args: e.ev.Args[:0]}
+	e.arg(kineto.IntArg("Op count", 0))
 	e.emit()
-	e.ev = tracing.OutEvent{Ph: 'M', Name: "process_sort_index", PIDName: "Spans", TS: first, Args: e.ev.Args[:0]}
-	e.arg(tracing.IntArg("sort_index", 536870912))
+	e.ev = kineto.Event{Ph: 'M', Name: "process_sort_index", PIDName: "Spans", TS: first, Args: e.ev.Args[:0]}
+	e.arg(kineto.IntArg("sort_index", 536870912))
 	e.emit()
-	e.ev = tracing.OutEvent{Ph: 'i', Name: "Iteration Start: PyTorch Profiler", Scope: "g", PIDName: "Traces", TIDName: "Trace PyTorch Profiler", TS: first}
+	e.ev = kineto.Event{Ph: 'i', Name: "Iteration Start: PyTorch Profiler", Scope: "g", PIDName: "Traces", TIDName: "Trace PyTorch Profiler", TS: first}
 	e.emit()
-	e.ev = tracing.OutEvent{Ph: 'i', Name: "Record Window End", Scope: "g", StrIDs: true, TS: last + 1000}
+	e.ev = kineto.Event{Ph: 'i', Name: "Record Window End", Scope: "g", StrIDs: true, TS: last + 1000}
 	e.emit()
 }
 
@@ -619,8 +621,8 @@ func (e *emitter) cpuOps(i int) {
 	ks := e.kernels(i)
 	p := &e.pl[i]
 	e.x("user_annotation", p.label, cpuPID, cpuTID, p.cpuStart, p.cpuEnd-p.cpuStart)
-	e.arg(tracing.IntArg("External id", p.firstExt))
-	e.arg(tracing.IntArg("Record function id", 0))
+	e.arg(kineto.IntArg("External id", p.firstExt))
+	e.arg(kineto.IntArg("Record function id", 0))
 	e.emit()
 	for k := range ks {
 		if p.launches[k] == 0 {
@@ -628,8 +630,8 @@ func (e *emitter) cpuOps(i int) {
 		}
 		kr := &ks[k]
 		e.x("cpu_op", cpuOpName(kr), cpuPID, cpuTID, p.launches[k]-2_000, launchDurNS+3_000)
-		e.arg(tracing.IntArg("External id", p.exts[k]))
-		e.arg(tracing.IntArg("Record function id", 0))
+		e.arg(kineto.IntArg("External id", p.exts[k]))
+		e.arg(kineto.IntArg("Record function id", 0))
 		e.emit()
 	}
 }
@@ -666,12 +668,12 @@ func (e *emitter) python(i int) {
 	frame := func(name string, ts, dur, parent int64) int64 {
 		e.x("python_function", name, cpuPID, cpuTID, ts, dur)
 		if parent == 0 {
-			e.arg(tracing.NullArg("Python parent id"))
+			e.arg(kineto.NullArg("Python parent id"))
 		} else {
-			e.arg(tracing.IntArg("Python parent id", parent))
+			e.arg(kineto.IntArg("Python parent id", parent))
 		}
-		e.arg(tracing.IntArg("Python id", id))
-		e.arg(tracing.IntArg("Python thread", 0))
+		e.arg(kineto.IntArg("Python id", id))
+		e.arg(kineto.IntArg("Python thread", 0))
 		e.emit()
 		id++
 		return id - 1
@@ -700,27 +702,27 @@ func (e *emitter) runtime(i int) {
 		kr := &ks[k]
 		ts := p.launches[k]
 		e.x("cuda_runtime", kr.Launch, cpuPID, cpuTID, ts, launchDurNS)
-		e.arg(tracing.IntArg("External id", p.exts[k]))
+		e.arg(kineto.IntArg("External id", p.exts[k]))
 		if kr.Launch != "hipMemcpyAsync" {
-			e.arg(tracing.StrArg("kernel", kr.Name))
+			e.arg(kineto.StrArg("kernel", kr.Name))
 		}
-		e.arg(tracing.IntArg("cid", cidOf(kr.Launch)))
-		e.arg(tracing.IntArg("correlation", p.corrs[k]))
+		e.arg(kineto.IntArg("cid", cidOf(kr.Launch)))
+		e.arg(kineto.IntArg("correlation", p.corrs[k]))
 		if kr.Launch != "hipMemcpyAsync" {
-			e.arg(tracing.IntsArg("grid", gridOf(kr)))
-			e.arg(tracing.IntsArg("block", []int64{256, 1, 1}))
-			e.arg(tracing.IntArg("shared memory", 0))
+			e.arg(kineto.IntsArg("grid", gridOf(kr)))
+			e.arg(kineto.IntsArg("block", []int64{256, 1, 1}))
+			e.arg(kineto.IntArg("shared memory", 0))
 		}
 		e.emit()
-		e.ev = tracing.OutEvent{Ph: 's', ID: p.corrs[k], PID: cpuPID, TID: cpuTID, TS: ts, Cat: "ac2g", Name: "ac2g", Args: e.ev.Args[:0]}
+		e.ev = kineto.Event{Ph: 's', ID: p.corrs[k], PID: cpuPID, TID: cpuTID, TS: ts, Cat: "ac2g", Name: "ac2g", Args: e.ev.Args[:0]}
 		e.emit()
 	}
 	if p.graphLaunch != 0 {
 		e.x("cuda_runtime", "hipGraphLaunch", cpuPID, cpuTID, p.graphLaunch, 45_000)
-		e.arg(tracing.IntArg("cid", 215))
-		e.arg(tracing.IntArg("correlation", p.graphCorr))
+		e.arg(kineto.IntArg("cid", 215))
+		e.arg(kineto.IntArg("correlation", p.graphCorr))
 		e.emit()
-		e.ev = tracing.OutEvent{Ph: 'f', ID: p.graphCorr, PID: cpuPID, TID: cpuTID, TS: p.graphLaunch, Cat: "ac2g", Name: "ac2g", BP: "e", Args: e.ev.Args[:0]}
+		e.ev = kineto.Event{Ph: 'f', ID: p.graphCorr, PID: cpuPID, TID: cpuTID, TS: p.graphLaunch, Cat: "ac2g", Name: "ac2g", BP: "e", Args: e.ev.Args[:0]}
 		e.emit()
 	}
 }
@@ -767,20 +769,20 @@ func (e *emitter) gpu(i int) {
 		corr := p.corrs[k]
 		e.x("kernel", kr.Name, gpuPID, tid, p.starts[k], kr.Dur)
 		if p.exts[k] != 0 {
-			e.arg(tracing.IntArg("External id", p.exts[k]))
+			e.arg(kineto.IntArg("External id", p.exts[k]))
 		}
-		e.arg(tracing.IntArg("device", gpuPID))
-		e.arg(tracing.IntArg("stream", tid))
-		e.arg(tracing.IntArg("correlation", corr))
+		e.arg(kineto.IntArg("device", gpuPID))
+		e.arg(kineto.IntArg("stream", tid))
+		e.arg(kineto.IntArg("correlation", corr))
 		if p.launches[k] != 0 {
-			e.arg(tracing.StrArg("kind", "Dispatch Kernel"))
-			e.arg(tracing.IntsArg("grid", gridOf(kr)))
-			e.arg(tracing.IntsArg("block", []int64{256, 1, 1}))
+			e.arg(kineto.StrArg("kind", "Dispatch Kernel"))
+			e.arg(kineto.IntsArg("grid", gridOf(kr)))
+			e.arg(kineto.IntsArg("block", []int64{256, 1, 1}))
 		} else {
-			e.arg(tracing.StrArg("kind", "Dispatch Task"))
+			e.arg(kineto.StrArg("kind", "Dispatch Task"))
 		}
 		e.emit()
-		e.ev = tracing.OutEvent{Ph: 'f', ID: corr, PID: gpuPID, TID: tid, TS: p.starts[k], Cat: "ac2g", Name: "ac2g", BP: "e", Args: e.ev.Args[:0]}
+		e.ev = kineto.Event{Ph: 'f', ID: corr, PID: gpuPID, TID: tid, TS: p.starts[k], Cat: "ac2g", Name: "ac2g", BP: "e", Args: e.ev.Args[:0]}
 		e.emit()
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/profile-model/profile-model/kernelmodel"
 	"github.com/profile-model/profile-model/synth"
 	"github.com/profile-model/profile-model/tracing"
+	"github.com/profile-model/profile-model/tracing/kineto"
 )
 
 // synthBackend prices steps with a kernelmodel.Model and records them with a
@@ -117,7 +118,7 @@ func (b *synthBackend) export(ctx context.Context, rec *synth.Recorder) (string,
 	gzPath := filepath.Join(rankDir, synth.TraceFileName(b.cfg.Model, b.cfg.Clock.Now()))
 	jsonPath := strings.TrimSuffix(gzPath, ".gz")
 	err := atomicfile.WriteFunc(jsonPath, func(w io.Writer) error {
-		_, err := rec.WriteTrace(ctx, w, tracing.WriterOptions{TraceName: jsonPath})
+		_, err := rec.WriteTrace(ctx, w, kineto.WriterOptions{TraceName: jsonPath})
 		return err
 	})
 	if err != nil {

@@ -1,4 +1,4 @@
-package tracing
+package kineto
 
 import (
 	"errors"
@@ -23,17 +23,6 @@ type DeviceProperties struct {
 	SharedMemPerBlock                int
 	NumSms                           int
 	MaxSharedMemoryPerMultiProcessor int
-}
-
-// MI355X returns the properties an MI355X reports (gfx950, 256 CUs, 288 GB).
-func MI355X(id int) DeviceProperties {
-	return DeviceProperties{
-		ID: id, Name: "AMD Instinct MI355X", TotalGlobalMem: 309220868096,
-		ComputeMajor: 9, ComputeMinor: 5,
-		MaxThreadsPerBlock: 1024, MaxThreadsPerMultiprocessor: 2048,
-		RegsPerBlock: 131072, WarpSize: 64, SharedMemPerBlock: 65536,
-		NumSms: 256, MaxSharedMemoryPerMultiProcessor: 163840,
-	}
 }
 
 // WriterOptions is the header and footer of a trace written by Writer.
@@ -83,10 +72,10 @@ func NullArg(k string) Arg            { return Arg{Key: k, Kind: ArgNull} }
 // FloatTextArg writes text (an already formatted JSON number) as the value.
 func FloatTextArg(k, text string) Arg { return Arg{Key: k, Kind: ArgFloat, Str: text} }
 
-// OutEvent is one trace event to write. Times are absolute integer
+// Event is one trace event to write. Times are absolute integer
 // nanoseconds on the trace clock; Writer subtracts BaseTimeNS and writes
 // microseconds with exactly three decimals, so no precision is lost.
-type OutEvent struct {
+type Event struct {
 	Ph      byte // 'X' complete, 's'/'f' flow, 'M' metadata, 'i' instant
 	Cat     string
 	Name    string
@@ -272,7 +261,7 @@ func (w *Writer) appendTrailingMeta(b []byte) []byte {
 
 // WriteEvent writes one event. The first error is sticky and returned by
 // every later call and by Close.
-func (w *Writer) WriteEvent(e *OutEvent) error {
+func (w *Writer) WriteEvent(e *Event) error {
 	if w.err != nil {
 		return w.err
 	}
@@ -379,12 +368,12 @@ func (w *Writer) WriteEvent(e *OutEvent) error {
 	return w.err
 }
 
-func (w *Writer) appendPIDTID(b []byte, e *OutEvent) []byte {
+func (w *Writer) appendPIDTID(b []byte, e *Event) []byte {
 	b = append(b, ", "...)
 	return w.appendPIDTIDBare(b, e)
 }
 
-func (w *Writer) appendPIDTIDBare(b []byte, e *OutEvent) []byte {
+func (w *Writer) appendPIDTIDBare(b []byte, e *Event) []byte {
 	b = append(b, "\"pid\": "...)
 	if e.PIDName != "" || e.StrIDs {
 		b = appendJSONString(b, e.PIDName)
