@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/profile-model/profile-model/inventory"
+	"github.com/profile-model/profile-model/units"
 )
 
 // Section says where in a step a kernel runs and how it is launched.
@@ -38,8 +39,8 @@ const (
 type KernelRun struct {
 	Name      string // full kernel name as a trace shows it
 	ShortName string // the compatible short name (corpus README)
-	Dur       int64  // ns
-	Gap       int64  // ns the stream idles before this kernel (launch latency)
+	Dur       units.Duration
+	Gap       units.Duration // the stream idles this long before the kernel (launch latency)
 	Section   Section
 	Layer     int    // transformer layer, -1 outside the layers
 	Pos       int    // position within the layer, -1 outside the layers
@@ -51,8 +52,8 @@ type KernelRun struct {
 // StepTime is how long a step's kernels keep the GPU busy: the sum of gaps
 // and durations of main-stream kernels. The simulated engine should use it
 // as the step time so that its clock and the trace agree.
-func StepTime(runs []KernelRun) int64 {
-	var d int64
+func StepTime(runs []KernelRun) units.Duration {
+	var d units.Duration
 	for i := range runs {
 		if runs[i].Stream == 0 {
 			d += runs[i].Gap + runs[i].Dur
@@ -332,7 +333,7 @@ func (m *Model) specAvg(s spec, bs, ctxTokens, tokens int) float64 {
 	return max(avg, 1.0)
 }
 
-func draw(rng *rand.Rand, avg, std, lo, hi float64) int64 {
+func draw(rng *rand.Rand, avg, std, lo, hi float64) units.Duration {
 	v := avg
 	if std > 0 && rng != nil {
 		v = avg + std*rng.NormFloat64()
@@ -343,15 +344,15 @@ func draw(rng *rand.Rand, avg, std, lo, hi float64) int64 {
 	if v < lo {
 		v = lo
 	}
-	ns := int64(math.Round(v * 1000))
+	ns := units.Duration(math.Round(v * 1000))
 	return max(ns, 1000)
 }
 
-func gap(rng *rand.Rand, lo, hi float64) int64 {
+func gap(rng *rand.Rand, lo, hi float64) units.Duration {
 	if rng == nil {
-		return int64((lo + hi) / 2 * 1000)
+		return units.Duration((lo + hi) / 2 * 1000)
 	}
-	return int64((lo + (hi-lo)*rng.Float64()) * 1000)
+	return units.Duration((lo + (hi-lo)*rng.Float64()) * 1000)
 }
 
 // DrawKernel draws one forward-pass kernel that the model's data does not
@@ -379,7 +380,7 @@ func (m *Model) runSpec(rng *rand.Rand, s spec, sec Section, bs, ctxTokens, toke
 // input preparation, the forward pass (embedding, Layers layers, final norm,
 // lm_head) that the engine replays from one graph, and the eager sampler.
 // ctxTokens is the total context (KV tokens) over the batch; 0 means the
-// reference context of the model's timings. Durations are in ns.
+// reference context of the model's timings.
 func (m *Model) DecodeStep(bs, ctxTokens int, rng *rand.Rand) []KernelRun {
 	bs = max(bs, 1)
 	layer := m.DecodeLayer(bs, ctxTokens)

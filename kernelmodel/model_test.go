@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/profile-model/profile-model/internal/corpus"
+	"github.com/profile-model/profile-model/units"
 )
 
 // TestDefaultFollowsCorpusTables: at each table's batch size, the
@@ -86,18 +87,18 @@ func TestDecodeAndPrefillSteps(t *testing.T) {
 	for _, r := range dec {
 		sections[r.Section]++
 		if r.Dur <= 0 || r.Gap < 0 {
-			t.Fatalf("kernel %s: dur %d gap %d", r.ShortName, r.Dur, r.Gap)
+			t.Fatalf("kernel %s: dur %v µs, gap %v µs", r.ShortName, r.Dur, r.Gap)
 		}
 	}
 	if sections[SectionPrep] != 2 || sections[SectionSample] != 1 || !strings.Contains(dec[len(dec)-1].Name, "mix_sample") {
 		t.Errorf("decode sections = %v, last kernel %q; want 2 prep, the sampler last", sections, dec[len(dec)-1].Name)
 	}
-	var total int64
+	var total units.Duration
 	for _, r := range dec {
 		total += r.Gap + r.Dur
 	}
 	if StepTime(dec) != total {
-		t.Errorf("Duration = %d, sum of gaps and durations %d", StepTime(dec), total)
+		t.Errorf("StepTime = %v µs, sum of gaps and durations %v µs", StepTime(dec), total)
 	}
 	pre := m.PrefillStep(8, 8000, rng)
 	var fmha, fmoe, pa, ckMoE int
@@ -121,7 +122,7 @@ func TestDecodeAndPrefillSteps(t *testing.T) {
 	}
 	bigger := StepTime(m.PrefillStep(8, 16000, rng))
 	if bigger <= StepTime(pre) {
-		t.Errorf("prefill of 16000 tokens (%d ns) not longer than of 8000 (%d ns)", bigger, StepTime(pre))
+		t.Errorf("prefill of 16000 tokens (%v µs) not longer than of 8000 (%v µs)", bigger, StepTime(pre))
 	}
 }
 
@@ -185,7 +186,7 @@ func TestFromLayerCSV(t *testing.T) {
 				continue
 			}
 			lo, hi := []float64{9, 45}[r.Pos], []float64{13, 75}[r.Pos]
-			if us := float64(r.Dur) / 1000; us < lo-1e-3 || us > hi+1e-3 {
+			if us := r.Dur.US(); us < lo-1e-3 || us > hi+1e-3 {
 				t.Fatalf("pos %d drew %.3f µs outside [%.1f, %.1f]", r.Pos, us, lo, hi)
 			}
 		}

@@ -72,8 +72,8 @@ func NewRecording(ctx context.Context, opts GenerateOptions) (*Recorder, error) 
 	}
 	rng := rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x5851F42D4C957F2D))
 	rec := NewRecorder(RecorderOptions{Model: opts.ModelName, GPUWindow: opts.GPUWindow, GPUWindowExact: opts.GPUWindowExact, PythonPerStep: opts.PythonPerStep})
-	rec.Start(start)
-	clock := start.Add(200 * time.Microsecond)
+	rec.Start(start.UnixNano())
+	clock := start.UnixNano() + int64(200*time.Microsecond) // trace clock, ns
 	ctxPerSeq := int(0.9 * float64(opts.PromptLen))
 	prefillAt := func(p int) int { return p * opts.DecodeSteps / max(opts.PrefillSteps, 1) }
 	nextPrefill := 0
@@ -97,7 +97,7 @@ func NewRecording(ctx context.Context, opts GenerateOptions) (*Recorder, error) 
 			runs := mm.PrefillStep(opts.BS, tokens, rng)
 			runs = applyVariants(runs, &opts, rng)
 			rec.Record(Step{Kind: tracing.StepPrefill, BS: opts.BS, Tokens: tokens, Start: clock, Kernels: runs})
-			clock = clock.Add(time.Duration(kernelmodel.StepTime(runs)) + 300*time.Microsecond)
+			clock += int64(kernelmodel.StepTime(runs)) + int64(300*time.Microsecond)
 			nextPrefill++
 			ctxPerSeq = int(0.9 * float64(opts.PromptLen))
 		}
@@ -111,7 +111,7 @@ func NewRecording(ctx context.Context, opts GenerateOptions) (*Recorder, error) 
 		runs := mm.DecodeStep(bs, bs*ctxPerSeq, rng)
 		runs = applyVariants(runs, &opts, rng)
 		rec.Record(Step{Kind: tracing.StepDecode, BS: bs, Tokens: bs, Start: clock, Kernels: runs, Eager: opts.EagerDecode})
-		clock = clock.Add(time.Duration(kernelmodel.StepTime(runs)) + 300*time.Microsecond)
+		clock += int64(kernelmodel.StepTime(runs)) + int64(300*time.Microsecond)
 		ctxPerSeq++
 	}
 	rec.Stop(clock)

@@ -282,10 +282,10 @@ func TestTruthCountsTheCommonLayerShape(t *testing.T) {
 	m.Layers = 3
 	rng := rand.New(rand.NewPCG(1, 1))
 	rec := NewRecorder(RecorderOptions{PythonPerStep: -1})
-	at := defaultStart
+	at := defaultStart.UnixNano()
 	for i, bs := range []int{32, 32, 16, 32, 16, 32} {
 		runs := m.DecodeStep(bs, 0, rng)
-		rec.Record(Step{Kind: tracing.StepDecode, BS: bs, Tokens: bs, Start: at.Add(time.Duration(i) * 50 * time.Millisecond), Kernels: runs})
+		rec.Record(Step{Kind: tracing.StepDecode, BS: bs, Tokens: bs, Start: at + int64(i)*int64(50*time.Millisecond), Kernels: runs})
 	}
 	truth, err := rec.WriteTrace(context.Background(), io.Discard, kineto.WriterOptions{})
 	if err != nil {
@@ -331,8 +331,8 @@ func TestEmptyProfile(t *testing.T) {
 	for _, started := range []bool{false, true} {
 		rec := NewRecorder(RecorderOptions{})
 		if started {
-			rec.Start(defaultStart)
-			rec.Stop(defaultStart.Add(2 * time.Second))
+			rec.Start(defaultStart.UnixNano())
+			rec.Stop(defaultStart.Add(2 * time.Second).UnixNano())
 		}
 		var buf bytes.Buffer
 		truth, err := rec.WriteTrace(context.Background(), &buf, kineto.WriterOptions{})

@@ -21,15 +21,25 @@ import (
 	"github.com/profile-model/profile-model/kernelmodel"
 	"github.com/profile-model/profile-model/tracing"
 	"github.com/profile-model/profile-model/tracing/kineto"
+	"github.com/profile-model/profile-model/units"
 )
 
-// Step is one engine step as the engine executed it.
+// Step is one engine step as an engine ran it: the simulated engine's
+// scheduler (or Generate) decides its kind, batch, tokens and start, a
+// kernelmodel.Model prices its kernels, and a Recorder writes it. It is the
+// engine's own account, exact and complete; tracing.Step is what a trace
+// shows of a step once read back.
 type Step struct {
-	Kind    tracing.StepKind        // tracing.StepDecode or tracing.StepPrefill
-	BS      int                     // sequences in the step
-	Tokens  int                     // tokens processed (a decode step: BS)
-	Start   time.Time               // when the engine began the step, on its own clock
-	Kernels []kernelmodel.KernelRun // from Model.DecodeStep / PrefillStep; Record packs a copy
+	Kind          tracing.StepKind // tracing.StepDecode or tracing.StepPrefill
+	BS            int              // sequences in the step
+	Tokens        int              // tokens processed: prompt tokens for prefill, BS for decode
+	ContextTokens int              // KV-cache length summed over the sequences, this step's tokens included
+	// Start is when the step's GPU work begins, on the trace clock
+	// (nanoseconds since the Unix epoch).
+	Start int64
+	// Kernels are what the step ran, from Model.DecodeStep or PrefillStep;
+	// Record keeps a packed copy.
+	Kernels []kernelmodel.KernelRun
 	// Eager marks a decode step run without graph replay: every kernel is
 	// launched eagerly and, as older ATOM releases do, the step is labelled
 	// prefill[bs=N tok=N ...].
@@ -72,8 +82,8 @@ type RecorderOptions struct {
 type Recorder struct {
 	opts   RecorderOptions
 	mu     sync.Mutex
-	start  time.Time
-	stop   time.Time
+	start  int64 // trace clock, ns; 0: not started
+	stop   int64
 	steps  []Step        // Kernels nil: kept packed in kernels
 	packed [][]kernelRec // per step
 	strs   []string      // interned names
@@ -83,7 +93,7 @@ type Recorder struct {
 // kernelRec is a kernelmodel.KernelRun packed for storage (a long profile records
 // millions): names interned, small fields narrowed.
 type kernelRec struct {
-	dur                 int64
+	dur                 units.Duration
 	gap                 int32
 	name, short, launch int32
 	layer, pos          int16
@@ -122,7 +132,7 @@ func (r *Recorder) expand(i int, buf []kernelmodel.KernelRun) []kernelmodel.Kern
 	for _, k := range r.packed[i] {
 		buf = append(buf, kernelmodel.KernelRun{
 			Name: r.strs[k.name], ShortName: r.strs[k.short], Launch: r.strs[k.launch],
-			Dur: k.dur, Gap: int64(k.gap), Section: k.section,
+			Dur: k.dur, Gap: units.Duration(k.gap), Section: k.section,
 			Layer: int(k.layer), Pos: int(k.pos), LayerKind: int(k.layerKind), Stream: int(k.stream),
 		})
 	}
@@ -140,18 +150,19 @@ func NewRecorder(opts RecorderOptions) *Recorder {
 	return &Recorder{opts: opts}
 }
 
-// Start marks the start of the profiled window (torch profiler start).
-func (r *Recorder) Start(t time.Time) {
+// Start marks the start of the profiled window (torch profiler start) at
+// trace time at (ns since the Unix epoch).
+func (r *Recorder) Start(at int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.start = t
+	r.start = at
 }
 
 // Record adds one executed step.
 func (r *Recorder) Record(s Step) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.start.IsZero() {
+	if r.start == 0 {
 		r.start = s.Start
 	}
 	r.packed = append(r.packed, r.pack(s.Kernels))
@@ -159,11 +170,11 @@ func (r *Recorder) Record(s Step) {
 	r.steps = append(r.steps, s)
 }
 
-// Stop marks the end of the profiled window.
-func (r *Recorder) Stop(t time.Time) {
+// Stop marks the end of the profiled window at trace time at.
+func (r *Recorder) Stop(at int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.stop = t
+	r.stop = at
 }
 
 // Steps is the number of steps recorded.
@@ -310,7 +321,7 @@ func (r *Recorder) layout() []placed {
 		ks = r.expand(i, ks)
 		p := &out[i]
 		p.label = stepLabel(s)
-		cpu := max(s.Start.UnixNano(), prevEnd+hostGapNS)
+		cpu := max(s.Start, prevEnd+hostGapNS)
 		p.cpuStart = cpu
 		ext++
 		p.firstExt = ext
@@ -322,15 +333,15 @@ func (r *Recorder) layout() []placed {
 		place := func(k int, notBefore int64) {
 			kr := &ks[k]
 			if kr.Stream != 0 {
-				st := max(lastMainStart+kr.Gap, side)
+				st := max(lastMainStart+int64(kr.Gap), side)
 				p.starts[k] = st
-				side = st + kr.Dur
+				side = st + int64(kr.Dur)
 				return
 			}
-			st := max(gpu+kr.Gap, notBefore)
+			st := max(gpu+int64(kr.Gap), notBefore)
 			p.starts[k] = st
 			lastMainStart = st
-			gpu = st + kr.Dur
+			gpu = st + int64(kr.Dur)
 		}
 		eager := s.eagerForward()
 		// Prep and (eager) forward kernels: one launch each, 2-8 µs apart.
@@ -438,10 +449,7 @@ func (r *Recorder) WriteTrace(ctx context.Context, w io.Writer, opts kineto.Writ
 		opts.WorldSize = 1
 		opts.Rank = r.opts.Rank
 	}
-	var first int64
-	if !r.start.IsZero() {
-		first = r.start.UnixNano()
-	}
+	first := r.start
 	if len(pl) > 0 && (first == 0 || pl[0].cpuStart < first) {
 		first = pl[0].cpuStart
 	}
@@ -506,7 +514,7 @@ func (e *emitter) emit() {
 }
 
 func (e *emitter) x(cat, name string, pid, tid, ts, dur int64) {
-	e.ev = kineto.Event{Ph: 'X', Cat: cat, Name: name, PID: pid, TID: tid, TS: ts, Dur: dur, Args: e.ev.Args[:0]}
+	e.ev = kineto.Event{Ph: 'X', Cat: cat, Name: name, PID: pid, TID: tid, TS: ts, Dur: units.Duration(dur), Args: e.ev.Args[:0]}
 }
 
 func (e *emitter) arg(a kineto.Arg) { e.ev.Args = append(e.ev.Args, a) }
@@ -546,8 +554,8 @@ func (e *emitter) all(first int64) {
 	if n := len(e.pl); n > 0 {
 		last = e.pl[n-1].stepEnd
 	}
-	if !e.r.stop.IsZero() {
-		last = max(last, e.r.stop.UnixNano())
+	if e.r.stop != 0 {
+		last = max(last, e.r.stop)
 	}
 	meta := func(name string, pid, tid int64, key string, v kineto.Arg) {
 		e.ev = kineto.Event{Ph: 'M', Name: name, PID: pid, TID: tid, TS: first, Args: e.ev.Args[:0]}
@@ -569,7 +577,7 @@ func (e *emitter) all(first int64) {
 	meta("thread_sort_index", gpuPID, sideStream, "sort_index", kineto.IntArg("", sideStream))
 	meta("thread_name", cpuPID, cpuTID, "name", kineto.StrArg("", "thread "+strconv.Itoa(cpuTID)+" (python3)"))
 	meta("thread_sort_index", cpuPID, cpuTID, "sort_index", kineto.IntArg("", cpuTID))
-	e.ev = kineto.Event{Ph: 'X', Cat: "Trace", Name: "PyTorch Profiler (0)", PIDName: "Spans", TIDName: "PyTorch Profiler", TS: first, Dur: last - first, Args: e.ev.Args[:0]}
+	e.ev = kineto.Event{Ph: 'X', Cat: "Trace", Name: "PyTorch Profiler (0)", PIDName: "Spans", TIDName: "PyTorch Profiler", TS: first, Dur: units.Duration(last - first), Args: e.ev.Args[:0]}
 	e.arg(kineto.IntArg("Op count", 0))
 	e.emit()
 	e.ev = kineto.Event{Ph: 'M', Name: "process_sort_index", PIDName: "Spans", TS: first, Args: e.ev.Args[:0]}
@@ -767,7 +775,7 @@ func (e *emitter) gpu(i int) {
 			tid = sideStream
 		}
 		corr := p.corrs[k]
-		e.x("kernel", kr.Name, gpuPID, tid, p.starts[k], kr.Dur)
+		e.x("kernel", kr.Name, gpuPID, tid, p.starts[k], int64(kr.Dur))
 		if p.exts[k] != 0 {
 			e.arg(kineto.IntArg("External id", p.exts[k]))
 		}
@@ -829,7 +837,7 @@ type TruthPos struct {
 type posAcc struct {
 	TruthPos
 	sum, sumsq float64
-	min, max   int64
+	min, max   units.Duration
 }
 
 func addPos(acc map[[2]int]*posAcc, kr *kernelmodel.KernelRun) {
@@ -839,7 +847,7 @@ func addPos(acc map[[2]int]*posAcc, kr *kernelmodel.KernelRun) {
 		a = &posAcc{TruthPos: TruthPos{LayerKind: kr.LayerKind, Pos: kr.Pos, ShortName: kr.ShortName, Kernel: kr.Name, Stream: kr.Stream}, min: kr.Dur, max: kr.Dur}
 		acc[key] = a
 	}
-	v := float64(kr.Dur) / 1000
+	v := kr.Dur.US()
 	a.Count++
 	a.sum += v
 	a.sumsq += v * v
@@ -937,9 +945,9 @@ func (r *Recorder) truth(pl []placed) *Truth {
 				continue
 			}
 			t.Kernels++
-			t.KernelTime += float64(kr.Dur) / 1000
+			t.KernelTime += kr.Dur.US()
 			gpuFirst = min(gpuFirst, p.starts[k])
-			gpuLast = max(gpuLast, p.starts[k]+kr.Dur)
+			gpuLast = max(gpuLast, p.starts[k]+int64(kr.Dur))
 			if kr.Layer < 0 || lens[kr.Layer] != dominant[[2]int{isDecode(s), kr.LayerKind}] {
 				continue
 			}
@@ -974,8 +982,8 @@ func (r *Recorder) truth(pl []placed) *Truth {
 			if a.Count > 1 {
 				a.StdUS = math.Sqrt(max(0, (a.sumsq-a.sum*a.sum/n)/(n-1)))
 			}
-			a.MinUS = float64(a.min) / 1000
-			a.MaxUS = float64(a.max) / 1000
+			a.MinUS = a.min.US()
+			a.MaxUS = a.max.US()
 			out = append(out, a.TruthPos)
 		}
 		slices.SortFunc(out, func(x, y TruthPos) int {

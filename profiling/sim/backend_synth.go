@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/klauspost/compress/gzip"
 
@@ -17,6 +16,7 @@ import (
 	"github.com/profile-model/profile-model/synth"
 	"github.com/profile-model/profile-model/tracing"
 	"github.com/profile-model/profile-model/tracing/kineto"
+	"github.com/profile-model/profile-model/units"
 )
 
 // synthBackend prices steps with a kernelmodel.Model and records them with a
@@ -48,30 +48,29 @@ func newSynthBackend(cfg *Config) (Backend, error) {
 	return &synthBackend{cfg: cfg, model: m, rng: rand.New(rand.NewPCG(cfg.Seed, 0x5eed))}, nil
 }
 
-func (b *synthBackend) Run(s Step) time.Duration {
+func (b *synthBackend) Run(st synth.Step) units.Duration {
 	var runs []kernelmodel.KernelRun
-	st := synth.Step{Kind: s.Kind, BS: s.BS, Tokens: s.Tokens, Start: time.Unix(0, s.Start)}
-	if s.Kind == tracing.StepPrefill {
-		runs = b.model.PrefillStep(s.BS, s.Tokens, b.rng)
+	if st.Kind == tracing.StepPrefill {
+		runs = b.model.PrefillStep(st.BS, st.Tokens, b.rng)
 	} else {
 		st.Eager = b.cfg.EnforceEager
 		// A replayed graph computes its captured batch: pad up to the next
 		// capture size, and price the step at that size.
-		rows := s.BS
+		rows := st.BS
 		if !st.Eager && len(b.cfg.CudagraphCaptureSizes) > 0 {
-			if g := captureSize(b.cfg.CudagraphCaptureSizes, s.BS); g > 0 {
+			if g := captureSize(b.cfg.CudagraphCaptureSizes, st.BS); g > 0 {
 				st.PaddedBS, rows = g, g
 			} else {
 				st.EagerOverflow = true
 			}
 		}
-		runs = b.model.DecodeStep(rows, s.ContextTokens, b.rng)
+		runs = b.model.DecodeStep(rows, st.ContextTokens, b.rng)
 	}
 	if b.rec != nil {
 		st.Kernels = runs
 		b.rec.Record(st)
 	}
-	return time.Duration(kernelmodel.StepTime(runs))
+	return kernelmodel.StepTime(runs)
 }
 
 // captureSize is the smallest capture size that holds bs sequences, or 0
@@ -88,7 +87,7 @@ func captureSize(sizes []int, bs int) int {
 
 func (b *synthBackend) StartProfile(dir string, at int64) error {
 	b.rec = synth.NewRecorder(synth.RecorderOptions{Model: b.cfg.Model, GPUWindow: b.cfg.GPUEventWindow, PythonPerStep: b.cfg.PythonPerStep})
-	b.rec.Start(time.Unix(0, at))
+	b.rec.Start(at)
 	b.dir = dir
 	return nil
 }
@@ -96,7 +95,7 @@ func (b *synthBackend) StartProfile(dir string, at int64) error {
 func (b *synthBackend) StopProfile(ctx context.Context, at int64, write bool) ([]string, error) {
 	rec := b.rec
 	b.rec = nil
-	rec.Stop(time.Unix(0, at))
+	rec.Stop(at)
 	if !write {
 		return nil, nil
 	}

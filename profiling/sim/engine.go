@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/profile-model/profile-model/synth"
 	"github.com/profile-model/profile-model/tracing"
 )
 
@@ -244,7 +245,7 @@ func (e *engine) drain() {
 func (e *engine) step(ctx context.Context) error {
 	e.dropAborted()
 	var batch []*request
-	s := Step{}
+	s := synth.Step{}
 	if len(e.waiting) > 0 && len(e.running) < e.cfg.MaxNumSeqs {
 		s.Kind = tracing.StepPrefill
 		n := 0
@@ -276,7 +277,7 @@ func (e *engine) step(ctx context.Context) error {
 	e.virt = s.Start + int64(dur)
 	e.count(s)
 
-	if err := e.pace(ctx, hostGap+dur); err != nil {
+	if err := e.pace(ctx, hostGap+dur.Time()); err != nil {
 		return err
 	}
 	now := e.clock.Now().UnixNano()
@@ -299,7 +300,7 @@ func (e *engine) step(ctx context.Context) error {
 	return nil
 }
 
-func (e *engine) count(s Step) {
+func (e *engine) count(s synth.Step) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	c := &e.counts

@@ -5,12 +5,15 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/profile-model/profile-model/synth"
+	"github.com/profile-model/profile-model/units"
 )
 
 // nopBackend prices every step at 10 ms and records nothing.
 type nopBackend struct{}
 
-func (nopBackend) Run(Step) time.Duration                                     { return 10 * time.Millisecond }
+func (nopBackend) Run(synth.Step) units.Duration                              { return units.FromTime(10 * time.Millisecond) }
 func (nopBackend) StartProfile(string, int64) error                           { return nil }
 func (nopBackend) StopProfile(context.Context, int64, bool) ([]string, error) { return nil, nil }
 

@@ -8,6 +8,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/klauspost/compress/gzip"
+
+	"github.com/profile-model/profile-model/units"
 )
 
 // DeviceProperties is one entry of a Kineto trace's deviceProperties list.
@@ -81,14 +83,14 @@ type Event struct {
 	Name    string
 	PID     int64
 	TID     int64
-	PIDName string // written instead of PID when set (Kineto's "Spans", "Traces")
-	TIDName string // written instead of TID when set
-	StrIDs  bool   // write PIDName and TIDName even when empty (Kineto's "Record Window End")
-	TS      int64  // ns
-	Dur     int64  // ns, complete events only
-	ID      int64  // flow id
-	BP      string // flow binding point ("e")
-	Scope   string // instant scope ("g", "t")
+	PIDName string         // written instead of PID when set (Kineto's "Spans", "Traces")
+	TIDName string         // written instead of TID when set
+	StrIDs  bool           // write PIDName and TIDName even when empty (Kineto's "Record Window End")
+	TS      int64          // ns
+	Dur     units.Duration // complete events only
+	ID      int64          // flow id
+	BP      string         // flow binding point ("e")
+	Scope   string         // instant scope ("g", "t")
 	Args    []Arg
 }
 
@@ -317,7 +319,7 @@ func (w *Writer) WriteEvent(e *Event) error {
 		b = append(b, ",\n    \"ts\": "...)
 		b = w.appendTS(b, e.TS)
 		b = append(b, ", \"dur\": "...)
-		b = appendMicros(b, e.Dur)
+		b = appendMicros(b, int64(e.Dur))
 	}
 	if len(e.Args) > 0 || e.Ph == 'X' || e.Ph == 'M' {
 		b = append(b, ",\n    \"args\": {\n"...)

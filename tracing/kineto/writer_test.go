@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/klauspost/compress/gzip"
+
+	"github.com/profile-model/profile-model/units"
 )
 
 // microsToNS parses Kineto's "<µs>.<3 decimals>" text exactly.
@@ -99,7 +101,7 @@ func TestWriterExactTimestamps(t *testing.T) {
 	for _, metaFirst := range []bool{false, true} {
 		var evs []Event
 		for i, ts := range times {
-			evs = append(evs, Event{Ph: 'X', Cat: "kernel", Name: "k" + strconv.Itoa(i), PID: 2, TID: 0, TS: ts, Dur: int64(i*1001 + 7)})
+			evs = append(evs, Event{Ph: 'X', Cat: "kernel", Name: "k" + strconv.Itoa(i), PID: 2, TID: 0, TS: ts, Dur: units.Duration(i*1001 + 7)})
 		}
 		data := writeTrace(t, WriterOptions{BaseTimeNS: base, MetaFirst: metaFirst, TraceName: "t", Devices: []DeviceProperties{MI355X(0)}, RoctracerVersion: "4.1", WorldSize: 1}, evs)
 		tr := decodeTrace(t, data)
