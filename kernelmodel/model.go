@@ -38,7 +38,7 @@ const (
 // KernelRun is one kernel a step runs.
 type KernelRun struct {
 	Name      string // full kernel name as a trace shows it
-	ShortName string // the compatible short name (corpus README)
+	ShortName string // the short name of the per-layer tables (inventory.CompatShortName)
 	Dur       units.Duration
 	Gap       units.Duration // the stream idles this long before the kernel (launch latency)
 	Section   Section
@@ -184,10 +184,11 @@ func parseModelData(data []byte) (*Model, error) {
 var concPrefix = regexp.MustCompile(`^conc(\d+)_`)
 
 // FromLayerCSV builds a model whose decode layer comes from per-layer
-// tables in the compatible CSV format (SPEC §3.7), e.g. the seed's
-// conc8_layer.csv. Each file's batch size is read from its conc{N}_ name
-// prefix. With several tables, a step's timings are interpolated linearly in
-// batch size between the two nearest tables (when they have the same
+// tables (pos,short_name,kernel,avg_us,std_us,min_us,max_us,pct,count, as
+// `profile-model layers` writes them), e.g. conc8_layer.csv. Each file's
+// batch size is read from its conc{N}_ name prefix. With several tables, a
+// step's timings are interpolated linearly in batch size between the two
+// nearest tables (when they have the same
 // positions; otherwise the nearest table is used as is, and outside the
 // tables' range the nearest one). With one table, every batch size gets that
 // table. Durations are drawn around each position's avg with its std,

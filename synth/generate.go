@@ -30,7 +30,7 @@ type GenerateOptions struct {
 	ModelName      string             // served model name (file name of WriteATOM); "" : MiniMaxAI/MiniMax-M2.5
 	Start          time.Time          // profiler start; zero: a fixed date, so output is reproducible
 
-	// Variants for robust layer detection (issue 3).
+	// Variants that make layer detection hard (cases for the robust layer mode).
 	RenameAnchor string // rename the paged-attention kernel (the compat anchor pa_bf16) to this name
 	TwoStreams   bool   // run the post-attention copy and the router GEMM on a second, overlapping stream
 	Alternate    bool   // odd layers are dense (an MLP instead of the MoE block): two kernel sequences

@@ -274,8 +274,8 @@ func TestGPUSectionInStartOrder(t *testing.T) {
 
 // TestTruthCountsTheCommonLayerShape: steps whose batch size picks other
 // kernels (MoE sorting in one or two phases) have layers of another length;
-// the truth's positions count only layers of the most common length, as the
-// seed's anchor slicing does.
+// the truth's positions count only layers of the most common length, as
+// `layers --mode compat` does.
 func TestTruthCountsTheCommonLayerShape(t *testing.T) {
 	t.Parallel()
 	m := kernelmodel.Default()

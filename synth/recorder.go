@@ -177,13 +177,6 @@ func (r *Recorder) Stop(at int64) {
 	r.stop = at
 }
 
-// Steps is the number of steps recorded.
-func (r *Recorder) Steps() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.steps)
-}
-
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]`)
 
 // TraceFileName is ATOM's trace file name for model at time t:
@@ -557,26 +550,25 @@ func (e *emitter) all(first int64) {
 	if e.r.stop != 0 {
 		last = max(last, e.r.stop)
 	}
-	meta := func(name string, pid, tid int64, key string, v kineto.Arg) {
+	meta := func(name string, pid, tid int64, v kineto.Arg) {
 		e.ev = kineto.Event{Ph: 'M', Name: name, PID: pid, TID: tid, TS: first, Args: e.ev.Args[:0]}
-		v.Key = key
 		e.arg(v)
 		e.emit()
 	}
-	meta("process_name", cpuPID, 0, "name", kineto.StrArg("", "python3"))
-	meta("process_labels", cpuPID, 0, "labels", kineto.StrArg("", "CPU"))
-	meta("process_sort_index", cpuPID, 0, "sort_index", kineto.IntArg("", cpuPID))
+	meta("process_name", cpuPID, 0, kineto.StrArg("name", "python3"))
+	meta("process_labels", cpuPID, 0, kineto.StrArg("labels", "CPU"))
+	meta("process_sort_index", cpuPID, 0, kineto.IntArg("sort_index", cpuPID))
 	for g := int64(0); g < 10; g++ {
-		meta("process_name", g, 0, "name", kineto.StrArg("", "python3"))
-		meta("process_labels", g, 0, "labels", kineto.StrArg("", "GPU "+strconv.FormatInt(g, 10)))
-		meta("process_sort_index", g, 0, "sort_index", kineto.IntArg("", 5000000+g))
+		meta("process_name", g, 0, kineto.StrArg("name", "python3"))
+		meta("process_labels", g, 0, kineto.StrArg("labels", "GPU "+strconv.FormatInt(g, 10)))
+		meta("process_sort_index", g, 0, kineto.IntArg("sort_index", 5000000+g))
 	}
-	meta("thread_name", gpuPID, mainStream, "name", kineto.StrArg("", "stream 0 "))
-	meta("thread_sort_index", gpuPID, mainStream, "sort_index", kineto.IntArg("", mainStream))
-	meta("thread_name", gpuPID, sideStream, "name", kineto.StrArg("", "stream 1 "))
-	meta("thread_sort_index", gpuPID, sideStream, "sort_index", kineto.IntArg("", sideStream))
-	meta("thread_name", cpuPID, cpuTID, "name", kineto.StrArg("", "thread "+strconv.Itoa(cpuTID)+" (python3)"))
-	meta("thread_sort_index", cpuPID, cpuTID, "sort_index", kineto.IntArg("", cpuTID))
+	meta("thread_name", gpuPID, mainStream, kineto.StrArg("name", "stream 0 "))
+	meta("thread_sort_index", gpuPID, mainStream, kineto.IntArg("sort_index", mainStream))
+	meta("thread_name", gpuPID, sideStream, kineto.StrArg("name", "stream 1 "))
+	meta("thread_sort_index", gpuPID, sideStream, kineto.IntArg("sort_index", sideStream))
+	meta("thread_name", cpuPID, cpuTID, kineto.StrArg("name", "thread "+strconv.Itoa(cpuTID)+" (python3)"))
+	meta("thread_sort_index", cpuPID, cpuTID, kineto.IntArg("sort_index", cpuTID))
 	e.ev = kineto.Event{Ph: 'X', Cat: "Trace", Name: "PyTorch Profiler (0)", PIDName: "Spans", TIDName: "PyTorch Profiler", TS: first, Dur: units.Duration(last - first), Args: e.ev.Args[:0]}
 	e.arg(kineto.IntArg("Op count", 0))
 	e.emit()
@@ -807,9 +799,10 @@ type Truth struct {
 	Layers                    int            `json:"layers_per_step"`
 	KernelsPerLayer           []int          `json:"kernels_per_layer"` // one entry per layer kind
 	Positions                 []TruthPos     `json:"positions"`         // decode layers of steps whose GPU events were written
-	// CompatPositions counts decode layers as the seed's anchor slicing
-	// does: a layer counts only when the next anchor follows exactly one
-	// layer later, so the last layer of each decode step is left out.
+	// CompatPositions counts decode layers as `layers --mode compat`
+	// slices them from anchor to anchor: a layer counts only when the next
+	// anchor follows exactly one layer later, so the last layer of each
+	// decode step is left out.
 	CompatPositions  []TruthPos `json:"compat_positions"`
 	PrefillPositions []TruthPos `json:"prefill_positions"`
 	Kernels          int        `json:"kernels"` // GPU kernels written
@@ -863,9 +856,9 @@ func (r *Recorder) truth(pl []placed) *Truth {
 	var gpuFirst, gpuLast int64 = math.MaxInt64, 0
 	var ks []kernelmodel.KernelRun
 	// Layer lengths per kind: a step whose batch size picks other kernels can
-	// have layers of another length. Like the seed's anchor slicing (the most
-	// common distance wins), positions count only layers of the most common
-	// length of their kind.
+	// have layers of another length. As in `layers --mode compat` (the most
+	// common anchor-to-anchor distance wins), positions count only layers of
+	// the most common length of their kind.
 	type kindLen struct{ decode, kind, n int }
 	lengths := map[kindLen]int{}
 	layerLen := func(ks []kernelmodel.KernelRun, p *placed) map[int]int {

@@ -165,12 +165,9 @@ func (t *Tokenizer) Count(text string) int {
 	return len(t.Encode(text)) + t.special
 }
 
-// SpecialTokens is the number of tokens the post-processor adds to a single
+// specialTokens is the number of tokens the post-processor adds to a single
 // sequence (a BOS for Llama 3, none for Qwen).
-func (t *Tokenizer) SpecialTokens() int { return t.special }
-
-// VocabSize is one more than the largest token id.
-func (t *Tokenizer) VocabSize() int { return len(t.idToToken) }
+func (t *Tokenizer) specialTokens() int { return t.special }
 
 // Decode turns ids back into text; unknown ids are skipped. It is meant for
 // tests and debugging: it handles the byte-level, byte-fallback and

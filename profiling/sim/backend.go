@@ -7,10 +7,10 @@ import (
 	"github.com/profile-model/profile-model/units"
 )
 
-// Backend is the GPU side of the engine: it prices each step from a kernel
+// backend is the GPU side of the engine: it prices each step from a kernel
 // model and, while profiling, records the steps that ran. The engine calls it
 // from its one goroutine only, so implementations need no locking.
-type Backend interface {
+type backend interface {
 	// Run prices one step the scheduler decided (kind, batch, tokens,
 	// context, start) and records it when profiling; the returned duration
 	// is the time its kernels keep the GPU busy, at full scale.

@@ -31,7 +31,7 @@ type synthBackend struct {
 
 // newSynthBackend builds the default backend: the built-in MiniMax-M2.5
 // model, or the per-layer tables of cfg.KernelCSVs.
-func newSynthBackend(cfg *Config) (Backend, error) {
+func newSynthBackend(cfg *Config) (backend, error) {
 	m := kernelmodel.Default()
 	if len(cfg.KernelCSVs) > 0 {
 		var err error
@@ -114,7 +114,7 @@ func (b *synthBackend) export(ctx context.Context, rec *synth.Recorder) (string,
 	if err := os.MkdirAll(rankDir, 0o755); err != nil {
 		return "", fmt.Errorf("writing trace: %w", err)
 	}
-	gzPath := filepath.Join(rankDir, synth.TraceFileName(b.cfg.Model, b.cfg.Clock.Now()))
+	gzPath := filepath.Join(rankDir, synth.TraceFileName(b.cfg.Model, b.cfg.clock.Now()))
 	jsonPath := strings.TrimSuffix(gzPath, ".gz")
 	err := atomicfile.WriteFunc(jsonPath, func(w io.Writer) error {
 		_, err := rec.WriteTrace(ctx, w, kineto.WriterOptions{TraceName: jsonPath})
@@ -124,7 +124,7 @@ func (b *synthBackend) export(ctx context.Context, rec *synth.Recorder) (string,
 		return "", err
 	}
 	if b.cfg.ExportDelay > 0 {
-		if err := b.cfg.Clock.Sleep(ctx, b.cfg.ExportDelay); err != nil {
+		if err := b.cfg.clock.Sleep(ctx, b.cfg.ExportDelay); err != nil {
 			return "", err
 		}
 	}

@@ -94,8 +94,8 @@ type profileReply struct {
 	err  error
 }
 
-// StepCounts is what the engine executed, for tests and logs.
-type StepCounts struct {
+// stepCounts is what the engine executed, for tests and logs.
+type stepCounts struct {
 	Prefill, Decode int64 // steps run
 	// ProfiledPrefill and ProfiledDecode count the steps of the last
 	// profiling window (start to stop).
@@ -107,8 +107,8 @@ type StepCounts struct {
 // engine is the scheduler: one goroutine owns waiting, running and the backend.
 type engine struct {
 	cfg     *Config
-	backend Backend
-	clock   Clock
+	backend backend
+	clock   clock
 	submit  chan *request
 	cmds    chan profileCmd
 
@@ -120,11 +120,11 @@ type engine struct {
 	profiling bool
 
 	mu     sync.Mutex // guards counts
-	counts StepCounts
+	counts stepCounts
 }
 
-func newEngine(cfg *Config, b Backend) *engine {
-	e := &engine{cfg: cfg, backend: b, clock: cfg.Clock,
+func newEngine(cfg *Config, b backend) *engine {
+	e := &engine{cfg: cfg, backend: b, clock: cfg.clock,
 		submit: make(chan *request, 1024), cmds: make(chan profileCmd)}
 	return e
 }
@@ -186,7 +186,7 @@ func (e *engine) handle(c profileCmd) {
 }
 
 // stepCounts returns a copy of the counters.
-func (e *engine) stepCounts() StepCounts {
+func (e *engine) stepCounts() stepCounts {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	c := e.counts
@@ -348,8 +348,8 @@ func (e *engine) dropAborted() {
 	e.running = keep(e.running)
 }
 
-// Clock is the engine's view of wall time; tests may drive it.
-type Clock interface {
+// clock is the engine's view of wall time; tests may drive it.
+type clock interface {
 	Now() time.Time
 	// Sleep waits for d or until ctx is done (then it returns ctx.Err()).
 	Sleep(ctx context.Context, d time.Duration) error

@@ -100,8 +100,8 @@ func start(t *testing.T, cfg Config) *testServer {
 	if cfg.Model == "" {
 		cfg.Model = "m"
 	}
-	if cfg.Clock == nil {
-		cfg.Clock = newFakeClock()
+	if cfg.clock == nil {
+		cfg.clock = newFakeClock()
 	}
 	srv, err := New(cfg)
 	require.NoError(t, err)

@@ -45,34 +45,30 @@ type WriterOptions struct {
 	GzipLevel         int    // gzip level; 0 means gzip.BestSpeed
 }
 
-// ArgKind says how an Arg's value is written.
-type ArgKind uint8
+// argKind says how an Arg's value is written.
+type argKind uint8
 
 const (
-	ArgInt ArgKind = iota
-	ArgString
-	ArgInts  // JSON array of integers (grid, block)
-	ArgNull  // JSON null
-	ArgFloat // a decimal written as given in Str (already formatted)
+	argInt argKind = iota
+	argString
+	argInts // JSON array of integers (grid, block)
+	argNull // JSON null
 )
 
-// Arg is one entry of an event's args object.
+// Arg is one entry of an event's args object; IntArg, StrArg, IntsArg and
+// NullArg build one.
 type Arg struct {
-	Key  string
-	Kind ArgKind
-	Int  int64
-	Str  string
-	Ints []int64
+	key  string
+	kind argKind
+	i    int64
+	s    string
+	ints []int64
 }
 
-// IntArg, StrArg, IntsArg, NullArg and FloatTextArg build args.
-func IntArg(k string, v int64) Arg    { return Arg{Key: k, Kind: ArgInt, Int: v} }
-func StrArg(k, v string) Arg          { return Arg{Key: k, Kind: ArgString, Str: v} }
-func IntsArg(k string, v []int64) Arg { return Arg{Key: k, Kind: ArgInts, Ints: v} }
-func NullArg(k string) Arg            { return Arg{Key: k, Kind: ArgNull} }
-
-// FloatTextArg writes text (an already formatted JSON number) as the value.
-func FloatTextArg(k, text string) Arg { return Arg{Key: k, Kind: ArgFloat, Str: text} }
+func IntArg(k string, v int64) Arg    { return Arg{key: k, kind: argInt, i: v} }
+func StrArg(k, v string) Arg          { return Arg{key: k, kind: argString, s: v} }
+func IntsArg(k string, v []int64) Arg { return Arg{key: k, kind: argInts, ints: v} }
+func NullArg(k string) Arg            { return Arg{key: k, kind: argNull} }
 
 // Event is one trace event to write. Times are absolute integer
 // nanoseconds on the trace clock; Writer subtracts BaseTimeNS and writes
@@ -330,30 +326,24 @@ func (w *Writer) WriteEvent(e *Event) error {
 			} else {
 				b = append(b, ", "...)
 			}
-			b = appendJSONString(b, a.Key)
+			b = appendJSONString(b, a.key)
 			b = append(b, ": "...)
-			switch a.Kind {
-			case ArgInt:
-				b = strconv.AppendInt(b, a.Int, 10)
-			case ArgString:
-				b = w.appendStr(b, a.Str)
-			case ArgInts:
+			switch a.kind {
+			case argInt:
+				b = strconv.AppendInt(b, a.i, 10)
+			case argString:
+				b = w.appendStr(b, a.s)
+			case argInts:
 				b = append(b, '[')
-				for j, v := range a.Ints {
+				for j, v := range a.ints {
 					if j > 0 {
 						b = append(b, ", "...)
 					}
 					b = strconv.AppendInt(b, v, 10)
 				}
 				b = append(b, ']')
-			case ArgNull:
+			case argNull:
 				b = append(b, "null"...)
-			case ArgFloat:
-				if a.Str == "" {
-					b = append(b, '0')
-				} else {
-					b = append(b, a.Str...)
-				}
 			}
 		}
 		if len(e.Args) > 0 {
