@@ -41,11 +41,11 @@ fuzz:
 	./scripts/fuzz.sh $(FUZZTIME)
 
 # Rewrite the data files that tests derive and compare (-update), never anything
-# else: today the kernel model derived from the corpus tables (synth/data/).
+# else: today the kernel model derived from the corpus tables (kernelmodel/data/).
 # Read the diff before committing.
 update-golden:
-	$(GO) test -count=1 ./synth/ -run TestDerivedModelData -args -update
-	git diff --stat -- synth/data
+	$(GO) test -count=1 ./kernelmodel/ -run TestDerivedModelData -args -update
+	git diff --stat -- kernelmodel/data
 
 clean:
 	rm -rf bin demo-out

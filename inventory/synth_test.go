@@ -10,18 +10,20 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/profile-model/profile-model/internal/corpus"
 	"github.com/profile-model/profile-model/inventory"
+	"github.com/profile-model/profile-model/kernelmodel"
 	"github.com/profile-model/profile-model/synth"
 	"github.com/profile-model/profile-model/tracing"
-	"github.com/stretchr/testify/require"
 )
 
 // genTrace writes a synthetic ATOM trace from a compatible layer CSV of the
 // corpus into a temporary directory and loads it.
 func genTrace(t *testing.T, csv string, opts synth.GenerateOptions) (*tracing.Trace, *synth.Truth) {
 	t.Helper()
-	m, err := synth.ModelFromLayerCSV(csv)
+	m, err := kernelmodel.FromLayerCSV(csv)
 	require.NoError(t, err)
 	opts.Model = m
 	if opts.PythonPerStep == 0 {

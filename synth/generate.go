@@ -8,27 +8,29 @@ import (
 	"strings"
 	"time"
 
+	"github.com/profile-model/profile-model/kernelmodel"
 	"github.com/profile-model/profile-model/tracing"
+	"github.com/profile-model/profile-model/tracing/kineto"
 )
 
 // GenerateOptions describes a synthetic ATOM-style trace.
 type GenerateOptions struct {
-	Model          *Model        // nil: DefaultModel()
-	Layers         int           // transformer layers per step; 0: the model's
-	DecodeSteps    int           // decode steps
-	PrefillSteps   int           // prefill steps, spread evenly among the decode steps
-	BS             int           // decode batch size (the last 5% of decode steps run BS-1 when that runs the same kernels)
-	PromptLen      int           // prompt length upper bound; lengths are uniform in [0.8·L, L]; 0: 1024
-	Seed           uint64        // random seed (same seed, same trace)
-	GPUWindow      time.Duration // drop GPU events outside the last GPUWindow (profiler buffer)
-	GPUWindowExact bool          // cut at the exact time, not at a step boundary
-	PythonPerStep  int           // python_function events per step; 0: the Recorder's default, <0: none
-	Gzip           bool          // gzip the output
-	MetaFirst      bool          // write traceName, displayTimeUnit and baseTimeNanoseconds before traceEvents (Kineto writes them after)
-	ModelName      string        // served model name (file name of WriteATOM); "" : MiniMaxAI/MiniMax-M2.5
-	Start          time.Time     // profiler start; zero: a fixed date, so output is reproducible
+	Model          *kernelmodel.Model // nil: kernelmodel.Default()
+	Layers         int                // transformer layers per step; 0: the model's
+	DecodeSteps    int                // decode steps
+	PrefillSteps   int                // prefill steps, spread evenly among the decode steps
+	BS             int                // decode batch size (the last 5% of decode steps run BS-1 when that runs the same kernels)
+	PromptLen      int                // prompt length upper bound; lengths are uniform in [0.8·L, L]; 0: 1024
+	Seed           uint64             // random seed (same seed, same trace)
+	GPUWindow      time.Duration      // drop GPU events outside the last GPUWindow (profiler buffer)
+	GPUWindowExact bool               // cut at the exact time, not at a step boundary
+	PythonPerStep  int                // python_function events per step; 0: the Recorder's default, <0: none
+	Gzip           bool               // gzip the output
+	MetaFirst      bool               // write traceName, displayTimeUnit and baseTimeNanoseconds before traceEvents (Kineto writes them after)
+	ModelName      string             // served model name (file name of WriteATOM); "" : MiniMaxAI/MiniMax-M2.5
+	Start          time.Time          // profiler start; zero: a fixed date, so output is reproducible
 
-	// Variants for robust layer detection (issue 3).
+	// Variants that make layer detection hard (cases for the robust layer mode).
 	RenameAnchor string // rename the paged-attention kernel (the compat anchor pa_bf16) to this name
 	TwoStreams   bool   // run the post-attention copy and the router GEMM on a second, overlapping stream
 	Alternate    bool   // odd layers are dense (an MLP instead of the MoE block): two kernel sequences
@@ -43,10 +45,10 @@ var defaultStart = time.Date(2026, 3, 14, 9, 26, 53, 589_000_000, time.UTC)
 func NewRecording(ctx context.Context, opts GenerateOptions) (*Recorder, error) {
 	m := opts.Model
 	if m == nil {
-		m = DefaultModel()
+		m = kernelmodel.Default()
 	}
-	if len(m.specs) == 0 {
-		return nil, fmt.Errorf("synth: kernel model %s has no data", m.Name)
+	if m.Layers <= 0 {
+		return nil, fmt.Errorf("synth: kernel model %s has no layers", m.Name)
 	}
 	mm := *m
 	if opts.Layers > 0 {
@@ -70,8 +72,8 @@ func NewRecording(ctx context.Context, opts GenerateOptions) (*Recorder, error) 
 	}
 	rng := rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x5851F42D4C957F2D))
 	rec := NewRecorder(RecorderOptions{Model: opts.ModelName, GPUWindow: opts.GPUWindow, GPUWindowExact: opts.GPUWindowExact, PythonPerStep: opts.PythonPerStep})
-	rec.Start(start)
-	clock := start.Add(200 * time.Microsecond)
+	rec.Start(start.UnixNano())
+	clock := start.UnixNano() + int64(200*time.Microsecond) // trace clock, ns
 	ctxPerSeq := int(0.9 * float64(opts.PromptLen))
 	prefillAt := func(p int) int { return p * opts.DecodeSteps / max(opts.PrefillSteps, 1) }
 	nextPrefill := 0
@@ -95,7 +97,7 @@ func NewRecording(ctx context.Context, opts GenerateOptions) (*Recorder, error) 
 			runs := mm.PrefillStep(opts.BS, tokens, rng)
 			runs = applyVariants(runs, &opts, rng)
 			rec.Record(Step{Kind: tracing.StepPrefill, BS: opts.BS, Tokens: tokens, Start: clock, Kernels: runs})
-			clock = clock.Add(time.Duration(Duration(runs)) + 300*time.Microsecond)
+			clock += int64(kernelmodel.StepTime(runs)) + int64(300*time.Microsecond)
 			nextPrefill++
 			ctxPerSeq = int(0.9 * float64(opts.PromptLen))
 		}
@@ -109,7 +111,7 @@ func NewRecording(ctx context.Context, opts GenerateOptions) (*Recorder, error) 
 		runs := mm.DecodeStep(bs, bs*ctxPerSeq, rng)
 		runs = applyVariants(runs, &opts, rng)
 		rec.Record(Step{Kind: tracing.StepDecode, BS: bs, Tokens: bs, Start: clock, Kernels: runs, Eager: opts.EagerDecode})
-		clock = clock.Add(time.Duration(Duration(runs)) + 300*time.Microsecond)
+		clock += int64(kernelmodel.StepTime(runs)) + int64(300*time.Microsecond)
 		ctxPerSeq++
 	}
 	rec.Stop(clock)
@@ -122,10 +124,10 @@ func Generate(ctx context.Context, w io.Writer, opts GenerateOptions) (*Truth, e
 	if err != nil {
 		return nil, err
 	}
-	return rec.WriteTrace(ctx, w, tracing.WriterOptions{Gzip: opts.Gzip, MetaFirst: opts.MetaFirst, TraceName: "synthetic ATOM trace"})
+	return rec.WriteTrace(ctx, w, kineto.WriterOptions{Gzip: opts.Gzip, MetaFirst: opts.MetaFirst, TraceName: "synthetic ATOM trace"})
 }
 
-func sameLayer(a, b []LayerPosition) bool {
+func sameLayer(a, b []kernelmodel.LayerPosition) bool {
 	if len(a) != len(b) {
 		return false
 	}
@@ -138,7 +140,7 @@ func sameLayer(a, b []LayerPosition) bool {
 }
 
 // applyVariants changes a step's kernels as the robust-mode variants ask.
-func applyVariants(runs []KernelRun, o *GenerateOptions, rng *rand.Rand) []KernelRun {
+func applyVariants(runs []kernelmodel.KernelRun, o *GenerateOptions, rng *rand.Rand) []kernelmodel.KernelRun {
 	if o.Alternate {
 		runs = alternate(runs, rng)
 	}
@@ -174,11 +176,11 @@ func isMoEBlock(short string) bool {
 
 // alternate rewrites every odd layer: the MoE block (from the router GEMM to
 // the second expert GEMM, with the quantisations between) becomes a dense MLP.
-func alternate(runs []KernelRun, rng *rand.Rand) []KernelRun {
-	out := make([]KernelRun, 0, len(runs))
+func alternate(runs []kernelmodel.KernelRun, rng *rand.Rand) []kernelmodel.KernelRun {
+	out := make([]kernelmodel.KernelRun, 0, len(runs))
 	for i := 0; i < len(runs); {
 		r := runs[i]
-		if r.Layer < 0 || r.Layer%2 == 0 || r.Section != SectionForward {
+		if r.Layer < 0 || r.Layer%2 == 0 || r.Section != kernelmodel.SectionForward {
 			out = append(out, r)
 			i++
 			continue
@@ -199,16 +201,15 @@ func alternate(runs []KernelRun, rng *rand.Rand) []KernelRun {
 				last = k
 			}
 		}
-		var seq []KernelRun
+		var seq []kernelmodel.KernelRun
 		if first < 0 {
 			seq = append(seq, block...)
 		} else {
 			seq = append(seq, block[:first]...)
 			for _, d := range denseMLP {
-				seq = append(seq, KernelRun{
-					Name: d.name, ShortName: d.short, Dur: draw(rng, d.avg, d.avg*0.05, d.avg*0.85, d.avg*1.3),
-					Gap: gap(rng, 0.6, 1.6), Section: SectionForward, Layer: layer, Launch: launchFor(d.name),
-				})
+				k := kernelmodel.DrawKernel(rng, d.short, d.name, d.avg)
+				k.Layer = layer
+				seq = append(seq, k)
 			}
 			seq = append(seq, block[last+1:]...)
 		}

@@ -11,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/profile-model/profile-model/kernelmodel"
 	"github.com/profile-model/profile-model/tracing"
+	"github.com/profile-model/profile-model/tracing/kineto"
 )
 
 type rawEvent struct {
@@ -272,20 +274,20 @@ func TestGPUSectionInStartOrder(t *testing.T) {
 
 // TestTruthCountsTheCommonLayerShape: steps whose batch size picks other
 // kernels (MoE sorting in one or two phases) have layers of another length;
-// the truth's positions count only layers of the most common length, as the
-// seed's anchor slicing does.
+// the truth's positions count only layers of the most common length, as
+// `layers --mode compat` does.
 func TestTruthCountsTheCommonLayerShape(t *testing.T) {
 	t.Parallel()
-	m := DefaultModel()
+	m := kernelmodel.Default()
 	m.Layers = 3
 	rng := rand.New(rand.NewPCG(1, 1))
 	rec := NewRecorder(RecorderOptions{PythonPerStep: -1})
-	at := defaultStart
+	at := defaultStart.UnixNano()
 	for i, bs := range []int{32, 32, 16, 32, 16, 32} {
 		runs := m.DecodeStep(bs, 0, rng)
-		rec.Record(Step{Kind: tracing.StepDecode, BS: bs, Tokens: bs, Start: at.Add(time.Duration(i) * 50 * time.Millisecond), Kernels: runs})
+		rec.Record(Step{Kind: tracing.StepDecode, BS: bs, Tokens: bs, Start: at + int64(i)*int64(50*time.Millisecond), Kernels: runs})
 	}
-	truth, err := rec.WriteTrace(context.Background(), io.Discard, tracing.WriterOptions{})
+	truth, err := rec.WriteTrace(context.Background(), io.Discard, kineto.WriterOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -329,11 +331,11 @@ func TestEmptyProfile(t *testing.T) {
 	for _, started := range []bool{false, true} {
 		rec := NewRecorder(RecorderOptions{})
 		if started {
-			rec.Start(defaultStart)
-			rec.Stop(defaultStart.Add(2 * time.Second))
+			rec.Start(defaultStart.UnixNano())
+			rec.Stop(defaultStart.Add(2 * time.Second).UnixNano())
 		}
 		var buf bytes.Buffer
-		truth, err := rec.WriteTrace(context.Background(), &buf, tracing.WriterOptions{})
+		truth, err := rec.WriteTrace(context.Background(), &buf, kineto.WriterOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

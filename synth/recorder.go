@@ -16,17 +16,30 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/gzip"
+
 	"github.com/profile-model/profile-model/internal/atomicfile"
+	"github.com/profile-model/profile-model/kernelmodel"
 	"github.com/profile-model/profile-model/tracing"
+	"github.com/profile-model/profile-model/tracing/kineto"
+	"github.com/profile-model/profile-model/units"
 )
 
-// Step is one engine step as the engine executed it.
+// Step is one engine step as an engine ran it: the simulated engine's
+// scheduler (or Generate) decides its kind, batch, tokens and start, a
+// kernelmodel.Model prices its kernels, and a Recorder writes it. It is the
+// engine's own account, exact and complete; tracing.Step is what a trace
+// shows of a step once read back.
 type Step struct {
-	Kind    tracing.StepKind // tracing.StepDecode or tracing.StepPrefill
-	BS      int              // sequences in the step
-	Tokens  int              // tokens processed (a decode step: BS)
-	Start   time.Time        // when the engine began the step, on its own clock
-	Kernels []KernelRun      // from Model.DecodeStep / PrefillStep; Record packs a copy
+	Kind          tracing.StepKind // tracing.StepDecode or tracing.StepPrefill
+	BS            int              // sequences in the step
+	Tokens        int              // tokens processed: prompt tokens for prefill, BS for decode
+	ContextTokens int              // KV-cache length summed over the sequences, this step's tokens included
+	// Start is when the step's GPU work begins, on the trace clock
+	// (nanoseconds since the Unix epoch).
+	Start int64
+	// Kernels are what the step ran, from Model.DecodeStep or PrefillStep;
+	// Record keeps a packed copy.
+	Kernels []kernelmodel.KernelRun
 	// Eager marks a decode step run without graph replay: every kernel is
 	// launched eagerly and, as older ATOM releases do, the step is labelled
 	// prefill[bs=N tok=N ...].
@@ -69,23 +82,23 @@ type RecorderOptions struct {
 type Recorder struct {
 	opts   RecorderOptions
 	mu     sync.Mutex
-	start  time.Time
-	stop   time.Time
+	start  int64 // trace clock, ns; 0: not started
+	stop   int64
 	steps  []Step        // Kernels nil: kept packed in kernels
 	packed [][]kernelRec // per step
 	strs   []string      // interned names
 	strIdx map[string]int32
 }
 
-// kernelRec is a KernelRun packed for storage (a long profile records
+// kernelRec is a kernelmodel.KernelRun packed for storage (a long profile records
 // millions): names interned, small fields narrowed.
 type kernelRec struct {
-	dur                 int64
+	dur                 units.Duration
 	gap                 int32
 	name, short, launch int32
 	layer, pos          int16
 	layerKind, stream   uint8
-	section             Section
+	section             kernelmodel.Section
 }
 
 func (r *Recorder) intern(s string) int32 {
@@ -100,7 +113,7 @@ func (r *Recorder) intern(s string) int32 {
 	return int32(len(r.strs) - 1)
 }
 
-func (r *Recorder) pack(runs []KernelRun) []kernelRec {
+func (r *Recorder) pack(runs []kernelmodel.KernelRun) []kernelRec {
 	out := make([]kernelRec, len(runs))
 	for i := range runs {
 		k := &runs[i]
@@ -114,12 +127,12 @@ func (r *Recorder) pack(runs []KernelRun) []kernelRec {
 }
 
 // expand unpacks step i's kernels into buf.
-func (r *Recorder) expand(i int, buf []KernelRun) []KernelRun {
+func (r *Recorder) expand(i int, buf []kernelmodel.KernelRun) []kernelmodel.KernelRun {
 	buf = buf[:0]
 	for _, k := range r.packed[i] {
-		buf = append(buf, KernelRun{
+		buf = append(buf, kernelmodel.KernelRun{
 			Name: r.strs[k.name], ShortName: r.strs[k.short], Launch: r.strs[k.launch],
-			Dur: k.dur, Gap: int64(k.gap), Section: k.section,
+			Dur: k.dur, Gap: units.Duration(k.gap), Section: k.section,
 			Layer: int(k.layer), Pos: int(k.pos), LayerKind: int(k.layerKind), Stream: int(k.stream),
 		})
 	}
@@ -137,18 +150,19 @@ func NewRecorder(opts RecorderOptions) *Recorder {
 	return &Recorder{opts: opts}
 }
 
-// Start marks the start of the profiled window (torch profiler start).
-func (r *Recorder) Start(t time.Time) {
+// Start marks the start of the profiled window (torch profiler start) at
+// trace time at (ns since the Unix epoch).
+func (r *Recorder) Start(at int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.start = t
+	r.start = at
 }
 
 // Record adds one executed step.
 func (r *Recorder) Record(s Step) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.start.IsZero() {
+	if r.start == 0 {
 		r.start = s.Start
 	}
 	r.packed = append(r.packed, r.pack(s.Kernels))
@@ -156,18 +170,11 @@ func (r *Recorder) Record(s Step) {
 	r.steps = append(r.steps, s)
 }
 
-// Stop marks the end of the profiled window.
-func (r *Recorder) Stop(t time.Time) {
+// Stop marks the end of the profiled window at trace time at.
+func (r *Recorder) Stop(at int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.stop = t
-}
-
-// Steps is the number of steps recorded.
-func (r *Recorder) Steps() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.steps)
+	r.stop = at
 }
 
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]`)
@@ -200,7 +207,7 @@ func (r *Recorder) WriteATOM(ctx context.Context, dir string, now time.Time) (st
 	var truth *Truth
 	err := atomicfile.WriteFunc(jsonPath, func(w io.Writer) error {
 		var err error
-		truth, err = r.WriteTrace(ctx, w, tracing.WriterOptions{TraceName: jsonPath})
+		truth, err = r.WriteTrace(ctx, w, kineto.WriterOptions{TraceName: jsonPath})
 		return err
 	})
 	if err != nil {
@@ -301,13 +308,13 @@ func stepLabel(s *Step) string {
 func (r *Recorder) layout() []placed {
 	out := make([]placed, len(r.steps))
 	var prevEnd, ext, corr int64 = 0, 1000, 50000
-	var ks []KernelRun
+	var ks []kernelmodel.KernelRun
 	for i := range r.steps {
 		s := &r.steps[i]
 		ks = r.expand(i, ks)
 		p := &out[i]
 		p.label = stepLabel(s)
-		cpu := max(s.Start.UnixNano(), prevEnd+hostGapNS)
+		cpu := max(s.Start, prevEnd+hostGapNS)
 		p.cpuStart = cpu
 		ext++
 		p.firstExt = ext
@@ -319,22 +326,22 @@ func (r *Recorder) layout() []placed {
 		place := func(k int, notBefore int64) {
 			kr := &ks[k]
 			if kr.Stream != 0 {
-				st := max(lastMainStart+kr.Gap, side)
+				st := max(lastMainStart+int64(kr.Gap), side)
 				p.starts[k] = st
-				side = st + kr.Dur
+				side = st + int64(kr.Dur)
 				return
 			}
-			st := max(gpu+kr.Gap, notBefore)
+			st := max(gpu+int64(kr.Gap), notBefore)
 			p.starts[k] = st
 			lastMainStart = st
-			gpu = st + kr.Dur
+			gpu = st + int64(kr.Dur)
 		}
 		eager := s.eagerForward()
 		// Prep and (eager) forward kernels: one launch each, 2-8 µs apart.
 		firstGPU := true
 		for k := range ks {
 			kr := &ks[k]
-			if kr.Section == SectionSample || (!eager && kr.Section == SectionForward) {
+			if kr.Section == kernelmodel.SectionSample || (!eager && kr.Section == kernelmodel.SectionForward) {
 				continue
 			}
 			cur += launchDurNS + 3_000
@@ -355,7 +362,7 @@ func (r *Recorder) layout() []placed {
 			p.graphCorr = corr
 			gpu = max(gpu, cur+15_000)
 			for k := range ks {
-				if ks[k].Section == SectionForward {
+				if ks[k].Section == kernelmodel.SectionForward {
 					p.corrs[k] = corr
 					place(k, 0)
 					if firstGPU {
@@ -371,7 +378,7 @@ func (r *Recorder) layout() []placed {
 		// The sampler: launched after the annotation, runs after the forward pass.
 		cur = p.cpuEnd + 10_000
 		for k := range ks {
-			if ks[k].Section == SectionSample {
+			if ks[k].Section == kernelmodel.SectionSample {
 				cur += launchDurNS + 3_000
 				p.launches[k] = cur
 				ext++
@@ -419,13 +426,13 @@ func (r *Recorder) applyWindow(pl []placed) {
 // WriteTrace writes the recorded steps as a Kineto trace (plain JSON unless
 // opts.Gzip) and returns the truth of what it wrote. Device, base time and
 // ROCm header keys are filled in when opts leaves them empty.
-func (r *Recorder) WriteTrace(ctx context.Context, w io.Writer, opts tracing.WriterOptions) (*Truth, error) {
+func (r *Recorder) WriteTrace(ctx context.Context, w io.Writer, opts kineto.WriterOptions) (*Truth, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	pl := r.layout()
 	r.applyWindow(pl)
 	if len(opts.Devices) == 0 {
-		opts.Devices = []tracing.DeviceProperties{tracing.MI355X(0)}
+		opts.Devices = []kineto.DeviceProperties{kineto.MI355X(0)}
 	}
 	if opts.RoctracerVersion == "" {
 		opts.RoctracerVersion = "4.1"
@@ -435,10 +442,7 @@ func (r *Recorder) WriteTrace(ctx context.Context, w io.Writer, opts tracing.Wri
 		opts.WorldSize = 1
 		opts.Rank = r.opts.Rank
 	}
-	var first int64
-	if !r.start.IsZero() {
-		first = r.start.UnixNano()
-	}
+	first := r.start
 	if len(pl) > 0 && (first == 0 || pl[0].cpuStart < first) {
 		first = pl[0].cpuStart
 	}
@@ -451,7 +455,7 @@ func (r *Recorder) WriteTrace(ctx context.Context, w io.Writer, opts tracing.Wri
 	if opts.TraceID == "" {
 		opts.TraceID = fmt.Sprintf("%016X%016X", uint64(first), uint64(len(r.steps))*0x9E3779B97F4A7C15)
 	}
-	tw, err := tracing.NewWriter(w, opts)
+	tw, err := kineto.NewWriter(w, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -473,18 +477,18 @@ func (r *Recorder) WriteTrace(ctx context.Context, w io.Writer, opts tracing.Wri
 // with flow ends, GPU annotations, then metadata.
 type emitter struct {
 	r     *Recorder
-	tw    *tracing.Writer
+	tw    *kineto.Writer
 	pl    []placed
 	ctx   context.Context
-	ev    tracing.OutEvent
+	ev    kineto.Event
 	err   error
 	n     int
 	order []int32
-	kbuf  []KernelRun
+	kbuf  []kernelmodel.KernelRun
 }
 
 // kernels unpacks step i's kernels into the emitter's buffer.
-func (e *emitter) kernels(i int) []KernelRun {
+func (e *emitter) kernels(i int) []kernelmodel.KernelRun {
 	e.kbuf = e.r.expand(i, e.kbuf)
 	return e.kbuf
 }
@@ -503,10 +507,10 @@ func (e *emitter) emit() {
 }
 
 func (e *emitter) x(cat, name string, pid, tid, ts, dur int64) {
-	e.ev = tracing.OutEvent{Ph: 'X', Cat: cat, Name: name, PID: pid, TID: tid, TS: ts, Dur: dur, Args: e.ev.Args[:0]}
+	e.ev = kineto.Event{Ph: 'X', Cat: cat, Name: name, PID: pid, TID: tid, TS: ts, Dur: units.Duration(dur), Args: e.ev.Args[:0]}
 }
 
-func (e *emitter) arg(a tracing.Arg) { e.ev.Args = append(e.ev.Args, a) }
+func (e *emitter) arg(a kineto.Arg) { e.ev.Args = append(e.ev.Args, a) }
 
 func (e *emitter) all(first int64) {
 	steps := e.r.steps
@@ -535,7 +539,7 @@ func (e *emitter) all(first int64) {
 			continue
 		}
 		e.x("gpu_user_annotation", p.label, gpuPID, mainStream, p.gpuStart, p.gpuEnd-p.gpuStart)
-		e.arg(tracing.IntArg("External id", p.firstExt))
+		e.arg(kineto.IntArg("External id", p.firstExt))
 		e.emit()
 	}
 	// 6. Metadata, the profiler span and the window end.
@@ -543,43 +547,42 @@ func (e *emitter) all(first int64) {
 	if n := len(e.pl); n > 0 {
 		last = e.pl[n-1].stepEnd
 	}
-	if !e.r.stop.IsZero() {
-		last = max(last, e.r.stop.UnixNano())
+	if e.r.stop != 0 {
+		last = max(last, e.r.stop)
 	}
-	meta := func(name string, pid, tid int64, key string, v tracing.Arg) {
-		e.ev = tracing.OutEvent{Ph: 'M', Name: name, PID: pid, TID: tid, TS: first, Args: e.ev.Args[:0]}
-		v.Key = key
+	meta := func(name string, pid, tid int64, v kineto.Arg) {
+		e.ev = kineto.Event{Ph: 'M', Name: name, PID: pid, TID: tid, TS: first, Args: e.ev.Args[:0]}
 		e.arg(v)
 		e.emit()
 	}
-	meta("process_name", cpuPID, 0, "name", tracing.StrArg("", "python3"))
-	meta("process_labels", cpuPID, 0, "labels", tracing.StrArg("", "CPU"))
-	meta("process_sort_index", cpuPID, 0, "sort_index", tracing.IntArg("", cpuPID))
+	meta("process_name", cpuPID, 0, kineto.StrArg("name", "python3"))
+	meta("process_labels", cpuPID, 0, kineto.StrArg("labels", "CPU"))
+	meta("process_sort_index", cpuPID, 0, kineto.IntArg("sort_index", cpuPID))
 	for g := int64(0); g < 10; g++ {
-		meta("process_name", g, 0, "name", tracing.StrArg("", "python3"))
-		meta("process_labels", g, 0, "labels", tracing.StrArg("", "GPU "+strconv.FormatInt(g, 10)))
-		meta("process_sort_index", g, 0, "sort_index", tracing.IntArg("", 5000000+g))
+		meta("process_name", g, 0, kineto.StrArg("name", "python3"))
+		meta("process_labels", g, 0, kineto.StrArg("labels", "GPU "+strconv.FormatInt(g, 10)))
+		meta("process_sort_index", g, 0, kineto.IntArg("sort_index", 5000000+g))
 	}
-	meta("thread_name", gpuPID, mainStream, "name", tracing.StrArg("", "stream 0 "))
-	meta("thread_sort_index", gpuPID, mainStream, "sort_index", tracing.IntArg("", mainStream))
-	meta("thread_name", gpuPID, sideStream, "name", tracing.StrArg("", "stream 1 "))
-	meta("thread_sort_index", gpuPID, sideStream, "sort_index", tracing.IntArg("", sideStream))
-	meta("thread_name", cpuPID, cpuTID, "name", tracing.StrArg("", "thread "+strconv.Itoa(cpuTID)+" (python3)"))
-	meta("thread_sort_index", cpuPID, cpuTID, "sort_index", tracing.IntArg("", cpuTID))
-	e.ev = tracing.OutEvent{Ph: 'X', Cat: "Trace", Name: "PyTorch Profiler (0)", PIDName: "Spans", TIDName: "PyTorch Profiler", TS: first, Dur: last - first, Args: e.ev.Args[:0]}
-	e.arg(tracing.IntArg("Op count", 0))
+	meta("thread_name", gpuPID, mainStream, kineto.StrArg("name", "stream 0 "))
+	meta("thread_sort_index", gpuPID, mainStream, kineto.IntArg("sort_index", mainStream))
+	meta("thread_name", gpuPID, sideStream, kineto.StrArg("name", "stream 1 "))
+	meta("thread_sort_index", gpuPID, sideStream, kineto.IntArg("sort_index", sideStream))
+	meta("thread_name", cpuPID, cpuTID, kineto.StrArg("name", "thread "+strconv.Itoa(cpuTID)+" (python3)"))
+	meta("thread_sort_index", cpuPID, cpuTID, kineto.IntArg("sort_index", cpuTID))
+	e.ev = kineto.Event{Ph: 'X', Cat: "Trace", Name: "PyTorch Profiler (0)", PIDName: "Spans", TIDName: "PyTorch Profiler", TS: first, Dur: units.Duration(last - first), Args: e.ev.Args[:0]}
+	e.arg(kineto.IntArg("Op count", 0))
 	e.emit()
-	e.ev = tracing.OutEvent{Ph: 'M', Name: "process_sort_index", PIDName: "Spans", TS: first, Args: e.ev.Args[:0]}
-	e.arg(tracing.IntArg("sort_index", 536870912))
+	e.ev = kineto.Event{Ph: 'M', Name: "process_sort_index", PIDName: "Spans", TS: first, Args: e.ev.Args[:0]}
+	e.arg(kineto.IntArg("sort_index", 536870912))
 	e.emit()
-	e.ev = tracing.OutEvent{Ph: 'i', Name: "Iteration Start: PyTorch Profiler", Scope: "g", PIDName: "Traces", TIDName: "Trace PyTorch Profiler", TS: first}
+	e.ev = kineto.Event{Ph: 'i', Name: "Iteration Start: PyTorch Profiler", Scope: "g", PIDName: "Traces", TIDName: "Trace PyTorch Profiler", TS: first}
 	e.emit()
-	e.ev = tracing.OutEvent{Ph: 'i', Name: "Record Window End", Scope: "g", StrIDs: true, TS: last + 1000}
+	e.ev = kineto.Event{Ph: 'i', Name: "Record Window End", Scope: "g", StrIDs: true, TS: last + 1000}
 	e.emit()
 }
 
 // cpuOpName is the operator that launches a kernel eagerly.
-func cpuOpName(k *KernelRun) string {
+func cpuOpName(k *kernelmodel.KernelRun) string {
 	switch {
 	case k.Launch == "hipMemcpyAsync":
 		return "aten::copy_"
@@ -618,8 +621,8 @@ func (e *emitter) cpuOps(i int) {
 	ks := e.kernels(i)
 	p := &e.pl[i]
 	e.x("user_annotation", p.label, cpuPID, cpuTID, p.cpuStart, p.cpuEnd-p.cpuStart)
-	e.arg(tracing.IntArg("External id", p.firstExt))
-	e.arg(tracing.IntArg("Record function id", 0))
+	e.arg(kineto.IntArg("External id", p.firstExt))
+	e.arg(kineto.IntArg("Record function id", 0))
 	e.emit()
 	for k := range ks {
 		if p.launches[k] == 0 {
@@ -627,8 +630,8 @@ func (e *emitter) cpuOps(i int) {
 		}
 		kr := &ks[k]
 		e.x("cpu_op", cpuOpName(kr), cpuPID, cpuTID, p.launches[k]-2_000, launchDurNS+3_000)
-		e.arg(tracing.IntArg("External id", p.exts[k]))
-		e.arg(tracing.IntArg("Record function id", 0))
+		e.arg(kineto.IntArg("External id", p.exts[k]))
+		e.arg(kineto.IntArg("Record function id", 0))
 		e.emit()
 	}
 }
@@ -665,12 +668,12 @@ func (e *emitter) python(i int) {
 	frame := func(name string, ts, dur, parent int64) int64 {
 		e.x("python_function", name, cpuPID, cpuTID, ts, dur)
 		if parent == 0 {
-			e.arg(tracing.NullArg("Python parent id"))
+			e.arg(kineto.NullArg("Python parent id"))
 		} else {
-			e.arg(tracing.IntArg("Python parent id", parent))
+			e.arg(kineto.IntArg("Python parent id", parent))
 		}
-		e.arg(tracing.IntArg("Python id", id))
-		e.arg(tracing.IntArg("Python thread", 0))
+		e.arg(kineto.IntArg("Python id", id))
+		e.arg(kineto.IntArg("Python thread", 0))
 		e.emit()
 		id++
 		return id - 1
@@ -699,27 +702,27 @@ func (e *emitter) runtime(i int) {
 		kr := &ks[k]
 		ts := p.launches[k]
 		e.x("cuda_runtime", kr.Launch, cpuPID, cpuTID, ts, launchDurNS)
-		e.arg(tracing.IntArg("External id", p.exts[k]))
+		e.arg(kineto.IntArg("External id", p.exts[k]))
 		if kr.Launch != "hipMemcpyAsync" {
-			e.arg(tracing.StrArg("kernel", kr.Name))
+			e.arg(kineto.StrArg("kernel", kr.Name))
 		}
-		e.arg(tracing.IntArg("cid", cidOf(kr.Launch)))
-		e.arg(tracing.IntArg("correlation", p.corrs[k]))
+		e.arg(kineto.IntArg("cid", cidOf(kr.Launch)))
+		e.arg(kineto.IntArg("correlation", p.corrs[k]))
 		if kr.Launch != "hipMemcpyAsync" {
-			e.arg(tracing.IntsArg("grid", gridOf(kr)))
-			e.arg(tracing.IntsArg("block", []int64{256, 1, 1}))
-			e.arg(tracing.IntArg("shared memory", 0))
+			e.arg(kineto.IntsArg("grid", gridOf(kr)))
+			e.arg(kineto.IntsArg("block", []int64{256, 1, 1}))
+			e.arg(kineto.IntArg("shared memory", 0))
 		}
 		e.emit()
-		e.ev = tracing.OutEvent{Ph: 's', ID: p.corrs[k], PID: cpuPID, TID: cpuTID, TS: ts, Cat: "ac2g", Name: "ac2g", Args: e.ev.Args[:0]}
+		e.ev = kineto.Event{Ph: 's', ID: p.corrs[k], PID: cpuPID, TID: cpuTID, TS: ts, Cat: "ac2g", Name: "ac2g", Args: e.ev.Args[:0]}
 		e.emit()
 	}
 	if p.graphLaunch != 0 {
 		e.x("cuda_runtime", "hipGraphLaunch", cpuPID, cpuTID, p.graphLaunch, 45_000)
-		e.arg(tracing.IntArg("cid", 215))
-		e.arg(tracing.IntArg("correlation", p.graphCorr))
+		e.arg(kineto.IntArg("cid", 215))
+		e.arg(kineto.IntArg("correlation", p.graphCorr))
 		e.emit()
-		e.ev = tracing.OutEvent{Ph: 'f', ID: p.graphCorr, PID: cpuPID, TID: cpuTID, TS: p.graphLaunch, Cat: "ac2g", Name: "ac2g", BP: "e", Args: e.ev.Args[:0]}
+		e.ev = kineto.Event{Ph: 'f', ID: p.graphCorr, PID: cpuPID, TID: cpuTID, TS: p.graphLaunch, Cat: "ac2g", Name: "ac2g", BP: "e", Args: e.ev.Args[:0]}
 		e.emit()
 	}
 }
@@ -736,7 +739,7 @@ func cidOf(launch string) int64 {
 	return 107
 }
 
-func gridOf(k *KernelRun) []int64 {
+func gridOf(k *kernelmodel.KernelRun) []int64 {
 	g := int64(len(k.Name)%7+1) * 64
 	return []int64{g, 1, 1}
 }
@@ -764,22 +767,22 @@ func (e *emitter) gpu(i int) {
 			tid = sideStream
 		}
 		corr := p.corrs[k]
-		e.x("kernel", kr.Name, gpuPID, tid, p.starts[k], kr.Dur)
+		e.x("kernel", kr.Name, gpuPID, tid, p.starts[k], int64(kr.Dur))
 		if p.exts[k] != 0 {
-			e.arg(tracing.IntArg("External id", p.exts[k]))
+			e.arg(kineto.IntArg("External id", p.exts[k]))
 		}
-		e.arg(tracing.IntArg("device", gpuPID))
-		e.arg(tracing.IntArg("stream", tid))
-		e.arg(tracing.IntArg("correlation", corr))
+		e.arg(kineto.IntArg("device", gpuPID))
+		e.arg(kineto.IntArg("stream", tid))
+		e.arg(kineto.IntArg("correlation", corr))
 		if p.launches[k] != 0 {
-			e.arg(tracing.StrArg("kind", "Dispatch Kernel"))
-			e.arg(tracing.IntsArg("grid", gridOf(kr)))
-			e.arg(tracing.IntsArg("block", []int64{256, 1, 1}))
+			e.arg(kineto.StrArg("kind", "Dispatch Kernel"))
+			e.arg(kineto.IntsArg("grid", gridOf(kr)))
+			e.arg(kineto.IntsArg("block", []int64{256, 1, 1}))
 		} else {
-			e.arg(tracing.StrArg("kind", "Dispatch Task"))
+			e.arg(kineto.StrArg("kind", "Dispatch Task"))
 		}
 		e.emit()
-		e.ev = tracing.OutEvent{Ph: 'f', ID: corr, PID: gpuPID, TID: tid, TS: p.starts[k], Cat: "ac2g", Name: "ac2g", BP: "e", Args: e.ev.Args[:0]}
+		e.ev = kineto.Event{Ph: 'f', ID: corr, PID: gpuPID, TID: tid, TS: p.starts[k], Cat: "ac2g", Name: "ac2g", BP: "e", Args: e.ev.Args[:0]}
 		e.emit()
 	}
 }
@@ -796,9 +799,10 @@ type Truth struct {
 	Layers                    int            `json:"layers_per_step"`
 	KernelsPerLayer           []int          `json:"kernels_per_layer"` // one entry per layer kind
 	Positions                 []TruthPos     `json:"positions"`         // decode layers of steps whose GPU events were written
-	// CompatPositions counts decode layers as the seed's anchor slicing
-	// does: a layer counts only when the next anchor follows exactly one
-	// layer later, so the last layer of each decode step is left out.
+	// CompatPositions counts decode layers as `layers --mode compat`
+	// slices them from anchor to anchor: a layer counts only when the next
+	// anchor follows exactly one layer later, so the last layer of each
+	// decode step is left out.
 	CompatPositions  []TruthPos `json:"compat_positions"`
 	PrefillPositions []TruthPos `json:"prefill_positions"`
 	Kernels          int        `json:"kernels"` // GPU kernels written
@@ -826,17 +830,17 @@ type TruthPos struct {
 type posAcc struct {
 	TruthPos
 	sum, sumsq float64
-	min, max   int64
+	min, max   units.Duration
 }
 
-func addPos(acc map[[2]int]*posAcc, kr *KernelRun) {
+func addPos(acc map[[2]int]*posAcc, kr *kernelmodel.KernelRun) {
 	key := [2]int{kr.LayerKind, kr.Pos}
 	a := acc[key]
 	if a == nil {
 		a = &posAcc{TruthPos: TruthPos{LayerKind: kr.LayerKind, Pos: kr.Pos, ShortName: kr.ShortName, Kernel: kr.Name, Stream: kr.Stream}, min: kr.Dur, max: kr.Dur}
 		acc[key] = a
 	}
-	v := float64(kr.Dur) / 1000
+	v := kr.Dur.US()
 	a.Count++
 	a.sum += v
 	a.sumsq += v * v
@@ -850,14 +854,14 @@ func (r *Recorder) truth(pl []placed) *Truth {
 	cmp := map[[2]int]*posAcc{}
 	pre := map[[2]int]*posAcc{}
 	var gpuFirst, gpuLast int64 = math.MaxInt64, 0
-	var ks []KernelRun
+	var ks []kernelmodel.KernelRun
 	// Layer lengths per kind: a step whose batch size picks other kernels can
-	// have layers of another length. Like the seed's anchor slicing (the most
-	// common distance wins), positions count only layers of the most common
-	// length of their kind.
+	// have layers of another length. As in `layers --mode compat` (the most
+	// common anchor-to-anchor distance wins), positions count only layers of
+	// the most common length of their kind.
 	type kindLen struct{ decode, kind, n int }
 	lengths := map[kindLen]int{}
-	layerLen := func(ks []KernelRun, p *placed) map[int]int {
+	layerLen := func(ks []kernelmodel.KernelRun, p *placed) map[int]int {
 		m := map[int]int{}
 		for k := range ks {
 			if ks[k].Layer >= 0 && p.starts[k] >= p.cut {
@@ -905,7 +909,7 @@ func (r *Recorder) truth(pl []placed) *Truth {
 		// written (the sampler runs outside it).
 		inStep := false
 		for k := range ks {
-			inStep = inStep || (!p.dropped && ks[k].Section != SectionSample && p.starts[k] >= p.cut)
+			inStep = inStep || (!p.dropped && ks[k].Section != kernelmodel.SectionSample && p.starts[k] >= p.cut)
 		}
 		if !inStep {
 			t.StepsWithoutKernels++
@@ -934,9 +938,9 @@ func (r *Recorder) truth(pl []placed) *Truth {
 				continue
 			}
 			t.Kernels++
-			t.KernelTime += float64(kr.Dur) / 1000
+			t.KernelTime += kr.Dur.US()
 			gpuFirst = min(gpuFirst, p.starts[k])
-			gpuLast = max(gpuLast, p.starts[k]+kr.Dur)
+			gpuLast = max(gpuLast, p.starts[k]+int64(kr.Dur))
 			if kr.Layer < 0 || lens[kr.Layer] != dominant[[2]int{isDecode(s), kr.LayerKind}] {
 				continue
 			}
@@ -971,8 +975,8 @@ func (r *Recorder) truth(pl []placed) *Truth {
 			if a.Count > 1 {
 				a.StdUS = math.Sqrt(max(0, (a.sumsq-a.sum*a.sum/n)/(n-1)))
 			}
-			a.MinUS = float64(a.min) / 1000
-			a.MaxUS = float64(a.max) / 1000
+			a.MinUS = a.min.US()
+			a.MaxUS = a.max.US()
 			out = append(out, a.TruthPos)
 		}
 		slices.SortFunc(out, func(x, y TruthPos) int {

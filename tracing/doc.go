@@ -1,8 +1,8 @@
 // Package tracing reads PyTorch profiler (Kineto) Chrome-JSON traces as a
 // stream and turns them into the few things profile-model needs: GPU kernels
 // (with exact integer-nanosecond times), runtime launches, graph replays,
-// engine steps with their batch sizes, and profiler coverage. It also writes
-// Kineto traces (Writer), for the simulated engine and for test fixtures.
+// engine steps with their batch sizes, and profiler coverage. It only reads:
+// package tracing/kineto writes traces.
 //
 // The pipeline: Scanner yields the kept events of one trace (kernels,
 // copies, launches, annotations, ProfilerStep#N) without ever holding the

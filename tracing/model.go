@@ -106,7 +106,13 @@ const (
 	SourceGraphLaunch   StepSource = "graph_launch"
 )
 
-// Step is one engine step and the kernels that ran in it.
+// Step is one engine step as a trace shows it, and the kernels that ran in
+// it. It is read back, not known: its kind and batch come from a label
+// parsed by one of several sources (or none, leaving BS 0), its bounds from
+// annotations, its kernels are indices into Trace.Kernels. The engine's own
+// account of a step, exact and carrying its kernels by value (synth.Step, as
+// the simulated engine and the generator record it), is a separate type for
+// that reason.
 type Step struct {
 	Kind     StepKind
 	Label    string // the annotation as written

@@ -17,7 +17,7 @@ import (
 
 	"github.com/profile-model/profile-model/analysis"
 	"github.com/profile-model/profile-model/profiling/bench"
-	"github.com/profile-model/profile-model/profiling/tokenizer"
+	"github.com/profile-model/profile-model/tokenizer"
 )
 
 // runBench runs the streaming benchmark client over a concurrency sweep.
@@ -218,7 +218,7 @@ func progress(w io.Writer) func(conc, total int) (func(int), func()) {
 // findTokenizer loads the served model's own tokenizer when one is found
 // locally (a model directory or the Hugging Face cache). Not found is not an
 // error: the sweep then calibrates.
-func findTokenizer(model string) (bench.TokenCounter, string, string, error) {
+func findTokenizer(model string) (tokenizer.Counter, string, string, error) {
 	path, err := tokenizer.Find(model, "")
 	if errors.Is(err, tokenizer.ErrNotFound) {
 		return nil, "", err.Error(), nil

@@ -12,7 +12,7 @@ import (
 	"strings"
 
 	"github.com/profile-model/profile-model/profiling/sim"
-	"github.com/profile-model/profile-model/profiling/tokenizer"
+	"github.com/profile-model/profile-model/tokenizer"
 )
 
 // listFlag collects a repeatable, comma-separated flag.

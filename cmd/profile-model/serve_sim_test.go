@@ -22,7 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/profile-model/profile-model/inventory"
-	"github.com/profile-model/profile-model/synth"
+	"github.com/profile-model/profile-model/kernelmodel"
 )
 
 const helperEnv = "PROFILE_MODEL_SERVE_SIM_HELPER"
@@ -204,7 +204,7 @@ func TestServeSimRoundTrip(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	var table []inventory.LayerRow
-	for _, p := range synth.DefaultModel().DecodeLayer(8, 0) {
+	for _, p := range kernelmodel.Default().DecodeLayer(8, 0) {
 		// min/max at ±3 std: clipping does not move the mean of the draws.
 		table = append(table, inventory.LayerRow{Pos: p.Pos, ShortName: p.ShortName, Kernel: p.Kernel,
 			AvgUS: p.AvgUS, StdUS: p.StdUS, MinUS: max(p.AvgUS-3*p.StdUS, 0.1), MaxUS: p.AvgUS + 3*p.StdUS})

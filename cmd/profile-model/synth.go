@@ -11,8 +11,9 @@ import (
 	"time"
 
 	"github.com/profile-model/profile-model/internal/atomicfile"
+	"github.com/profile-model/profile-model/kernelmodel"
 	"github.com/profile-model/profile-model/synth"
-	"github.com/profile-model/profile-model/tracing"
+	"github.com/profile-model/profile-model/tracing/kineto"
 )
 
 // csvListFlag collects a repeatable (or comma-separated) flag.
@@ -80,7 +81,7 @@ func runSynth(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Gzip: strings.HasSuffix(*out, ".gz"), MetaFirst: *metaFirst,
 	}
 	if len(layerCSVs) > 0 {
-		m, err := synth.ModelFromLayerCSV(layerCSVs...)
+		m, err := kernelmodel.FromLayerCSV(layerCSVs...)
 		if err != nil {
 			return err
 		}
@@ -113,7 +114,7 @@ func runSynth(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			if err != nil {
 				return err
 			}
-			truth, err = rec.WriteTrace(ctx, w, tracing.WriterOptions{Gzip: opts.Gzip, MetaFirst: opts.MetaFirst, TraceName: path})
+			truth, err = rec.WriteTrace(ctx, w, kineto.WriterOptions{Gzip: opts.Gzip, MetaFirst: opts.MetaFirst, TraceName: path})
 			return err
 		})
 		if err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/profile-model/profile-model/profiling/sim"
+	"github.com/profile-model/profile-model/tokenizer"
 )
 
 // toyTokenizer counts like a small BPE would, differently from the
@@ -75,7 +76,7 @@ func (p plusBOS) Count(text string) int { return p.toyTokenizer.Count(text) + 1 
 func TestSweepWithTokenizer(t *testing.T) {
 	t.Parallel()
 	tok := toyTokenizer{per: 3}
-	found := func(string) (TokenCounter, string, string, error) { return tok, "found/tokenizer.json", "", nil }
+	found := func(string) (tokenizer.Counter, string, string, error) { return tok, "found/tokenizer.json", "", nil }
 	cases := []struct {
 		name, endpoint string
 		server         sim.Config

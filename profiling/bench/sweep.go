@@ -16,6 +16,7 @@ import (
 	"github.com/go-json-experiment/json"
 	"github.com/profile-model/profile-model/diag"
 	"github.com/profile-model/profile-model/results"
+	"github.com/profile-model/profile-model/tokenizer"
 )
 
 // SweepConfig describes one benchmark run: a level per concurrency.
@@ -51,14 +52,14 @@ type SweepConfig struct {
 	// after two probes check it against the server's counts; a
 	// mismatch is an error. TokenizerSource names it (the tokenizer.json
 	// path).
-	Tokenizer       TokenCounter
+	Tokenizer       tokenizer.Counter
 	TokenizerSource string
 	// LoadTokenizer, when Tokenizer is nil, looks for the served model's
 	// tokenizer once the model name is known; it returns a nil counter when
 	// there is none (a note says why) and an error when one was found but
 	// cannot be used. A found tokenizer that cannot be used, or that the
 	// server disagrees with, falls back to calibration with a warning.
-	LoadTokenizer func(model string) (c TokenCounter, source, note string, err error)
+	LoadTokenizer func(model string) (c tokenizer.Counter, source, note string, err error)
 	// Log receives the result block of each level and run messages; nil = discard.
 	Log io.Writer
 	// Progress, when set, is called at the start of a level and returns the

@@ -8,6 +8,8 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
+
+	"github.com/profile-model/profile-model/tokenizer"
 )
 
 // words are common short English words: one token each in the usual BPE
@@ -67,7 +69,7 @@ type Shaper struct {
 	Calibrated    bool // false: one token per word was assumed
 
 	// Counter is the model's tokenizer; nil: shape by word count.
-	Counter TokenCounter
+	Counter tokenizer.Counter
 	// Tokenizer says where Counter came from (a tokenizer.json path).
 	Tokenizer string
 	// Offset is what the server adds to the tokenizer's count (a chat
@@ -80,14 +82,9 @@ type Shaper struct {
 	fill []string // words that are exactly one token after a space
 }
 
-// TokenCounter counts the prompt tokens of a text the way the served
-// model's tokenizer does, special tokens included (as usage.prompt_tokens
-// reports them); package tokenizer's *Tokenizer is one.
-type TokenCounter interface{ Count(text string) int }
-
 // NewTokenizerShaper shapes prompts with a tokenizer. It fails when too few
 // of the prompt words are single tokens for lengths to be hit exactly.
-func NewTokenizerShaper(c TokenCounter, source string) (Shaper, error) {
+func NewTokenizerShaper(c tokenizer.Counter, source string) (Shaper, error) {
 	base := c.Count("a")
 	var fill []string
 	for _, w := range words {

@@ -2,27 +2,19 @@ package sim
 
 import (
 	"context"
-	"time"
 
-	"github.com/profile-model/profile-model/tracing"
+	"github.com/profile-model/profile-model/synth"
+	"github.com/profile-model/profile-model/units"
 )
 
-// Step is one engine step as the scheduler runs it.
-type Step struct {
-	Kind          tracing.StepKind // tracing.StepPrefill or tracing.StepDecode
-	BS            int              // sequences in the step
-	Tokens        int              // tokens processed: prompt tokens for prefill, BS for decode
-	ContextTokens int              // KV-cache length summed over the sequences, this step's tokens included
-	Start         int64            // trace clock (ns since the Unix epoch) when the step's GPU work begins
-}
-
-// Backend is the GPU side of the engine: it prices each step from a kernel
+// backend is the GPU side of the engine: it prices each step from a kernel
 // model and, while profiling, records the steps that ran. The engine calls it
 // from its one goroutine only, so implementations need no locking.
-type Backend interface {
-	// Run prices one step (and records it when profiling); the returned
-	// duration is the sum of the step's kernels at full scale.
-	Run(s Step) time.Duration
+type backend interface {
+	// Run prices one step the scheduler decided (kind, batch, tokens,
+	// context, start) and records it when profiling; the returned duration
+	// is the time its kernels keep the GPU busy, at full scale.
+	Run(s synth.Step) units.Duration
 	// StartProfile begins recording into dir (the torch profiler directory)
 	// at trace time at.
 	StartProfile(dir string, at int64) error

@@ -8,20 +8,22 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/klauspost/compress/gzip"
 
 	"github.com/profile-model/profile-model/internal/atomicfile"
+	"github.com/profile-model/profile-model/kernelmodel"
 	"github.com/profile-model/profile-model/synth"
 	"github.com/profile-model/profile-model/tracing"
+	"github.com/profile-model/profile-model/tracing/kineto"
+	"github.com/profile-model/profile-model/units"
 )
 
-// synthBackend prices steps with the synth kernel model and records them
-// with a synth.Recorder while profiling.
+// synthBackend prices steps with a kernelmodel.Model and records them with a
+// synth.Recorder while profiling.
 type synthBackend struct {
 	cfg   *Config
-	model *synth.Model
+	model *kernelmodel.Model
 	rng   *rand.Rand
 	rec   *synth.Recorder // nil when not profiling
 	dir   string
@@ -29,11 +31,11 @@ type synthBackend struct {
 
 // newSynthBackend builds the default backend: the built-in MiniMax-M2.5
 // model, or the per-layer tables of cfg.KernelCSVs.
-func newSynthBackend(cfg *Config) (Backend, error) {
-	m := synth.DefaultModel()
+func newSynthBackend(cfg *Config) (backend, error) {
+	m := kernelmodel.Default()
 	if len(cfg.KernelCSVs) > 0 {
 		var err error
-		if m, err = synth.ModelFromLayerCSV(cfg.KernelCSVs...); err != nil {
+		if m, err = kernelmodel.FromLayerCSV(cfg.KernelCSVs...); err != nil {
 			return nil, fmt.Errorf("--kernels: %w", err)
 		}
 	}
@@ -46,30 +48,29 @@ func newSynthBackend(cfg *Config) (Backend, error) {
 	return &synthBackend{cfg: cfg, model: m, rng: rand.New(rand.NewPCG(cfg.Seed, 0x5eed))}, nil
 }
 
-func (b *synthBackend) Run(s Step) time.Duration {
-	var runs []synth.KernelRun
-	st := synth.Step{Kind: s.Kind, BS: s.BS, Tokens: s.Tokens, Start: time.Unix(0, s.Start)}
-	if s.Kind == tracing.StepPrefill {
-		runs = b.model.PrefillStep(s.BS, s.Tokens, b.rng)
+func (b *synthBackend) Run(st synth.Step) units.Duration {
+	var runs []kernelmodel.KernelRun
+	if st.Kind == tracing.StepPrefill {
+		runs = b.model.PrefillStep(st.BS, st.Tokens, b.rng)
 	} else {
 		st.Eager = b.cfg.EnforceEager
 		// A replayed graph computes its captured batch: pad up to the next
 		// capture size, and price the step at that size.
-		rows := s.BS
+		rows := st.BS
 		if !st.Eager && len(b.cfg.CudagraphCaptureSizes) > 0 {
-			if g := captureSize(b.cfg.CudagraphCaptureSizes, s.BS); g > 0 {
+			if g := captureSize(b.cfg.CudagraphCaptureSizes, st.BS); g > 0 {
 				st.PaddedBS, rows = g, g
 			} else {
 				st.EagerOverflow = true
 			}
 		}
-		runs = b.model.DecodeStep(rows, s.ContextTokens, b.rng)
+		runs = b.model.DecodeStep(rows, st.ContextTokens, b.rng)
 	}
 	if b.rec != nil {
 		st.Kernels = runs
 		b.rec.Record(st)
 	}
-	return time.Duration(synth.Duration(runs))
+	return kernelmodel.StepTime(runs)
 }
 
 // captureSize is the smallest capture size that holds bs sequences, or 0
@@ -86,7 +87,7 @@ func captureSize(sizes []int, bs int) int {
 
 func (b *synthBackend) StartProfile(dir string, at int64) error {
 	b.rec = synth.NewRecorder(synth.RecorderOptions{Model: b.cfg.Model, GPUWindow: b.cfg.GPUEventWindow, PythonPerStep: b.cfg.PythonPerStep})
-	b.rec.Start(time.Unix(0, at))
+	b.rec.Start(at)
 	b.dir = dir
 	return nil
 }
@@ -94,7 +95,7 @@ func (b *synthBackend) StartProfile(dir string, at int64) error {
 func (b *synthBackend) StopProfile(ctx context.Context, at int64, write bool) ([]string, error) {
 	rec := b.rec
 	b.rec = nil
-	rec.Stop(time.Unix(0, at))
+	rec.Stop(at)
 	if !write {
 		return nil, nil
 	}
@@ -113,17 +114,17 @@ func (b *synthBackend) export(ctx context.Context, rec *synth.Recorder) (string,
 	if err := os.MkdirAll(rankDir, 0o755); err != nil {
 		return "", fmt.Errorf("writing trace: %w", err)
 	}
-	gzPath := filepath.Join(rankDir, synth.TraceFileName(b.cfg.Model, b.cfg.Clock.Now()))
+	gzPath := filepath.Join(rankDir, synth.TraceFileName(b.cfg.Model, b.cfg.clock.Now()))
 	jsonPath := strings.TrimSuffix(gzPath, ".gz")
 	err := atomicfile.WriteFunc(jsonPath, func(w io.Writer) error {
-		_, err := rec.WriteTrace(ctx, w, tracing.WriterOptions{TraceName: jsonPath})
+		_, err := rec.WriteTrace(ctx, w, kineto.WriterOptions{TraceName: jsonPath})
 		return err
 	})
 	if err != nil {
 		return "", err
 	}
 	if b.cfg.ExportDelay > 0 {
-		if err := b.cfg.Clock.Sleep(ctx, b.cfg.ExportDelay); err != nil {
+		if err := b.cfg.clock.Sleep(ctx, b.cfg.ExportDelay); err != nil {
 			return "", err
 		}
 	}

@@ -8,7 +8,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/profile-model/profile-model/synth"
 	"github.com/profile-model/profile-model/tracing"
+	"github.com/profile-model/profile-model/units"
 )
 
 // TestCaptureSizes: with capture sizes, a decode batch replays the next
@@ -26,7 +28,7 @@ func TestCaptureSizes(t *testing.T) {
 	bss := []int{1, 2, 3, 4, 6}
 	for _, bs := range bss {
 		at += int64(time.Millisecond)
-		b.Run(Step{Kind: tracing.StepDecode, BS: bs, Tokens: bs, ContextTokens: 100 * bs, Start: at})
+		b.Run(synth.Step{Kind: tracing.StepDecode, BS: bs, Tokens: bs, ContextTokens: 100 * bs, Start: at})
 	}
 	paths, err := b.StopProfile(context.Background(), at+int64(time.Second), true)
 	require.NoError(t, err)
@@ -60,12 +62,12 @@ func TestCaptureSizes(t *testing.T) {
 
 	// Priced at the padded size: with the same seed, a bs=3 step costs what
 	// an unpadded bs=4 step costs.
-	price := func(sizes []int, bs int) time.Duration {
+	price := func(sizes []int, bs int) units.Duration {
 		cfg, err := Config{Model: "m", Layers: 2, CudagraphCaptureSizes: sizes}.withDefaults()
 		require.NoError(t, err)
 		b, err := newSynthBackend(&cfg)
 		require.NoError(t, err)
-		return b.Run(Step{Kind: tracing.StepDecode, BS: bs, Tokens: bs, ContextTokens: 400})
+		return b.Run(synth.Step{Kind: tracing.StepDecode, BS: bs, Tokens: bs, ContextTokens: 400})
 	}
 	require.Equal(t, price(nil, 4), price([]int{4}, 3))
 	require.NotEqual(t, price(nil, 4), price(nil, 3))

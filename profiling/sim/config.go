@@ -7,6 +7,8 @@ import (
 	"math"
 	"os"
 	"time"
+
+	"github.com/profile-model/profile-model/tokenizer"
 )
 
 // ExitCrash is the exit status of a process that CrashAfterRequests ended.
@@ -16,10 +18,19 @@ const ExitCrash = 3
 const (
 	DefaultMaxNumSeqs          = 512
 	DefaultMaxNumBatchedTokens = 16384
-	DefaultMaxTokens           = 256
+	defaultMaxTokens           = 256
 )
 
 // Config is everything the simulated engine is started with.
+//
+// Scheduling is ATOM's (a nano-vllm descendant): a step is either a prefill
+// or a decode. When requests are waiting and fewer than MaxNumSeqs are
+// running, the next step prefills waiting requests in arrival order, as many
+// as fit in MaxNumBatchedTokens prompt tokens (at least one) and in
+// MaxNumSeqs, and samples each one's first output token. Otherwise every
+// running request decodes one token. A step's GPU time (the sum of its
+// kernels) is recorded at full scale in the trace and slept for
+// time/TimeScale in wall time; tokens are streamed when their step completes.
 type Config struct {
 	Model       string // served model name; requests must name it exactly
 	ProfilerDir string // torch profiler directory; traces go to <dir>/rank_0/
@@ -28,8 +39,8 @@ type Config struct {
 	Layers     int      // decoder layers per step; 0: the kernel model's own count
 
 	// Tokenizer counts prompt tokens instead of the stand-in tokenizer (a
-	// model's tokenizer.json, loaded with package tokenizer); nil: stand-in.
-	Tokenizer interface{ Count(text string) int }
+	// model's tokenizer.json, loaded with tokenizer.Load); nil: stand-in.
+	Tokenizer tokenizer.Counter
 
 	MaxNumSeqs int // decode batch limit; 0: DefaultMaxNumSeqs
 	// CudagraphCaptureSizes, when given, must not exceed MaxNumSeqs: older
@@ -47,7 +58,19 @@ type Config struct {
 	EnforceEager bool
 	Seed         uint64 // seeds kernel-time jitter and the stream-error draw
 
-	// Faults (see the package comment).
+	// Faults. CrashAfterRequests N: exactly N requests complete; once their
+	// replies have left, the process exits with status ExitCrash, cutting
+	// every other open stream (a request that finishes meanwhile never gets
+	// its last frames); Exit is called instead when set, and Serve returns
+	// ErrCrashed. StreamErrorRate P: a streamed request fails with
+	// probability P (decided per request from Seed): after half of its
+	// tokens it gets an in-stream {"error":{...}} frame with HTTP 200, then
+	// data: [DONE]. ReadyDelay / NeverReady: /health (and every other
+	// endpoint) answers 503 until ready. NoTraceOnStop: /stop_profile
+	// succeeds but writes no trace. GPUEventWindow: GPU events older than it
+	// (trace time) before the stop are dropped, as a full profiler buffer
+	// does. ExportDelay: the export holds the uncompressed .json this long
+	// (wall time) before it is gzipped.
 	CrashAfterRequests int
 	StreamErrorRate    float64
 	ReadyDelay         time.Duration
@@ -66,10 +89,11 @@ type Config struct {
 
 	ShutdownGrace time.Duration // how long in-flight requests may finish after ctx ends; 0: 10 s
 
-	Backend Backend        // kernel model and recorder; nil: built from KernelCSVs and Layers
-	Clock   Clock          // nil: the real clock
-	Exit    func(code int) // how a crash ends the process; nil: os.Exit
-	Log     io.Writer      // server log; nil: discarded
+	Exit func(code int) // how a crash ends the process; nil: os.Exit
+	Log  io.Writer      // server log; nil: discarded
+
+	backend backend // kernel model and recorder; nil: built from KernelCSVs and Layers (tests inject fakes)
+	clock   clock   // nil: the real clock (tests drive a fake one)
 }
 
 // withDefaults checks cfg and fills in its defaults.
@@ -113,8 +137,8 @@ func (cfg Config) withDefaults() (Config, error) {
 			return cfg, fmt.Errorf("cudagraph capture size %d: must be at least 1", c)
 		}
 	}
-	if cfg.Clock == nil {
-		cfg.Clock = realClock{}
+	if cfg.clock == nil {
+		cfg.clock = realClock{}
 	}
 	if cfg.Exit == nil {
 		cfg.Exit = os.Exit

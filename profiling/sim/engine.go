@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/profile-model/profile-model/synth"
 	"github.com/profile-model/profile-model/tracing"
 )
 
@@ -93,8 +94,8 @@ type profileReply struct {
 	err  error
 }
 
-// StepCounts is what the engine executed, for tests and logs.
-type StepCounts struct {
+// stepCounts is what the engine executed, for tests and logs.
+type stepCounts struct {
 	Prefill, Decode int64 // steps run
 	// ProfiledPrefill and ProfiledDecode count the steps of the last
 	// profiling window (start to stop).
@@ -106,8 +107,8 @@ type StepCounts struct {
 // engine is the scheduler: one goroutine owns waiting, running and the backend.
 type engine struct {
 	cfg     *Config
-	backend Backend
-	clock   Clock
+	backend backend
+	clock   clock
 	submit  chan *request
 	cmds    chan profileCmd
 
@@ -119,11 +120,11 @@ type engine struct {
 	profiling bool
 
 	mu     sync.Mutex // guards counts
-	counts StepCounts
+	counts stepCounts
 }
 
-func newEngine(cfg *Config, b Backend) *engine {
-	e := &engine{cfg: cfg, backend: b, clock: cfg.Clock,
+func newEngine(cfg *Config, b backend) *engine {
+	e := &engine{cfg: cfg, backend: b, clock: cfg.clock,
 		submit: make(chan *request, 1024), cmds: make(chan profileCmd)}
 	return e
 }
@@ -185,7 +186,7 @@ func (e *engine) handle(c profileCmd) {
 }
 
 // stepCounts returns a copy of the counters.
-func (e *engine) stepCounts() StepCounts {
+func (e *engine) stepCounts() stepCounts {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	c := e.counts
@@ -244,7 +245,7 @@ func (e *engine) drain() {
 func (e *engine) step(ctx context.Context) error {
 	e.dropAborted()
 	var batch []*request
-	s := Step{}
+	s := synth.Step{}
 	if len(e.waiting) > 0 && len(e.running) < e.cfg.MaxNumSeqs {
 		s.Kind = tracing.StepPrefill
 		n := 0
@@ -276,7 +277,7 @@ func (e *engine) step(ctx context.Context) error {
 	e.virt = s.Start + int64(dur)
 	e.count(s)
 
-	if err := e.pace(ctx, hostGap+dur); err != nil {
+	if err := e.pace(ctx, hostGap+dur.Time()); err != nil {
 		return err
 	}
 	now := e.clock.Now().UnixNano()
@@ -299,7 +300,7 @@ func (e *engine) step(ctx context.Context) error {
 	return nil
 }
 
-func (e *engine) count(s Step) {
+func (e *engine) count(s synth.Step) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	c := &e.counts
@@ -347,8 +348,8 @@ func (e *engine) dropAborted() {
 	e.running = keep(e.running)
 }
 
-// Clock is the engine's view of wall time; tests may drive it.
-type Clock interface {
+// clock is the engine's view of wall time; tests may drive it.
+type clock interface {
 	Now() time.Time
 	// Sleep waits for d or until ctx is done (then it returns ctx.Err()).
 	Sleep(ctx context.Context, d time.Duration) error

@@ -5,12 +5,15 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/profile-model/profile-model/synth"
+	"github.com/profile-model/profile-model/units"
 )
 
 // nopBackend prices every step at 10 ms and records nothing.
 type nopBackend struct{}
 
-func (nopBackend) Run(Step) time.Duration                                     { return 10 * time.Millisecond }
+func (nopBackend) Run(synth.Step) units.Duration                              { return units.FromTime(10 * time.Millisecond) }
 func (nopBackend) StartProfile(string, int64) error                           { return nil }
 func (nopBackend) StopProfile(context.Context, int64, bool) ([]string, error) { return nil, nil }
 
@@ -20,14 +23,14 @@ func (nopBackend) StopProfile(context.Context, int64, bool) ([]string, error) { 
 func BenchmarkDecodeFanout(b *testing.B) {
 	for _, bs := range []int{8, 256, 1024} {
 		b.Run(fmt.Sprintf("bs=%d", bs), func(b *testing.B) {
-			cfg := Config{Model: "m", MaxNumSeqs: bs, Clock: newFakeClock(), Backend: nopBackend{}}
+			cfg := Config{Model: "m", MaxNumSeqs: bs, clock: newFakeClock(), backend: nopBackend{}}
 			cfg, err := cfg.withDefaults()
 			if err != nil {
 				b.Fatal(err)
 			}
 			e := newEngine(&cfg, nopBackend{})
 			for i := range bs {
-				r := newRequest(uint64(i), 16, 1<<30, "length", 0, cfg.Clock.Now())
+				r := newRequest(uint64(i), 16, 1<<30, "length", 0, cfg.clock.Now())
 				r.state.Store(1 << stateShift) // prefilled
 				e.running = append(e.running, r)
 			}

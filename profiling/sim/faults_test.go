@@ -29,7 +29,7 @@ func TestReadiness(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			clock := newFakeClock()
-			tc.cfg.Clock, tc.cfg.Backend = clock, &recBackend{}
+			tc.cfg.clock, tc.cfg.backend = clock, &recBackend{}
 			ts := start(t, tc.cfg)
 			code, body := get(t, ts.URL+"/health")
 			require.Equal(t, http.StatusServiceUnavailable, code)
@@ -53,7 +53,7 @@ func TestReadiness(t *testing.T) {
 
 func TestStreamErrorFrame(t *testing.T) {
 	t.Parallel()
-	ts := start(t, Config{Backend: &recBackend{}, StreamErrorRate: 1})
+	ts := start(t, Config{backend: &recBackend{}, StreamErrorRate: 1})
 	resp, body, err := streamBody(t, ts.URL+"/v1/completions", map[string]any{
 		"prompt": "x", "max_tokens": 10, "ignore_eos": true, "stream": true})
 	require.NoError(t, err)
@@ -81,7 +81,7 @@ func TestStreamErrorFrame(t *testing.T) {
 
 func TestStreamErrorRate(t *testing.T) {
 	t.Parallel()
-	ts := start(t, Config{Backend: &recBackend{}, StreamErrorRate: 0.5})
+	ts := start(t, Config{backend: &recBackend{}, StreamErrorRate: 0.5})
 	const n = 200
 	failed := 0
 	for range n {
@@ -100,7 +100,7 @@ func TestCrashAfterRequests(t *testing.T) {
 	t.Parallel()
 	exits := make(chan int, 2)
 	// Real clock: the long stream below must still be running at the crash.
-	ts := start(t, Config{Backend: &recBackend{}, CrashAfterRequests: 2, Clock: realClock{},
+	ts := start(t, Config{backend: &recBackend{}, CrashAfterRequests: 2, clock: realClock{},
 		Exit: func(code int) { exits <- code }})
 
 	resp, err := http.Post(ts.URL+"/v1/completions", "application/json",
@@ -128,7 +128,7 @@ func TestCrashAfterRequests(t *testing.T) {
 
 func TestGracefulShutdown(t *testing.T) {
 	t.Parallel()
-	ts := start(t, Config{Backend: &recBackend{}, Clock: realClock{}})
+	ts := start(t, Config{backend: &recBackend{}, clock: realClock{}})
 	resp, err := http.Post(ts.URL+"/v1/completions", "application/json",
 		strings.NewReader(`{"prompt":"x","max_tokens":100,"ignore_eos":true,"stream":true}`))
 	require.NoError(t, err)
@@ -147,7 +147,7 @@ func TestGracefulShutdown(t *testing.T) {
 
 func TestClientDisconnectFreesTheBatch(t *testing.T) {
 	t.Parallel()
-	ts := start(t, Config{Backend: &recBackend{}})
+	ts := start(t, Config{backend: &recBackend{}})
 	ctx, cancel := context.WithCancel(context.Background())
 	req, err := http.NewRequestWithContext(ctx, "POST", ts.URL+"/v1/completions",
 		strings.NewReader(`{"prompt":"x","max_tokens":1000000000,"ignore_eos":true,"stream":true}`))
@@ -161,7 +161,7 @@ func TestClientDisconnectFreesTheBatch(t *testing.T) {
 	// The engine drops the request and goes idle: its step count stops moving.
 	last := int64(-1)
 	require.Eventually(t, func() bool {
-		c := ts.StepCounts()
+		c := ts.stepCounts()
 		n := c.Prefill + c.Decode
 		idle := n == last
 		last = n
@@ -173,7 +173,7 @@ func TestProfileEndpoints(t *testing.T) {
 	t.Parallel()
 	t.Run("no directory", func(t *testing.T) {
 		t.Parallel()
-		ts := start(t, Config{Backend: &recBackend{}})
+		ts := start(t, Config{backend: &recBackend{}})
 		code, body := post(t, ts.URL+"/start_profile", nil)
 		require.Equal(t, http.StatusInternalServerError, code)
 		msg, _, _ := errorBody(t, body)
@@ -182,7 +182,7 @@ func TestProfileEndpoints(t *testing.T) {
 	t.Run("start stop", func(t *testing.T) {
 		t.Parallel()
 		b := &recBackend{}
-		ts := start(t, Config{Backend: b, ProfilerDir: t.TempDir()})
+		ts := start(t, Config{backend: b, ProfilerDir: t.TempDir()})
 		code, body := post(t, ts.URL+"/stop_profile", nil)
 		require.Equal(t, http.StatusInternalServerError, code, "stop before start")
 		msg, _, _ := errorBody(t, body)
@@ -206,7 +206,7 @@ func TestProfileEndpoints(t *testing.T) {
 		code, body = post(t, ts.URL+"/stop_profile", nil)
 		require.Equal(t, http.StatusOK, code)
 		require.JSONEq(t, `{"status":"success","message":"Profiling stopped. Trace files generated.","traces":["rank_0"]}`, string(body))
-		c := ts.StepCounts()
+		c := ts.stepCounts()
 		b.mu.Lock()
 		profiled := len(b.profiled)
 		b.mu.Unlock()
@@ -216,7 +216,7 @@ func TestProfileEndpoints(t *testing.T) {
 	t.Run("no-trace-on-stop", func(t *testing.T) {
 		t.Parallel()
 		b := &recBackend{}
-		ts := start(t, Config{Backend: b, ProfilerDir: t.TempDir(), NoTraceOnStop: true})
+		ts := start(t, Config{backend: b, ProfilerDir: t.TempDir(), NoTraceOnStop: true})
 		code, _ := post(t, ts.URL+"/start_profile", nil)
 		require.Equal(t, http.StatusOK, code)
 		code, _ = post(t, ts.URL+"/stop_profile", nil)
@@ -230,7 +230,7 @@ func TestProfileEndpoints(t *testing.T) {
 func TestCrashExactlyN(t *testing.T) {
 	t.Parallel()
 	exits := make(chan int, 1)
-	ts := start(t, Config{Backend: &recBackend{}, CrashAfterRequests: 3, Exit: func(code int) { exits <- code }})
+	ts := start(t, Config{backend: &recBackend{}, CrashAfterRequests: 3, Exit: func(code int) { exits <- code }})
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	complete := 0

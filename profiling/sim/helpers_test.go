@@ -14,6 +14,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/profile-model/profile-model/synth"
+	"github.com/profile-model/profile-model/units"
 )
 
 // fakeClock is a clock whose Sleep returns at once and moves time forward,
@@ -45,20 +48,20 @@ func (c *fakeClock) Sleep(ctx context.Context, d time.Duration) error {
 // recBackend prices a step as 1 ms + 10 µs per sequence and remembers every step.
 type recBackend struct {
 	mu        sync.Mutex
-	steps     []Step
+	steps     []synth.Step
 	profiling bool
-	profiled  []Step
+	profiled  []synth.Step
 	stops     []bool // the write flag of each stop
 }
 
-func (b *recBackend) Run(s Step) time.Duration {
+func (b *recBackend) Run(s synth.Step) units.Duration {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.steps = append(b.steps, s)
 	if b.profiling {
 		b.profiled = append(b.profiled, s)
 	}
-	return time.Millisecond + time.Duration(s.BS)*10*time.Microsecond
+	return units.FromTime(time.Millisecond + time.Duration(s.BS)*10*time.Microsecond)
 }
 
 func (b *recBackend) StartProfile(dir string, at int64) error {
@@ -77,10 +80,10 @@ func (b *recBackend) StopProfile(ctx context.Context, at int64, write bool) ([]s
 	return []string{"rank_0"}, nil
 }
 
-func (b *recBackend) Steps() []Step {
+func (b *recBackend) Steps() []synth.Step {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return append([]Step(nil), b.steps...)
+	return append([]synth.Step(nil), b.steps...)
 }
 
 // testServer is a running server on a real loopback listener.
@@ -97,8 +100,8 @@ func start(t *testing.T, cfg Config) *testServer {
 	if cfg.Model == "" {
 		cfg.Model = "m"
 	}
-	if cfg.Clock == nil {
-		cfg.Clock = newFakeClock()
+	if cfg.clock == nil {
+		cfg.clock = newFakeClock()
 	}
 	srv, err := New(cfg)
 	require.NoError(t, err)

@@ -106,7 +106,7 @@ func BenchmarkStreams(b *testing.B) {
 				b.Fatalf("%d of %d requests failed", res.failed, res.requests)
 			}
 			b.ReportMetric(float64(res.tokens)/res.elapsed.Seconds(), "tok/s")
-			c := srv.StepCounts()
+			c := srv.stepCounts()
 			b.ReportMetric(float64(res.tokens-res.requests)/float64(c.Decode), "decode-bs")
 		})
 	}

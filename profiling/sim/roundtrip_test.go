@@ -17,7 +17,7 @@ import (
 
 	"github.com/profile-model/profile-model/internal/corpus"
 	"github.com/profile-model/profile-model/inventory"
-	"github.com/profile-model/profile-model/synth"
+	"github.com/profile-model/profile-model/kernelmodel"
 	"github.com/profile-model/profile-model/tracing"
 )
 
@@ -58,9 +58,9 @@ func closedLoop(t *testing.T, url string, conc int, completed chan<- struct{}, s
 // (20 layers, half speed) so that a client's turnaround, even under the
 // race detector on a loaded machine, fits in one step and the batch stays
 // full, as with a real engine.
-func profileWindow(t *testing.T, cfg Config) (*tracing.Trace, StepCounts) {
+func profileWindow(t *testing.T, cfg Config) (*tracing.Trace, stepCounts) {
 	dir := t.TempDir()
-	cfg.ProfilerDir, cfg.Clock, cfg.PythonPerStep = dir, realClock{}, 50
+	cfg.ProfilerDir, cfg.clock, cfg.PythonPerStep = dir, realClock{}, 50
 	ts := start(t, cfg)
 	completed := make(chan struct{})
 	stop := make(chan struct{})
@@ -76,7 +76,7 @@ func profileWindow(t *testing.T, cfg Config) (*tracing.Trace, StepCounts) {
 	require.Equal(t, http.StatusOK, code, string(body))
 	waitFor(32)
 	code, body = post(t, ts.URL+"/stop_profile", nil)
-	counts := ts.StepCounts()
+	counts := ts.stepCounts()
 	close(stop)
 	wg.Wait()
 	require.Equal(t, http.StatusOK, code, string(body))
@@ -97,7 +97,7 @@ func profileWindow(t *testing.T, cfg Config) (*tracing.Trace, StepCounts) {
 
 // checkRoundTrip compares the trace's steps and per-layer table with what the
 // engine ran and the table it used.
-func checkRoundTrip(t *testing.T, tr *tracing.Trace, counts StepCounts, want []inventory.LayerRow) {
+func checkRoundTrip(t *testing.T, tr *tracing.Trace, counts stepCounts, want []inventory.LayerRow) {
 	t.Helper()
 	sum := tr.Summarize()
 	require.Equal(t, 8, sum.DecodeBS, "decode_bs; histogram %v", sum.DecodeBSHist)
@@ -125,7 +125,7 @@ func checkRoundTrip(t *testing.T, tr *tracing.Trace, counts StepCounts, want []i
 func TestRoundTripOwnTable(t *testing.T) {
 	t.Parallel()
 	var want []inventory.LayerRow
-	for _, p := range synth.DefaultModel().DecodeLayer(8, 0) {
+	for _, p := range kernelmodel.Default().DecodeLayer(8, 0) {
 		want = append(want, inventory.LayerRow{Pos: p.Pos, ShortName: p.ShortName, Kernel: p.Kernel,
 			AvgUS: p.AvgUS, StdUS: p.StdUS, MinUS: max(p.AvgUS-3*p.StdUS, 0.1), MaxUS: p.AvgUS + 3*p.StdUS})
 	}

@@ -20,7 +20,26 @@ import (
 // (when Config.Exit returned instead of ending the process).
 var ErrCrashed = errors.New("simulated engine crashed (crash-after-requests)")
 
-// Server is one simulated ATOM server.
+// Server is one simulated ATOM server. It answers GET /health
+// ({"status":"ok"}; 503 until ready), GET /v1/models, POST /v1/completions
+// and /v1/chat/completions (streamed or not), POST /start_profile and
+// /stop_profile. Errors are 400 {"error":{"message","type","code"}} for a
+// request naming another model, a non-string prompt or bad fields.
+//
+// A streamed completion sends one data: frame per engine step that produced
+// a token (the last one carries finish_reason "length" or "stop"), then
+// ATOM's extra frame with empty text and finish_reason "stop", then a usage
+// frame without choices, then data: [DONE]; a chat stream starts with an
+// empty-delta frame. Frames use Python's json.dumps spacing, as ATOM's do.
+// Output tokens are short words from a fixed vocabulary, each with a leading
+// space, so each delta re-counts as one token. Without ignore_eos a request
+// ends at a simulated end-of-sequence after L tokens, L = 16 + FNV-1a(prompt)
+// mod 241; with it, after exactly max_tokens (default 256, like ATOM).
+//
+// /stop_profile waits for the export and lists the trace directories in
+// "traces" (Config.AsyncStop: it answers at once, as older releases do). The
+// profiler runs on the engine goroutine, as ATOM's utility commands do:
+// while a trace is exported no step runs.
 type Server struct {
 	cfg Config
 	eng *engine
@@ -43,26 +62,26 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, crashed: make(chan struct{}), pending: map[net.Conn]bool{}}
-	b := cfg.Backend
+	b := cfg.backend
 	if b == nil {
 		if b, err = newSynthBackend(&s.cfg); err != nil {
 			return nil, err
 		}
 	}
 	s.eng = newEngine(&s.cfg, b)
-	s.idPrefix = fmt.Sprintf("%016x", uint64(cfg.Clock.Now().UnixNano())^cfg.Seed)
+	s.idPrefix = fmt.Sprintf("%016x", uint64(cfg.clock.Now().UnixNano())^cfg.Seed)
 	return s, nil
 }
 
-// StepCounts reports the steps the engine executed so far.
-func (s *Server) StepCounts() StepCounts { return s.eng.stepCounts() }
+// stepCounts reports the steps the engine executed so far.
+func (s *Server) stepCounts() stepCounts { return s.eng.stepCounts() }
 
 // Serve answers HTTP on ln until ctx ends (then in-flight requests get
 // ShutdownGrace to finish) or a simulated crash; it returns nil after a
 // graceful stop and ErrCrashed after a crash whose Exit returned. A Server
 // serves once.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	now := s.cfg.Clock.Now()
+	now := s.cfg.clock.Now()
 	if s.cfg.NeverReady {
 		s.readyAt.Store(-1)
 	} else {
@@ -80,7 +99,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}()
 
 	fresh := &freshConns{m: map[net.Conn]time.Time{}}
-	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 30 * time.Second,
+	srv := &http.Server{Handler: s.handler(), ReadHeaderTimeout: 30 * time.Second,
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context { return context.WithValue(ctx, connKey{}, c) },
 		// A reply has left when its connection goes idle (or closes).
 		ConnState: func(c net.Conn, st http.ConnState) {
@@ -160,8 +179,8 @@ func (f *freshConns) closeQuiet(done <-chan struct{}) {
 	}
 }
 
-// Handler is the HTTP surface; it needs Serve's engine to answer completions.
-func (s *Server) Handler() http.Handler {
+// handler is the HTTP surface; it needs Serve's engine to answer completions.
+func (s *Server) handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /health", s.health)
 	mux.HandleFunc("GET /v1/models", s.ready(s.models))
@@ -187,7 +206,7 @@ func (s *Server) Handler() http.Handler {
 
 func (s *Server) isReady() bool {
 	at := s.readyAt.Load()
-	return at > 0 && s.cfg.Clock.Now().UnixNano() >= at
+	return at > 0 && s.cfg.clock.Now().UnixNano() >= at
 }
 
 func (s *Server) ready(h http.HandlerFunc) http.HandlerFunc {
@@ -374,7 +393,7 @@ func (s *Server) parse(w http.ResponseWriter, r *http.Request) (genRequest, bool
 
 // generate submits the request to the engine and answers it, streamed or whole.
 func (s *Server) generate(w http.ResponseWriter, r *http.Request, req genRequest, prompt string, promptTokens int, chat bool) {
-	maxTokens := DefaultMaxTokens
+	maxTokens := defaultMaxTokens
 	if req.MaxTokens != nil {
 		maxTokens = *req.MaxTokens
 	}
@@ -389,7 +408,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, req genRequest
 	if req.Stream && s.cfg.StreamErrorRate > 0 && s.draw(seq) < s.cfg.StreamErrorRate {
 		failAt = max(1, target/2)
 	}
-	now := s.cfg.Clock.Now()
+	now := s.cfg.clock.Now()
 	er := newRequest(seq, promptTokens, target, finish, failAt, now)
 	ctx := r.Context()
 	if err := s.eng.add(ctx, er); err != nil {
@@ -510,7 +529,7 @@ func (s *Server) whole(w http.ResponseWriter, ctx context.Context, er *request, 
 	if n > 1 {
 		tpot = float64(last-first) / 1e9 / float64(n-1)
 	}
-	latency := s.cfg.Clock.Now().Sub(start).Seconds()
+	latency := s.cfg.clock.Now().Sub(start).Seconds()
 	round4 := func(v float64) float64 { return float64(int64(v*1e4+0.5)) / 1e4 }
 	type usage struct {
 		PromptTokens     int     `json:"prompt_tokens"`

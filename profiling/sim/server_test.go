@@ -17,7 +17,7 @@ import (
 
 func TestHealthAndModels(t *testing.T) {
 	t.Parallel()
-	ts := start(t, Config{Model: "amd/MiniMax-M2.5", Backend: &recBackend{}})
+	ts := start(t, Config{Model: "amd/MiniMax-M2.5", backend: &recBackend{}})
 
 	code, body := get(t, ts.URL+"/health")
 	require.Equal(t, http.StatusOK, code)
@@ -55,7 +55,7 @@ func wantTokens(seq uint64, n int) []string {
 
 func TestCompletionStreamFrames(t *testing.T) {
 	t.Parallel()
-	ts := start(t, Config{Backend: &recBackend{}})
+	ts := start(t, Config{backend: &recBackend{}})
 	resp, body, err := streamBody(t, ts.URL+"/v1/completions", map[string]any{
 		"model": "m", "prompt": "one two three", "max_tokens": 5, "ignore_eos": true, "stream": true,
 	})
@@ -121,7 +121,7 @@ func TestCompletionStreamFrames(t *testing.T) {
 
 func TestChatStreamFrames(t *testing.T) {
 	t.Parallel()
-	ts := start(t, Config{Backend: &recBackend{}})
+	ts := start(t, Config{backend: &recBackend{}})
 	resp, body, err := streamBody(t, ts.URL+"/v1/chat/completions", map[string]any{
 		"model": "m", "messages": []map[string]string{{"role": "user", "content": "hi there"}},
 		"max_tokens": 3, "ignore_eos": true, "stream": true,
@@ -163,7 +163,7 @@ func TestChatStreamFrames(t *testing.T) {
 
 func TestNonStreaming(t *testing.T) {
 	t.Parallel()
-	ts := start(t, Config{Backend: &recBackend{}})
+	ts := start(t, Config{backend: &recBackend{}})
 	type reply struct {
 		ID      string `json:"id"`
 		Object  string `json:"object"`
@@ -200,7 +200,7 @@ func TestNonStreaming(t *testing.T) {
 
 func TestEOSAndMaxTokens(t *testing.T) {
 	t.Parallel()
-	ts := start(t, Config{Backend: &recBackend{}})
+	ts := start(t, Config{backend: &recBackend{}})
 	prompt := "the quick brown fox"
 	h := fnv.New32a()
 	h.Write([]byte(prompt))
@@ -236,7 +236,7 @@ func TestEOSAndMaxTokens(t *testing.T) {
 
 func TestBadRequests(t *testing.T) {
 	t.Parallel()
-	ts := start(t, Config{Model: "served", Backend: &recBackend{}})
+	ts := start(t, Config{Model: "served", backend: &recBackend{}})
 	tests := []struct {
 		name, path string
 		body       any
@@ -281,7 +281,7 @@ func TestPromptTokens(t *testing.T) {
 		{strings.Repeat("x", 20), 3},
 		{strings.Repeat("tok ", 1000), 1000},
 	}
-	ts := start(t, Config{Backend: &recBackend{}})
+	ts := start(t, Config{backend: &recBackend{}})
 	for _, tc := range tests {
 		code, body := post(t, ts.URL+"/v1/completions", map[string]any{"prompt": tc.prompt, "max_tokens": 1})
 		require.Equal(t, http.StatusOK, code)
@@ -299,7 +299,7 @@ func TestPromptTokens(t *testing.T) {
 func TestContinuousBatching(t *testing.T) {
 	t.Parallel()
 	b := &recBackend{}
-	ts := start(t, Config{Backend: b, MaxNumSeqs: 4, MaxNumBatchedTokens: 10})
+	ts := start(t, Config{backend: b, MaxNumSeqs: 4, MaxNumBatchedTokens: 10})
 	const n = 12
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -340,7 +340,7 @@ func TestContinuousBatching(t *testing.T) {
 	require.Equal(t, promptSum, prefillTok, "every prompt is prefilled once")
 	// The prefill samples each request's first token; decode steps the rest.
 	require.Equal(t, outSum-n, decodeTok)
-	c := ts.StepCounts()
+	c := ts.stepCounts()
 	require.Equal(t, int64(len(b.Steps())), c.Prefill+c.Decode)
 }
 

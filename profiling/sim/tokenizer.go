@@ -6,7 +6,18 @@ import "hash/fnv"
 const bytesPerToken = 8
 
 // CountTokens counts the prompt tokens of text with the stand-in tokenizer
-// documented in the package comment.
+// the server uses unless Config.Tokenizer is set: deterministic, without a
+// vocabulary. A token is a run of up to 8 bytes of a whitespace-separated
+// word, so a word of 1–8 bytes is one token and a 20-byte word is three
+// (ceil(len/8)); whitespace is ASCII space, tab, CR and LF; an empty prompt
+// counts as one token. A chat request counts each message as "ROLE CONTENT"
+// (the role is one more word). A client hits a prompt length of N tokens by
+// sending N short words, or calibrates from usage.prompt_tokens.
+//
+// With Config.Tokenizer prompts are counted by that tokenizer instead,
+// special tokens included, and a chat request is rendered with a ChatML
+// template ("<|im_start|>ROLE\nCONTENT<|im_end|>\n" per message, then
+// "<|im_start|>assistant\n") before it is counted.
 func CountTokens(text string) int {
 	n, word := 0, 0
 	for i := 0; i < len(text); i++ {

@@ -115,7 +115,7 @@ func TestEnforceEager(t *testing.T) {
 	runRequests(t, ts.URL, 4, 20)
 	code, _ = post(t, ts.URL+"/stop_profile", nil)
 	require.Equal(t, http.StatusOK, code)
-	c := ts.StepCounts()
+	c := ts.stepCounts()
 	files, _ := filepath.Glob(filepath.Join(dir, "rank_0", "*.pt.trace.json.gz"))
 	require.Len(t, files, 1)
 	tr, err := tracing.Load(context.Background(), files[0], tracing.Options{})
@@ -156,7 +156,7 @@ func TestExportDelay(t *testing.T) {
 			clock := &gateClock{fakeClock: newFakeClock(), gate: time.Hour,
 				sleeping: make(chan struct{}), release: make(chan struct{})}
 			dir := t.TempDir()
-			ts := start(t, Config{Clock: clock, ProfilerDir: dir, ExportDelay: time.Hour, AsyncStop: async, Layers: 2, PythonPerStep: -1})
+			ts := start(t, Config{clock: clock, ProfilerDir: dir, ExportDelay: time.Hour, AsyncStop: async, Layers: 2, PythonPerStep: -1})
 			code, _ := post(t, ts.URL+"/start_profile", nil)
 			require.Equal(t, http.StatusOK, code)
 			runRequests(t, ts.URL, 2, 5)
@@ -209,7 +209,7 @@ func TestStreamHeadersBeforeFirstToken(t *testing.T) {
 	// recBackend's one-sequence prefill: 1 ms + 10 µs, plus the host gap.
 	first := hostGap + time.Millisecond + 10*time.Microsecond
 	clock := &gateClock{fakeClock: newFakeClock(), gate: first, sleeping: make(chan struct{}, 1), release: make(chan struct{})}
-	ts := start(t, Config{Clock: clock, Backend: &recBackend{}})
+	ts := start(t, Config{clock: clock, backend: &recBackend{}})
 	// Without the early headers this Post would wait for the gated step: the
 	// timeout turns that into a failure instead of a hang.
 	client := &http.Client{Timeout: 30 * time.Second}

@@ -3,4 +3,5 @@
 // bench client can build prompts of an exact token length. It owns the
 // byte-level BPE model, the normalizers and pre-tokenizers those models use,
 // the post-processor's special-token count, and finding the file locally.
+// Counter is the one interface its callers take.
 package tokenizer

@@ -1,4 +1,4 @@
-package tracing
+package kineto
 
 import (
 	"bytes"
@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/klauspost/compress/gzip"
+
+	"github.com/profile-model/profile-model/units"
 )
 
 // microsToNS parses Kineto's "<µs>.<3 decimals>" text exactly.
@@ -59,7 +61,7 @@ type testTrace struct {
 	} `json:"traceEvents"`
 }
 
-func writeTrace(t *testing.T, opts WriterOptions, evs []OutEvent) []byte {
+func writeTrace(t *testing.T, opts WriterOptions, evs []Event) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	w, err := NewWriter(&buf, opts)
@@ -97,9 +99,9 @@ func TestWriterExactTimestamps(t *testing.T) {
 	// 19-digit absolute times whose nanoseconds a float64 cannot hold.
 	times := []int64{base + 4909914216204635123, base + 1, base, base - 1500, base + 999, base + 4909914216204000000}
 	for _, metaFirst := range []bool{false, true} {
-		var evs []OutEvent
+		var evs []Event
 		for i, ts := range times {
-			evs = append(evs, OutEvent{Ph: 'X', Cat: "kernel", Name: "k" + strconv.Itoa(i), PID: 2, TID: 0, TS: ts, Dur: int64(i*1001 + 7)})
+			evs = append(evs, Event{Ph: 'X', Cat: "kernel", Name: "k" + strconv.Itoa(i), PID: 2, TID: 0, TS: ts, Dur: units.Duration(i*1001 + 7)})
 		}
 		data := writeTrace(t, WriterOptions{BaseTimeNS: base, MetaFirst: metaFirst, TraceName: "t", Devices: []DeviceProperties{MI355X(0)}, RoctracerVersion: "4.1", WorldSize: 1}, evs)
 		tr := decodeTrace(t, data)
@@ -137,19 +139,19 @@ func TestWriterEscapingAndKinds(t *testing.T) {
 		"bad utf8 \xff\xfe end",
 		"",
 	}
-	var evs []OutEvent
+	var evs []Event
 	for i, n := range names {
-		evs = append(evs, OutEvent{Ph: 'X', Cat: "kernel", Name: n, PID: 2, TS: int64(i) * 1000, Dur: 1000, Args: []Arg{
-			IntArg("correlation", int64(i)), StrArg("kind", n), IntsArg("grid", []int64{1, 2, 3}), NullArg("Python parent id"), FloatTextArg("bw", "0.25"),
+		evs = append(evs, Event{Ph: 'X', Cat: "kernel", Name: n, PID: 2, TS: int64(i) * 1000, Dur: 1000, Args: []Arg{
+			IntArg("correlation", int64(i)), StrArg("kind", n), IntsArg("grid", []int64{1, 2, 3}), NullArg("Python parent id"),
 		}})
 	}
 	evs = append(evs,
-		OutEvent{Ph: 's', Cat: "ac2g", Name: "ac2g", ID: 77, PID: 2451, TID: 2451, TS: 5000},
-		OutEvent{Ph: 'f', Cat: "ac2g", Name: "ac2g", ID: 77, PID: 2, TID: 0, TS: 6000, BP: "e"},
-		OutEvent{Ph: 'M', Name: "process_name", PID: 2, TS: 0, Args: []Arg{StrArg("name", "python3")}},
-		OutEvent{Ph: 'i', Name: "Record Window End", Scope: "g", PIDName: "Traces", TIDName: "Trace PyTorch Profiler", TS: 7000},
-		OutEvent{Ph: 'X', Cat: "Trace", Name: "PyTorch Profiler (0)", PIDName: "Spans", TIDName: "PyTorch Profiler", TS: 0, Dur: 7000},
-		OutEvent{Ph: 'i', Name: "Record Window End", Scope: "g", StrIDs: true, TS: 8000},
+		Event{Ph: 's', Cat: "ac2g", Name: "ac2g", ID: 77, PID: 2451, TID: 2451, TS: 5000},
+		Event{Ph: 'f', Cat: "ac2g", Name: "ac2g", ID: 77, PID: 2, TID: 0, TS: 6000, BP: "e"},
+		Event{Ph: 'M', Name: "process_name", PID: 2, TS: 0, Args: []Arg{StrArg("name", "python3")}},
+		Event{Ph: 'i', Name: "Record Window End", Scope: "g", PIDName: "Traces", TIDName: "Trace PyTorch Profiler", TS: 7000},
+		Event{Ph: 'X', Cat: "Trace", Name: "PyTorch Profiler (0)", PIDName: "Spans", TIDName: "PyTorch Profiler", TS: 0, Dur: 7000},
+		Event{Ph: 'i', Name: "Record Window End", Scope: "g", StrIDs: true, TS: 8000},
 	)
 	tr := decodeTrace(t, writeTrace(t, WriterOptions{}, evs))
 	for i, n := range names {
@@ -158,7 +160,7 @@ func TestWriterEscapingAndKinds(t *testing.T) {
 			t.Errorf("name %d = %q (arg %q), want %q", i, tr.Events[i].Name, tr.Events[i].Args["kind"], want)
 		}
 		a := tr.Events[i].Args
-		if g, ok := a["grid"].([]any); !ok || len(g) != 3 || a["Python parent id"] != nil || a["bw"].(json.Number).String() != "0.25" {
+		if g, ok := a["grid"].([]any); !ok || len(g) != 3 || a["Python parent id"] != nil {
 			t.Errorf("args %d = %v", i, a)
 		}
 	}
@@ -185,7 +187,7 @@ func TestWriterEscapingAndKinds(t *testing.T) {
 
 func TestWriterGzip(t *testing.T) {
 	t.Parallel()
-	evs := []OutEvent{{Ph: 'X', Cat: "kernel", Name: "k", PID: 2, TS: 123456789, Dur: 4321}}
+	evs := []Event{{Ph: 'X', Cat: "kernel", Name: "k", PID: 2, TS: 123456789, Dur: 4321}}
 	data := writeTrace(t, WriterOptions{Gzip: true}, evs)
 	if len(data) < 2 || data[0] != 0x1f || data[1] != 0x8b {
 		t.Fatalf("gzip output does not start with the gzip magic: % x", data[:min(len(data), 4)])
@@ -219,7 +221,7 @@ func TestWriterReportsWriteErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ev := OutEvent{Ph: 'X', Cat: "kernel", Name: strings.Repeat("k", 1000), TS: 1, Dur: 1}
+	ev := Event{Ph: 'X', Cat: "kernel", Name: strings.Repeat("k", 1000), TS: 1, Dur: 1}
 	for range 2000 {
 		if err = w.WriteEvent(&ev); err != nil {
 			break
@@ -245,7 +247,7 @@ func BenchmarkWriter(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			ev := OutEvent{Ph: 'X', Cat: "kernel", Name: name, PID: 2, Args: args}
+			ev := Event{Ph: 'X', Cat: "kernel", Name: name, PID: 2, Args: args}
 			var one, none countWriter
 			pw, _ := NewWriter(&one, WriterOptions{})
 			_ = pw.WriteEvent(&ev)

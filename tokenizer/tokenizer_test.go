@@ -12,7 +12,7 @@ import (
 
 	"golang.org/x/text/unicode/norm"
 
-	"github.com/profile-model/profile-model/profiling/tokenizer/tokenizertest"
+	"github.com/profile-model/profile-model/tokenizer/tokenizertest"
 )
 
 func TestByteTableAnchors(t *testing.T) {
@@ -177,8 +177,8 @@ func TestSpecialTokensAndCount(t *testing.T) {
 	t.Parallel()
 	bos, tr, _ := fixture(t, fixtureOpts{Split: true, BOS: true})
 	plain, _, _ := fixture(t, fixtureOpts{Split: true})
-	if bos.SpecialTokens() != 1 || plain.SpecialTokens() != 0 {
-		t.Fatalf("SpecialTokens = %d with a BOS template, %d with ByteLevel; want 1 and 0", bos.SpecialTokens(), plain.SpecialTokens())
+	if bos.specialTokens() != 1 || plain.specialTokens() != 0 {
+		t.Fatalf("SpecialTokens = %d with a BOS template, %d with ByteLevel; want 1 and 0", bos.specialTokens(), plain.specialTokens())
 	}
 	text := "the quick brown fox"
 	if got, want := bos.Count(text), len(bos.Encode(text))+1; got != want {
@@ -205,7 +205,7 @@ func TestSpecialTokensAndCount(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", c.post, err)
 		}
-		if got := tok.SpecialTokens(); got != c.want {
+		if got := tok.specialTokens(); got != c.want {
 			t.Errorf("%s: SpecialTokens = %d, want %d", c.post, got, c.want)
 		}
 	}
@@ -408,8 +408,8 @@ func TestLoadNamesFile(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Load(%s): %v", p, err)
 		}
-		if tok.SpecialTokens() != 1 {
-			t.Errorf("Load(%s): SpecialTokens = %d", p, tok.SpecialTokens())
+		if tok.specialTokens() != 1 {
+			t.Errorf("Load(%s): SpecialTokens = %d", p, tok.specialTokens())
 		}
 	}
 	writeFile(t, dir+"/bad/tokenizer.json", []byte(`{"model":{"type":"WordPiece","vocab":{}}}`))
@@ -484,7 +484,7 @@ func TestLoadReadsConfig(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
-		if got := tok.SpecialTokens(); got != c.want {
+		if got := tok.specialTokens(); got != c.want {
 			t.Errorf("%s: SpecialTokens = %d, want %d", c.name, got, c.want)
 		}
 	}

@@ -1,4 +1,4 @@
-package synth
+package kernelmodel
 
 import (
 	"bufio"
@@ -22,7 +22,7 @@ var update = flag.Bool("update", false, "rewrite data/atom_minimax_m25.csv from 
 
 const dataHeader = `# The project's kernel model of an ATOM MiniMax-M2.5 (MoE, 256 experts, top-8,
 # 62 layers, fp8 KV cache) step on one MI355X. Written by TestDerivedModelData
-# (go test ./synth -run TestDerivedModelData -update) from the corpus:
+# (go test ./kernelmodel -run TestDerivedModelData -update) from the corpus:
 # * section=layer: one row per decode-layer position (and per kernel variant
 #   the tables show at that position, with the batch sizes it applies to),
 #   fitted over conc{4,8,16,32}_layer.csv: avg_us = a + b*x by least squares,

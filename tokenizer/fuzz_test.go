@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/profile-model/profile-model/profiling/tokenizer/tokenizertest"
+	"github.com/profile-model/profile-model/tokenizer/tokenizertest"
 )
 
 // FuzzParse feeds arbitrary bytes to Parse and encodes a little text with
@@ -33,7 +33,7 @@ func FuzzParse(f *testing.F) {
 		}
 		for _, s := range []string{"", "hello world", "a  b\n\n12345 don't", "x\xffa", "👍🏽 中文"} {
 			ids := tok.Encode(s)
-			if tok.Count(s) != len(ids)+tok.SpecialTokens() {
+			if tok.Count(s) != len(ids)+tok.specialTokens() {
 				t.Fatalf("Count(%q) != len(Encode)+SpecialTokens", s)
 			}
 			_ = tok.Decode(ids)

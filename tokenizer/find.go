@@ -13,12 +13,12 @@ import (
 var ErrNotFound = errors.New("tokenizer.json not found")
 
 // Find locates the tokenizer.json for model, reading the environment.
-// See FindIn.
+// See findIn.
 func Find(model, explicit string) (string, error) {
-	return FindIn(model, explicit, os.Getenv)
+	return findIn(model, explicit, os.Getenv)
 }
 
-// FindIn locates the tokenizer.json for model. An explicit file, or directory
+// findIn locates the tokenizer.json for model. An explicit file, or directory
 // holding tokenizer.json, wins and is an error if missing. Otherwise model is
 // tried as a local directory (engines accept a path as the model), then as a
 // Hugging Face hub id in the local cache: $HF_HUB_CACHE, else $HF_HOME/hub,
@@ -26,7 +26,7 @@ func Find(model, explicit string) (string, error) {
 // under models--{org}--{name}/snapshots/<rev>/, preferring the revision in
 // refs/main, else the newest snapshot. When nothing is found the error wraps
 // ErrNotFound and says where it looked.
-func FindIn(model, explicit string, getenv func(string) string) (string, error) {
+func findIn(model, explicit string, getenv func(string) string) (string, error) {
 	if explicit != "" {
 		p, ok := tokenizerFile(explicit)
 		if !ok {

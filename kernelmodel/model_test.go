@@ -1,4 +1,4 @@
-package synth
+package kernelmodel
 
 import (
 	"fmt"
@@ -10,15 +10,16 @@ import (
 	"testing"
 
 	"github.com/profile-model/profile-model/internal/corpus"
+	"github.com/profile-model/profile-model/units"
 )
 
-// TestDefaultModelFollowsCorpusTables: at each table's batch size, the
+// TestDefaultFollowsCorpusTables: at each table's batch size, the
 // built-in model has the table's kernels in the table's order, and its
 // expected times are within the fit error of the measured averages.
-func TestDefaultModelFollowsCorpusTables(t *testing.T) {
+func TestDefaultFollowsCorpusTables(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(corpus.Dir(t), "atom-minimax-m2.5")
-	m := DefaultModel()
+	m := Default()
 	for _, bs := range []int{4, 8, 16, 32} {
 		rows, err := readLayerCSV(filepath.Join(dir, fmt.Sprintf("conc%d_layer.csv", bs)))
 		if err != nil {
@@ -48,9 +49,9 @@ func TestDefaultModelFollowsCorpusTables(t *testing.T) {
 	}
 }
 
-func TestDefaultModelScaling(t *testing.T) {
+func TestDefaultScaling(t *testing.T) {
 	t.Parallel()
-	m := DefaultModel()
+	m := Default()
 	find := func(layer []LayerPosition, short string) float64 {
 		for _, p := range layer {
 			if p.ShortName == short {
@@ -75,7 +76,7 @@ func TestDefaultModelScaling(t *testing.T) {
 
 func TestDecodeAndPrefillSteps(t *testing.T) {
 	t.Parallel()
-	m := DefaultModel()
+	m := Default()
 	rng := rand.New(rand.NewPCG(1, 2))
 	dec := m.DecodeStep(8, 8*1000, rng)
 	layer := m.DecodeLayer(8, 8*1000)
@@ -86,18 +87,18 @@ func TestDecodeAndPrefillSteps(t *testing.T) {
 	for _, r := range dec {
 		sections[r.Section]++
 		if r.Dur <= 0 || r.Gap < 0 {
-			t.Fatalf("kernel %s: dur %d gap %d", r.ShortName, r.Dur, r.Gap)
+			t.Fatalf("kernel %s: dur %v µs, gap %v µs", r.ShortName, r.Dur, r.Gap)
 		}
 	}
 	if sections[SectionPrep] != 2 || sections[SectionSample] != 1 || !strings.Contains(dec[len(dec)-1].Name, "mix_sample") {
 		t.Errorf("decode sections = %v, last kernel %q; want 2 prep, the sampler last", sections, dec[len(dec)-1].Name)
 	}
-	var total int64
+	var total units.Duration
 	for _, r := range dec {
 		total += r.Gap + r.Dur
 	}
-	if Duration(dec) != total {
-		t.Errorf("Duration = %d, sum of gaps and durations %d", Duration(dec), total)
+	if StepTime(dec) != total {
+		t.Errorf("StepTime = %v µs, sum of gaps and durations %v µs", StepTime(dec), total)
 	}
 	pre := m.PrefillStep(8, 8000, rng)
 	var fmha, fmoe, pa, ckMoE int
@@ -119,15 +120,15 @@ func TestDecodeAndPrefillSteps(t *testing.T) {
 	if fmha != m.Layers || fmoe != m.Layers || pa != 0 || ckMoE != 0 {
 		t.Errorf("prefill: fmha %d, fused MoE %d, paged attention %d, CK MoE GEMM %d; want %d, %d, 0, 0", fmha, fmoe, pa, ckMoE, m.Layers, m.Layers)
 	}
-	bigger := Duration(m.PrefillStep(8, 16000, rng))
-	if bigger <= Duration(pre) {
-		t.Errorf("prefill of 16000 tokens (%d ns) not longer than of 8000 (%d ns)", bigger, Duration(pre))
+	bigger := StepTime(m.PrefillStep(8, 16000, rng))
+	if bigger <= StepTime(pre) {
+		t.Errorf("prefill of 16000 tokens (%v µs) not longer than of 8000 (%v µs)", bigger, StepTime(pre))
 	}
 }
 
 func TestDeterministicWithSeed(t *testing.T) {
 	t.Parallel()
-	m := DefaultModel()
+	m := Default()
 	a := m.DecodeStep(16, 0, rand.New(rand.NewPCG(7, 7)))
 	b := m.DecodeStep(16, 0, rand.New(rand.NewPCG(7, 7)))
 	c := m.DecodeStep(16, 0, rand.New(rand.NewPCG(8, 8)))
@@ -152,12 +153,12 @@ func writeTable(t *testing.T, dir, name, body string) string {
 	return p
 }
 
-func TestModelFromLayerCSV(t *testing.T) {
+func TestFromLayerCSV(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	a := writeTable(t, dir, "conc4_layer.csv", "0,PA (paged_attn),aiter::pa_bf16_x,10.0,1.0,8.0,12.0,50,10\n1,MoE_GEMM (CK),ck::kernel_moe_gemm<x>,40.0,2.0,30.0,50.0,50,10\n")
 	b := writeTable(t, dir, "conc8_layer.csv", "0,PA (paged_attn),aiter::pa_bf16_x,12.0,1.0,10.0,14.0,50,10\n1,MoE_GEMM (CK),ck::kernel_moe_gemm<x>,80.0,4.0,60.0,100.0,50,10\n")
-	m, err := ModelFromLayerCSV(b, a)
+	m, err := FromLayerCSV(b, a)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,12 +186,12 @@ func TestModelFromLayerCSV(t *testing.T) {
 				continue
 			}
 			lo, hi := []float64{9, 45}[r.Pos], []float64{13, 75}[r.Pos]
-			if us := float64(r.Dur) / 1000; us < lo-1e-3 || us > hi+1e-3 {
+			if us := r.Dur.US(); us < lo-1e-3 || us > hi+1e-3 {
 				t.Fatalf("pos %d drew %.3f µs outside [%.1f, %.1f]", r.Pos, us, lo, hi)
 			}
 		}
 	}
-	one, err := ModelFromLayerCSV(b)
+	one, err := FromLayerCSV(b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +200,7 @@ func TestModelFromLayerCSV(t *testing.T) {
 	}
 }
 
-func TestModelFromLayerCSVErrors(t *testing.T) {
+func TestFromLayerCSVErrors(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	good := writeTable(t, dir, "conc4_layer.csv", "0,PA,aiter::pa_bf16_x,10.0,1.0,8.0,12.0,50,10\n")
@@ -229,7 +230,7 @@ func TestModelFromLayerCSVErrors(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			_, err := ModelFromLayerCSV(c.paths...)
+			_, err := FromLayerCSV(c.paths...)
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("error = %v, want one mentioning %q", err, c.want)
 			}

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/profile-model/profile-model/profiling/tokenizer/tokenizertest"
+	"github.com/profile-model/profile-model/tokenizer/tokenizertest"
 )
 
 // The fixtures come from package tokenizertest: a tiny byte-level BPE

@@ -58,31 +58,31 @@ func TestFind(t *testing.T) {
 		{"unknown model", "Org/Other", "", map[string]string{"HF_HUB_CACHE": hub}, ""},
 		{"no model", "", "", map[string]string{"HF_HUB_CACHE": hub}, ""},
 	} {
-		got, err := FindIn(c.model, c.explicit, env(c.env))
+		got, err := findIn(c.model, c.explicit, env(c.env))
 		if c.want == "" {
 			if !errors.Is(err, ErrNotFound) {
-				t.Errorf("%s: FindIn = %q, %v; want ErrNotFound", c.name, got, err)
+				t.Errorf("%s: findIn = %q, %v; want ErrNotFound", c.name, got, err)
 			}
 			continue
 		}
 		if err != nil || got != c.want {
-			t.Errorf("%s: FindIn = %q, %v; want %q", c.name, got, err, c.want)
+			t.Errorf("%s: findIn = %q, %v; want %q", c.name, got, err, c.want)
 		}
 	}
 
 	// HOME's default cache location.
 	writeFile(t, filepath.Join(root, "home", ".cache", "huggingface", "hub", "models--x--y", "snapshots", "r", "tokenizer.json"), tok)
-	if got, err := FindIn("x/y", "", env(map[string]string{"HOME": filepath.Join(root, "home")})); err != nil || !strings.HasSuffix(got, "models--x--y/snapshots/r/tokenizer.json") {
+	if got, err := findIn("x/y", "", env(map[string]string{"HOME": filepath.Join(root, "home")})); err != nil || !strings.HasSuffix(got, "models--x--y/snapshots/r/tokenizer.json") {
 		t.Errorf("HOME cache: %q, %v", got, err)
 	}
 
 	// A missing explicit path is an error of its own, not a fallback.
-	_, err := FindIn("Org/Model-7B", filepath.Join(root, "missing"), env(map[string]string{"HF_HUB_CACHE": hub}))
+	_, err := findIn("Org/Model-7B", filepath.Join(root, "missing"), env(map[string]string{"HF_HUB_CACHE": hub}))
 	if err == nil || errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "missing") {
 		t.Errorf("missing explicit: %v, want a non-ErrNotFound error naming the path", err)
 	}
 	// The not-found error says where it looked.
-	_, err = FindIn("Org/Other", "", env(map[string]string{"HF_HUB_CACHE": hub}))
+	_, err = findIn("Org/Other", "", env(map[string]string{"HF_HUB_CACHE": hub}))
 	if err == nil || !strings.Contains(err.Error(), filepath.Join(hub, "models--Org--Other", "snapshots")) {
 		t.Errorf("not found: %v, want the looked-in path", err)
 	}

@@ -62,5 +62,5 @@ func TestCrossCheck(t *testing.T) {
 		}
 	}
 	t.Logf("%s: %d strings, %d id mismatches, %d count mismatches (%d special tokens); Decode(Encode(s)) != s for %d",
-		path, len(expect.Cases), idMismatch, countMismatch, tok.SpecialTokens(), decodeDiffers)
+		path, len(expect.Cases), idMismatch, countMismatch, tok.specialTokens(), decodeDiffers)
 }

@@ -1,4 +1,4 @@
-package tracing
+package kineto
 
 import (
 	"errors"
@@ -8,6 +8,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/klauspost/compress/gzip"
+
+	"github.com/profile-model/profile-model/units"
 )
 
 // DeviceProperties is one entry of a Kineto trace's deviceProperties list.
@@ -23,17 +25,6 @@ type DeviceProperties struct {
 	SharedMemPerBlock                int
 	NumSms                           int
 	MaxSharedMemoryPerMultiProcessor int
-}
-
-// MI355X returns the properties an MI355X reports (gfx950, 256 CUs, 288 GB).
-func MI355X(id int) DeviceProperties {
-	return DeviceProperties{
-		ID: id, Name: "AMD Instinct MI355X", TotalGlobalMem: 309220868096,
-		ComputeMajor: 9, ComputeMinor: 5,
-		MaxThreadsPerBlock: 1024, MaxThreadsPerMultiprocessor: 2048,
-		RegsPerBlock: 131072, WarpSize: 64, SharedMemPerBlock: 65536,
-		NumSms: 256, MaxSharedMemoryPerMultiProcessor: 163840,
-	}
 }
 
 // WriterOptions is the header and footer of a trace written by Writer.
@@ -54,52 +45,48 @@ type WriterOptions struct {
 	GzipLevel         int    // gzip level; 0 means gzip.BestSpeed
 }
 
-// ArgKind says how an Arg's value is written.
-type ArgKind uint8
+// argKind says how an Arg's value is written.
+type argKind uint8
 
 const (
-	ArgInt ArgKind = iota
-	ArgString
-	ArgInts  // JSON array of integers (grid, block)
-	ArgNull  // JSON null
-	ArgFloat // a decimal written as given in Str (already formatted)
+	argInt argKind = iota
+	argString
+	argInts // JSON array of integers (grid, block)
+	argNull // JSON null
 )
 
-// Arg is one entry of an event's args object.
+// Arg is one entry of an event's args object; IntArg, StrArg, IntsArg and
+// NullArg build one.
 type Arg struct {
-	Key  string
-	Kind ArgKind
-	Int  int64
-	Str  string
-	Ints []int64
+	key  string
+	kind argKind
+	i    int64
+	s    string
+	ints []int64
 }
 
-// IntArg, StrArg, IntsArg, NullArg and FloatTextArg build args.
-func IntArg(k string, v int64) Arg    { return Arg{Key: k, Kind: ArgInt, Int: v} }
-func StrArg(k, v string) Arg          { return Arg{Key: k, Kind: ArgString, Str: v} }
-func IntsArg(k string, v []int64) Arg { return Arg{Key: k, Kind: ArgInts, Ints: v} }
-func NullArg(k string) Arg            { return Arg{Key: k, Kind: ArgNull} }
+func IntArg(k string, v int64) Arg    { return Arg{key: k, kind: argInt, i: v} }
+func StrArg(k, v string) Arg          { return Arg{key: k, kind: argString, s: v} }
+func IntsArg(k string, v []int64) Arg { return Arg{key: k, kind: argInts, ints: v} }
+func NullArg(k string) Arg            { return Arg{key: k, kind: argNull} }
 
-// FloatTextArg writes text (an already formatted JSON number) as the value.
-func FloatTextArg(k, text string) Arg { return Arg{Key: k, Kind: ArgFloat, Str: text} }
-
-// OutEvent is one trace event to write. Times are absolute integer
+// Event is one trace event to write. Times are absolute integer
 // nanoseconds on the trace clock; Writer subtracts BaseTimeNS and writes
 // microseconds with exactly three decimals, so no precision is lost.
-type OutEvent struct {
+type Event struct {
 	Ph      byte // 'X' complete, 's'/'f' flow, 'M' metadata, 'i' instant
 	Cat     string
 	Name    string
 	PID     int64
 	TID     int64
-	PIDName string // written instead of PID when set (Kineto's "Spans", "Traces")
-	TIDName string // written instead of TID when set
-	StrIDs  bool   // write PIDName and TIDName even when empty (Kineto's "Record Window End")
-	TS      int64  // ns
-	Dur     int64  // ns, complete events only
-	ID      int64  // flow id
-	BP      string // flow binding point ("e")
-	Scope   string // instant scope ("g", "t")
+	PIDName string         // written instead of PID when set (Kineto's "Spans", "Traces")
+	TIDName string         // written instead of TID when set
+	StrIDs  bool           // write PIDName and TIDName even when empty (Kineto's "Record Window End")
+	TS      int64          // ns
+	Dur     units.Duration // complete events only
+	ID      int64          // flow id
+	BP      string         // flow binding point ("e")
+	Scope   string         // instant scope ("g", "t")
 	Args    []Arg
 }
 
@@ -272,7 +259,7 @@ func (w *Writer) appendTrailingMeta(b []byte) []byte {
 
 // WriteEvent writes one event. The first error is sticky and returned by
 // every later call and by Close.
-func (w *Writer) WriteEvent(e *OutEvent) error {
+func (w *Writer) WriteEvent(e *Event) error {
 	if w.err != nil {
 		return w.err
 	}
@@ -328,7 +315,7 @@ func (w *Writer) WriteEvent(e *OutEvent) error {
 		b = append(b, ",\n    \"ts\": "...)
 		b = w.appendTS(b, e.TS)
 		b = append(b, ", \"dur\": "...)
-		b = appendMicros(b, e.Dur)
+		b = appendMicros(b, int64(e.Dur))
 	}
 	if len(e.Args) > 0 || e.Ph == 'X' || e.Ph == 'M' {
 		b = append(b, ",\n    \"args\": {\n"...)
@@ -339,30 +326,24 @@ func (w *Writer) WriteEvent(e *OutEvent) error {
 			} else {
 				b = append(b, ", "...)
 			}
-			b = appendJSONString(b, a.Key)
+			b = appendJSONString(b, a.key)
 			b = append(b, ": "...)
-			switch a.Kind {
-			case ArgInt:
-				b = strconv.AppendInt(b, a.Int, 10)
-			case ArgString:
-				b = w.appendStr(b, a.Str)
-			case ArgInts:
+			switch a.kind {
+			case argInt:
+				b = strconv.AppendInt(b, a.i, 10)
+			case argString:
+				b = w.appendStr(b, a.s)
+			case argInts:
 				b = append(b, '[')
-				for j, v := range a.Ints {
+				for j, v := range a.ints {
 					if j > 0 {
 						b = append(b, ", "...)
 					}
 					b = strconv.AppendInt(b, v, 10)
 				}
 				b = append(b, ']')
-			case ArgNull:
+			case argNull:
 				b = append(b, "null"...)
-			case ArgFloat:
-				if a.Str == "" {
-					b = append(b, '0')
-				} else {
-					b = append(b, a.Str...)
-				}
 			}
 		}
 		if len(e.Args) > 0 {
@@ -379,12 +360,12 @@ func (w *Writer) WriteEvent(e *OutEvent) error {
 	return w.err
 }
 
-func (w *Writer) appendPIDTID(b []byte, e *OutEvent) []byte {
+func (w *Writer) appendPIDTID(b []byte, e *Event) []byte {
 	b = append(b, ", "...)
 	return w.appendPIDTIDBare(b, e)
 }
 
-func (w *Writer) appendPIDTIDBare(b []byte, e *OutEvent) []byte {
+func (w *Writer) appendPIDTIDBare(b []byte, e *Event) []byte {
 	b = append(b, "\"pid\": "...)
 	if e.PIDName != "" || e.StrIDs {
 		b = appendJSONString(b, e.PIDName)

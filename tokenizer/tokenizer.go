@@ -150,6 +150,14 @@ func (t *Tokenizer) Encode(text string) []int {
 	return ids
 }
 
+// Counter counts the prompt tokens of a text the way a served model's
+// tokenizer does, special tokens included (as usage.prompt_tokens reports
+// them). *Tokenizer is one; the bench client shapes prompts with a Counter
+// and the simulated engine counts them with one.
+type Counter interface{ Count(text string) int }
+
+var _ Counter = (*Tokenizer)(nil)
+
 // Count is what a vLLM-style server reports as usage.prompt_tokens for a
 // completion request with prompt text: Encode plus the special tokens the
 // post-processor adds.
@@ -157,12 +165,9 @@ func (t *Tokenizer) Count(text string) int {
 	return len(t.Encode(text)) + t.special
 }
 
-// SpecialTokens is the number of tokens the post-processor adds to a single
+// specialTokens is the number of tokens the post-processor adds to a single
 // sequence (a BOS for Llama 3, none for Qwen).
-func (t *Tokenizer) SpecialTokens() int { return t.special }
-
-// VocabSize is one more than the largest token id.
-func (t *Tokenizer) VocabSize() int { return len(t.idToToken) }
+func (t *Tokenizer) specialTokens() int { return t.special }
 
 // Decode turns ids back into text; unknown ids are skipped. It is meant for
 // tests and debugging: it handles the byte-level, byte-fallback and

@@ -1,4 +1,4 @@
-package synth
+package kernelmodel
 
 import (
 	"bufio"
@@ -6,7 +6,6 @@ import (
 	_ "embed"
 	"encoding/csv"
 	"fmt"
-	"github.com/profile-model/profile-model/inventory"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -15,6 +14,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/profile-model/profile-model/inventory"
+	"github.com/profile-model/profile-model/units"
 )
 
 // Section says where in a step a kernel runs and how it is launched.
@@ -36,9 +38,9 @@ const (
 // KernelRun is one kernel a step runs.
 type KernelRun struct {
 	Name      string // full kernel name as a trace shows it
-	ShortName string // the compatible short name (corpus README)
-	Dur       int64  // ns
-	Gap       int64  // ns the stream idles before this kernel (launch latency)
+	ShortName string // the short name of the per-layer tables (inventory.CompatShortName)
+	Dur       units.Duration
+	Gap       units.Duration // the stream idles this long before the kernel (launch latency)
 	Section   Section
 	Layer     int    // transformer layer, -1 outside the layers
 	Pos       int    // position within the layer, -1 outside the layers
@@ -47,11 +49,11 @@ type KernelRun struct {
 	Stream    int    // 0 main stream, 1 side stream (overlaps the main one)
 }
 
-// Duration is how long a step's kernels keep the GPU busy: the sum of gaps
+// StepTime is how long a step's kernels keep the GPU busy: the sum of gaps
 // and durations of main-stream kernels. The simulated engine should use it
 // as the step time so that its clock and the trace agree.
-func Duration(runs []KernelRun) int64 {
-	var d int64
+func StepTime(runs []KernelRun) units.Duration {
+	var d units.Duration
 	for i := range runs {
 		if runs[i].Stream == 0 {
 			d += runs[i].Gap + runs[i].Dur
@@ -104,10 +106,10 @@ type layerTable struct {
 //go:embed data/atom_minimax_m25.csv
 var defaultData []byte
 
-// DefaultModel is the project's own model of an ATOM MiniMax-M2.5 (MoE,
+// Default is the project's own model of an ATOM MiniMax-M2.5 (MoE,
 // 62 layers) decode and prefill step on one MI355X, from the embedded data
 // file data/atom_minimax_m25.csv (see its header for how it was derived).
-func DefaultModel() *Model {
+func Default() *Model {
 	m, err := parseModelData(defaultData)
 	if err != nil {
 		// The embedded file is checked by the package tests; a broken build
@@ -181,21 +183,22 @@ func parseModelData(data []byte) (*Model, error) {
 
 var concPrefix = regexp.MustCompile(`^conc(\d+)_`)
 
-// ModelFromLayerCSV builds a model whose decode layer comes from per-layer
-// tables in the compatible CSV format (SPEC §3.7), e.g. the seed's
-// conc8_layer.csv. Each file's batch size is read from its conc{N}_ name
-// prefix. With several tables, a step's timings are interpolated linearly in
-// batch size between the two nearest tables (when they have the same
+// FromLayerCSV builds a model whose decode layer comes from per-layer
+// tables (pos,short_name,kernel,avg_us,std_us,min_us,max_us,pct,count, as
+// `profile-model layers` writes them), e.g. conc8_layer.csv. Each file's
+// batch size is read from its conc{N}_ name prefix. With several tables, a
+// step's timings are interpolated linearly in batch size between the two
+// nearest tables (when they have the same
 // positions; otherwise the nearest table is used as is, and outside the
 // tables' range the nearest one). With one table, every batch size gets that
 // table. Durations are drawn around each position's avg with its std,
 // clipped to the table's [min, max]. Steps' prologue, epilogue, sampling and
 // prefill kernels come from the built-in model.
-func ModelFromLayerCSV(paths ...string) (*Model, error) {
+func FromLayerCSV(paths ...string) (*Model, error) {
 	if len(paths) == 0 {
 		return nil, fmt.Errorf("kernel model: no layer CSV given")
 	}
-	m := DefaultModel()
+	m := Default()
 	m.Name = strings.Join(paths, ",")
 	m.tables = nil
 	for _, p := range paths {
@@ -331,7 +334,7 @@ func (m *Model) specAvg(s spec, bs, ctxTokens, tokens int) float64 {
 	return max(avg, 1.0)
 }
 
-func draw(rng *rand.Rand, avg, std, lo, hi float64) int64 {
+func draw(rng *rand.Rand, avg, std, lo, hi float64) units.Duration {
 	v := avg
 	if std > 0 && rng != nil {
 		v = avg + std*rng.NormFloat64()
@@ -342,15 +345,26 @@ func draw(rng *rand.Rand, avg, std, lo, hi float64) int64 {
 	if v < lo {
 		v = lo
 	}
-	ns := int64(math.Round(v * 1000))
+	ns := units.Duration(math.Round(v * 1000))
 	return max(ns, 1000)
 }
 
-func gap(rng *rand.Rand, lo, hi float64) int64 {
+func gap(rng *rand.Rand, lo, hi float64) units.Duration {
 	if rng == nil {
-		return int64((lo + hi) / 2 * 1000)
+		return units.Duration((lo + hi) / 2 * 1000)
 	}
-	return int64((lo + (hi-lo)*rng.Float64()) * 1000)
+	return units.Duration((lo + (hi-lo)*rng.Float64()) * 1000)
+}
+
+// DrawKernel draws one forward-pass kernel that the model's data does not
+// hold (the generator's dense-MLP layers): its duration within 5% of avgUS,
+// clipped to [0.85, 1.3]×avgUS as the prefill layer kernels are, after the
+// launch gap of a replayed graph. Layer and Pos are -1 for the caller to set.
+func DrawKernel(rng *rand.Rand, short, name string, avgUS float64) KernelRun {
+	return KernelRun{
+		Name: name, ShortName: short, Dur: draw(rng, avgUS, avgUS*0.05, avgUS*0.85, avgUS*1.3),
+		Gap: gap(rng, 0.6, 1.6), Section: SectionForward, Layer: -1, Pos: -1, Launch: launchFor(name),
+	}
 }
 
 func (m *Model) runSpec(rng *rand.Rand, s spec, sec Section, bs, ctxTokens, tokens int) KernelRun {
@@ -367,7 +381,7 @@ func (m *Model) runSpec(rng *rand.Rand, s spec, sec Section, bs, ctxTokens, toke
 // input preparation, the forward pass (embedding, Layers layers, final norm,
 // lm_head) that the engine replays from one graph, and the eager sampler.
 // ctxTokens is the total context (KV tokens) over the batch; 0 means the
-// reference context of the model's timings. Durations are in ns.
+// reference context of the model's timings.
 func (m *Model) DecodeStep(bs, ctxTokens int, rng *rand.Rand) []KernelRun {
 	bs = max(bs, 1)
 	layer := m.DecodeLayer(bs, ctxTokens)
