@@ -433,7 +433,7 @@ func (s *Server) waitReady(ctx context.Context) error {
 		if ready {
 			return nil
 		}
-		if reason != "" {
+		if reason != "" && rctx.Err() == nil { // not a probe cut short by the deadline itself
 			last = reason
 		}
 		select {

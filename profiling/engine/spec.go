@@ -103,7 +103,7 @@ type Spec struct {
 	// Env sets environment variables of the engine process; it wins over
 	// the inherited environment and over DefaultEnv.
 	Env map[string]string
-	Dir string // working directory (ATOM users run from its checkout); "": the caller's
+	Dir string // working directory (ATOM users run from its checkout), made absolute; "": the caller's
 	// Exe replaces the executable: the Python interpreter for atom and
 	// sglang ("python"), the vllm command ("vllm"), the profile-model binary
 	// for sim (default: the running executable).
@@ -448,6 +448,12 @@ func (s Spec) command(environ []string) (Command, error) {
 		}
 	}
 	add(s.ExtraArgs...)
+	if s.Dir != "" {
+		var err error
+		if s.Dir, err = filepath.Abs(s.Dir); err != nil {
+			return Command{}, fmt.Errorf("working directory %q: %w", s.Dir, err)
+		}
+	}
 	if strings.ContainsRune(exe, filepath.Separator) {
 		// A path relative to the caller, not to Dir.
 		var err error
@@ -492,5 +498,10 @@ func (s Spec) command(environ []string) (Command, error) {
 		}
 	}
 	cmd.environ = append(cmd.environ, cmd.Env...)
+	if s.Dir != "" {
+		// As a shell's cd would: programs trust $PWD to name their directory.
+		cmd.environ = slices.DeleteFunc(cmd.environ, func(kv string) bool { return strings.HasPrefix(kv, "PWD=") })
+		cmd.environ = append(cmd.environ, "PWD="+s.Dir)
+	}
 	return cmd, nil
 }
