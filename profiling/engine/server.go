@@ -149,7 +149,8 @@ type Server struct {
 // The engine runs in its own process group and ctx governs its whole life:
 // when ctx ends (Ctrl-C), the group is stopped as Stop does. Callers stop
 // it with Stop when done; Exited, Err and Watch tell them when it died on
-// its own.
+// its own. Only a SIGKILL of this process escapes all of this: the engine
+// then outlives it, and `kill -- -PID` (PID()) ends its group.
 func Start(ctx context.Context, spec Spec, opts Options) (*Server, error) {
 	notes, err := spec.Check()
 	if err != nil {
@@ -296,8 +297,10 @@ func (s *Server) Watch(parent context.Context) (context.Context, context.CancelF
 // Stop ends the engine's whole process group: SIGTERM, then SIGKILL to
 // whatever is left after the grace period (at once when ctx ends first),
 // and returns once no process of the group runs. It fails only when
-// processes survive SIGKILL, naming them. Stop may be called many times and
-// concurrently; engine none has nothing to stop.
+// processes survive SIGKILL, naming them. Processes that leave the group
+// on purpose (a new session, as a Ray cluster's daemons do) are beyond its
+// reach. Stop may be called many times and concurrently; engine none has
+// nothing to stop.
 func (s *Server) Stop(ctx context.Context) error {
 	if s.proc == nil {
 		return nil

@@ -55,24 +55,26 @@ func DefaultEnv() map[string]string {
 // Spec says which engine to run and how. Every engine gets the same fields;
 // Command maps them to that engine's own flag names:
 //
-//	field            atom / sim                      vllm                          sglang
-//	Model            --model M                       serve M                       --model-path M
-//	Port             --server-port P                 --port P                      --port P
-//	TP               -tp N                           --tensor-parallel-size N      --tp N
-//	KVCacheDType     --kv_cache_dtype (fp8 default)  --kv-cache-dtype              --kv-cache-dtype
-//	MaxNumSeqs       --max-num-seqs                  --max-num-seqs                --max-running-requests
-//	MaxModelLen      --max-model-len                 --max-model-len               --context-length
-//	Level            --level L                       --compilation-config {"level"} --enable-torch-compile (L > 0)
-//	EnforceEager     --enforce-eager                 --enforce-eager               --disable-cuda-graph
-//	CaptureSizes     --cudagraph-capture-sizes [..]  --compilation-config {"cudagraph_capture_sizes"} --cuda-graph-bs 1 2 4
-//	TrustRemoteCode  --trust-remote-code             --trust-remote-code           --trust-remote-code
-//	ProfilerDir      --torch-profiler-dir DIR        env VLLM_TORCH_PROFILER_DIR   env SGLANG_TORCH_PROFILER_DIR
+//	field            atom / sim                     vllm                       sglang
+//	Model            --model M                      serve M                    --model-path M
+//	Port             --server-port P                --port P                   --port P
+//	TP               -tp N                          --tensor-parallel-size N   --tp N
+//	KVCacheDType     --kv_cache_dtype (fp8)         --kv-cache-dtype           --kv-cache-dtype
+//	MaxNumSeqs       --max-num-seqs                 --max-num-seqs             --max-running-requests
+//	MaxModelLen      --max-model-len                --max-model-len            --context-length
+//	Level            --level L                      --compilation-config *     --enable-torch-compile (L > 0)
+//	EnforceEager     --enforce-eager                --enforce-eager            --disable-cuda-graph
+//	CaptureSizes     --cudagraph-capture-sizes [..] --compilation-config *     --cuda-graph-bs 1 2 4
+//	TrustRemoteCode  --trust-remote-code            --trust-remote-code        --trust-remote-code
+//	ProfilerDir      --torch-profiler-dir DIR       $VLLM_TORCH_PROFILER_DIR   $SGLANG_TORCH_PROFILER_DIR
 //
-// The simulated engine takes ATOM's flags that it uses (model, port,
-// profiler directory, max-num-seqs, capture sizes, enforce-eager) plus
-// --time-scale; it ignores the rest. vLLM's -O is another spelling of
-// --compilation-config (the last one given wins), so the level and the
-// capture sizes travel in one JSON value.
+// (*) vLLM's -O is another spelling of --compilation-config (the last one
+// given wins), so the level and the capture sizes travel in one JSON value:
+// {"level":L,"cudagraph_capture_sizes":[1,2,4]}. ATOM's KV-cache flag keeps
+// the snake_case spelling that older releases accept alone. The simulated
+// engine takes ATOM's flags that it uses (model, port, profiler directory,
+// max-num-seqs, capture sizes, enforce-eager) plus --time-scale, and
+// ignores the rest (Check says which).
 type Spec struct {
 	Kind Kind
 	// Model is the model path or name the engine loads, and the name every
