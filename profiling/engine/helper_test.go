@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -32,6 +33,13 @@ const (
 	childEnv     = "ENGINE_TEST_CHILD"       // spawn a worker: "term" dies on SIGTERM, "ignore-term" does not
 	ignoreTermEv = "ENGINE_TEST_IGNORE_TERM" // set in the worker's own environment
 )
+
+// built is the profile-model binary that TestSimRealBinary builds once.
+var built struct {
+	once sync.Once
+	path string
+	err  error
+}
 
 func TestMain(m *testing.M) {
 	switch os.Getenv(helperEnv) {

@@ -1,3 +1,5 @@
+//go:build unix
+
 package engine
 
 import (
@@ -590,12 +592,6 @@ func TestSimRealBinary(t *testing.T) {
 			require.Contains(t, log, "engine was stopped (exit status 0)")
 		})
 	}
-}
-
-var built struct {
-	once sync.Once
-	path string
-	err  error
 }
 
 // buildProfileModel builds the command once per test binary.
