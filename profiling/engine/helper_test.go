@@ -1,0 +1,151 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/profile-model/profile-model/profiling/sim"
+)
+
+// The test binary doubles as the engine behind the stand-in executables:
+// with helperEnv set it runs the simulated server (package sim) on the
+// model and port that the engine's own command line names, instead of the
+// tests. Its behaviour is steered through the environment the engine
+// package passes on (Spec.Env):
+const (
+	helperEnv    = "ENGINE_TEST_HELPER"      // "serve": an engine; "idle": a process it spawned
+	recordEnv    = "ENGINE_TEST_RECORD"      // directory for the helper's pids file
+	servedEnv    = "ENGINE_TEST_SERVED"      // serve under this model name instead
+	neverEnv     = "ENGINE_TEST_NEVER_READY" // /health never answers 200
+	exitEnv      = "ENGINE_TEST_EXIT_EARLY"  // print this and exit 1 before listening
+	childEnv     = "ENGINE_TEST_CHILD"       // spawn a worker: "term" dies on SIGTERM, "ignore-term" does not
+	ignoreTermEv = "ENGINE_TEST_IGNORE_TERM" // set in the worker's own environment
+)
+
+// built is the profile-model binary that TestSimRealBinary builds once.
+var built struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+func TestMain(m *testing.M) {
+	switch os.Getenv(helperEnv) {
+	case "serve":
+		os.Exit(helperServe(os.Args[1:]))
+	case "idle":
+		if os.Getenv(ignoreTermEv) != "" {
+			signal.Ignore(syscall.SIGTERM)
+		}
+		fmt.Println("worker: idle")
+		// Tell the engine that the worker is set up (fd 3), so that a test
+		// never stops it before it has printed or ignored SIGTERM.
+		up := os.NewFile(3, "up")
+		up.Write([]byte("up"))
+		up.Close()
+		time.Sleep(time.Hour)
+		os.Exit(0)
+	}
+	code := m.Run()
+	if built.path != "" {
+		os.RemoveAll(filepath.Dir(built.path))
+	}
+	os.Exit(code)
+}
+
+// helperServe is a stand-in engine: it reads the model, port and profiler
+// directory from whichever engine's command line it was given, prints to
+// stdout and stderr, spawns a worker when asked, and serves until SIGTERM.
+func helperServe(args []string) int {
+	flagVal := func(name string) string {
+		for i, a := range args {
+			if a == name && i+1 < len(args) {
+				return args[i+1]
+			}
+		}
+		return ""
+	}
+	var model, port, prof string
+	switch {
+	case len(args) > 1 && args[0] == "-m" && args[1] == "atom.entrypoints.openai_server":
+		model, port, prof = flagVal("--model"), flagVal("--server-port"), flagVal("--torch-profiler-dir")
+	case len(args) > 1 && args[0] == "-m" && args[1] == "sglang.launch_server":
+		model, port, prof = flagVal("--model-path"), flagVal("--port"), os.Getenv("SGLANG_TORCH_PROFILER_DIR")
+	case len(args) > 1 && args[0] == "serve":
+		model, port, prof = args[1], flagVal("--port"), os.Getenv("VLLM_TORCH_PROFILER_DIR")
+	case len(args) > 0 && args[0] == "serve-sim":
+		model, port, prof = flagVal("--model"), flagVal("--server-port"), flagVal("--torch-profiler-dir")
+	default:
+		fmt.Fprintf(os.Stderr, "helper: no engine command line: %q\n", args)
+		return 2
+	}
+	fmt.Printf("helper: loading %s (stdout)\n", model)
+	fmt.Fprintf(os.Stderr, "helper: port %s (stderr)\n", port)
+	pids := []string{strconv.Itoa(os.Getpid())}
+	if mode := os.Getenv(childEnv); mode != "" {
+		w := exec.Command(os.Args[0])
+		w.Env = append(os.Environ(), helperEnv+"=idle")
+		if mode == "ignore-term" {
+			w.Env = append(w.Env, ignoreTermEv+"=1")
+		}
+		w.Stdout, w.Stderr = os.Stdout, os.Stderr
+		up, upW, err := os.Pipe()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "helper:", err)
+			return 1
+		}
+		w.ExtraFiles = []*os.File{upW}
+		if err := w.Start(); err != nil {
+			fmt.Fprintln(os.Stderr, "helper:", err)
+			return 1
+		}
+		upW.Close()
+		io.ReadAll(up) // until the worker closes its end
+		up.Close()
+		pids = append(pids, strconv.Itoa(w.Process.Pid))
+	}
+	if dir := os.Getenv(recordEnv); dir != "" {
+		if err := os.WriteFile(filepath.Join(dir, "pids"), []byte(strings.Join(pids, " ")), 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, "helper:", err)
+			return 1
+		}
+	}
+	if msg := os.Getenv(exitEnv); msg != "" {
+		fmt.Fprintln(os.Stderr, msg)
+		return 1
+	}
+	if served := os.Getenv(servedEnv); served != "" {
+		model = served
+	}
+	srv, err := sim.New(sim.Config{Model: model, ProfilerDir: prof, NeverReady: os.Getenv(neverEnv) != "",
+		TimeScale: 1000, ShutdownGrace: time.Second, Log: os.Stderr})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "helper:", err)
+		return 1
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:"+port)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "helper:", err)
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	if err := srv.Serve(ctx, ln); err != nil {
+		fmt.Fprintln(os.Stderr, "helper:", err)
+		return 1
+	}
+	fmt.Fprintln(os.Stderr, "helper: stopped on SIGTERM")
+	return 0
+}

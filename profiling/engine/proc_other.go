@@ -1,0 +1,18 @@
+//go:build !unix
+
+package engine
+
+import (
+	"errors"
+	"syscall"
+)
+
+var errNoGroups = errors.New("starting an engine process needs Unix process groups; attach to a running server with engine none")
+
+func checkGroups() error { return errNoGroups }
+
+func groupAttr() *syscall.SysProcAttr { return nil }
+
+func signalGroup(pgid int, sig syscall.Signal) error { return errNoGroups }
+
+func groupMembers(pgid int) []int { return nil }
