@@ -174,8 +174,9 @@ func (r *Result) addWarnings(ws []diag.Warning) {
 
 // TraceFacts reads a level's traces (one per rank) for what a level result
 // reports of them: the decode batch size of the first rank and the warnings
-// of every rank. It is the trace reader the bench client is given.
-func TraceFacts(ctx context.Context, files []string) (int, []diag.Warning, error) {
+// of every rank. It is the trace reader the bench client is given (the
+// level's concurrency is not needed here).
+func TraceFacts(ctx context.Context, _ int, files []string) (int, []diag.Warning, error) {
 	bs := 0
 	var warns []diag.Warning
 	for i, f := range files {

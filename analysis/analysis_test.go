@@ -70,12 +70,12 @@ func TestWriteAndTraceFacts(t *testing.T) {
 		require.NoError(t, err)
 		require.Positive(t, st.Size())
 	}
-	bs, warns, err := TraceFacts(context.Background(), []string{trace})
+	bs, warns, err := TraceFacts(context.Background(), 0, []string{trace})
 	require.NoError(t, err)
 	require.Equal(t, res.DecodeBS(), bs)
 	require.ElementsMatch(t, res.Summary.Warnings, warns)
 
-	_, _, err = TraceFacts(context.Background(), []string{filepath.Join(dir, "missing.json.gz")})
+	_, _, err = TraceFacts(context.Background(), 0, []string{filepath.Join(dir, "missing.json.gz")})
 	require.Error(t, err)
 }
 

@@ -20,35 +20,108 @@ import (
 	"github.com/profile-model/profile-model/tokenizer"
 )
 
+// sweepFlags are the flags of a concurrency sweep, shared by bench and run.
+type sweepFlags struct {
+	model, endpoint               *string
+	isl, osl                      *int
+	ratio                         *float64
+	concStart, concEnd            *int
+	concList                      *string
+	mul                           *int
+	rate                          *string
+	burstiness                    *float64
+	warmups                       *int
+	seed                          *uint64
+	exportWait                    *time.Duration
+	percentiles, goodput, tokFlag *string
+	details                       *bool
+	timeout                       *time.Duration
+}
+
+func addSweepFlags(fs *flag.FlagSet, defaultOSL, defaultMul int, modelHelp string) *sweepFlags {
+	return &sweepFlags{
+		model:       fs.String("model", "", modelHelp),
+		endpoint:    fs.String("endpoint", "/v1/completions", "completion endpoint: /v1/completions or /v1/chat/completions"),
+		isl:         fs.Int("isl", 1024, "input length in tokens (random prompts)"),
+		osl:         fs.Int("osl", defaultOSL, "output length in tokens (ignore_eos is set)"),
+		ratio:       fs.Float64("random-range-ratio", 0.8, "lengths are drawn uniformly in [floor(L*r), L]; 1 = exactly L"),
+		concStart:   fs.Int("conc-start", 4, "first concurrency; the sweep doubles it up to --conc-end"),
+		concEnd:     fs.Int("conc-end", 32, "last concurrency of the doubling sweep"),
+		concList:    fs.String("conc", "", "explicit concurrency list, e.g. 4,8,16 (overrides --conc-start/--conc-end)"),
+		mul:         fs.Int("num-prompts-mul", defaultMul, "num_prompts = concurrency × this"),
+		rate:        fs.String("request-rate", "inf", "requests per second (inf: all at once, limited by the concurrency)"),
+		burstiness:  fs.Float64("burstiness", 1, "gamma shape of the request gaps (1 = Poisson; higher is more even)"),
+		warmups:     fs.Int("warmups", 1, "warmup requests before each level (not measured, not profiled)"),
+		seed:        fs.Uint64("seed", 0, "random seed of the prompts, lengths and gaps"),
+		exportWait:  fs.Duration("export-timeout", 10*time.Minute, "deadline for /stop_profile and the trace export of a level"),
+		percentiles: fs.String("percentiles", "50,90,95,99", "percentiles to report (50 and 99 are always computed)"),
+		goodput:     fs.String("goodput", "", "SLOs for goodput in ms, e.g. ttft:500,tpot:50,e2el:10000"),
+		details:     fs.Bool("details", false, "save per-request lengths, TTFTs, ITLs, generated texts and errors in the result JSON"),
+		timeout:     fs.Duration("timeout", 0, "per-request timeout (0: none)"),
+		tokFlag:     fs.String("tokenizer", "", "the served model's `tokenizer.json` (or its directory) for exact prompt lengths; default: found locally from the model name (a model directory or the Hugging Face cache); none: calibrate from the server"),
+	}
+}
+
+// config is the sweep the flags describe; cmd prefixes usage errors.
+func (f *sweepFlags) config(cmd string) (bench.SweepConfig, error) {
+	var cfg bench.SweepConfig
+	concs, err := concurrencies(*f.concList, *f.concStart, *f.concEnd)
+	if err != nil {
+		return cfg, usageError{cmd + ": " + err.Error()}
+	}
+	pcts, err := floatList(*f.percentiles)
+	if err != nil {
+		return cfg, usageError{cmd + ": --percentiles: " + err.Error()}
+	}
+	slo, err := parseSLO(*f.goodput)
+	if err != nil {
+		return cfg, usageError{cmd + ": --goodput: " + err.Error()}
+	}
+	rps := math.Inf(1)
+	if *f.rate != "inf" {
+		if rps, err = strconv.ParseFloat(*f.rate, 64); err != nil || rps <= 0 {
+			return cfg, usageError{fmt.Sprintf("%s: --request-rate %q: want a positive number or inf", cmd, *f.rate)}
+		}
+	}
+	if *f.mul < 1 || *f.warmups < 0 || *f.burstiness <= 0 {
+		return cfg, usageError{cmd + ": --num-prompts-mul must be ≥ 1, --warmups ≥ 0, --burstiness > 0"}
+	}
+	cfg = bench.SweepConfig{
+		Endpoint: *f.endpoint, Model: *f.model,
+		ISL: *f.isl, OSL: *f.osl, RangeRatio: *f.ratio,
+		Concurrencies: concs, NumPromptsMul: *f.mul,
+		RequestRate: rps, Burstiness: *f.burstiness, Warmups: *f.warmups, Seed: *f.seed,
+		RequestTimeout: *f.timeout, ExportTimeout: *f.exportWait,
+		Percentiles: pcts, SLO: slo, Details: *f.details,
+	}
+	switch *f.tokFlag {
+	case "none":
+	case "":
+		cfg.LoadTokenizer = findTokenizer
+	default:
+		// A tokenizer the user named must load, or nothing runs.
+		path, err := tokenizer.Find("", *f.tokFlag)
+		if err != nil {
+			return cfg, fmt.Errorf("%s: %w", cmd, err)
+		}
+		tok, err := tokenizer.Load(path)
+		if err != nil {
+			return cfg, fmt.Errorf("%s: %w", cmd, err)
+		}
+		cfg.Tokenizer, cfg.TokenizerSource = tok, path
+	}
+	return cfg, nil
+}
+
 // runBench runs the streaming benchmark client over a concurrency sweep.
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var (
-		url         = fs.String("url", "", "server base URL, e.g. http://localhost:8000 (required)")
-		model       = fs.String("model", "", "served model name (default: read from /v1/models)")
-		endpoint    = fs.String("endpoint", "/v1/completions", "completion endpoint: /v1/completions or /v1/chat/completions")
-		isl         = fs.Int("isl", 1024, "input length in tokens (random prompts)")
-		osl         = fs.Int("osl", 128, "output length in tokens (ignore_eos is set)")
-		ratio       = fs.Float64("random-range-ratio", 0.8, "lengths are drawn uniformly in [floor(L*r), L]; 1 = exactly L")
-		concStart   = fs.Int("conc-start", 4, "first concurrency; the sweep doubles it up to --conc-end")
-		concEnd     = fs.Int("conc-end", 32, "last concurrency of the doubling sweep")
-		concList    = fs.String("conc", "", "explicit concurrency list, e.g. 4,8,16 (overrides --conc-start/--conc-end)")
-		mul         = fs.Int("num-prompts-mul", 10, "num_prompts = concurrency × this")
-		rate        = fs.String("request-rate", "inf", "requests per second (inf: all at once, limited by the concurrency)")
-		burstiness  = fs.Float64("burstiness", 1, "gamma shape of the request gaps (1 = Poisson; higher is more even)")
-		warmups     = fs.Int("warmups", 1, "warmup requests before each level (not measured, not profiled)")
-		seed        = fs.Uint64("seed", 0, "random seed of the prompts, lengths and gaps")
-		profile     = fs.Bool("profile", false, "wrap each level in POST /start_profile and /stop_profile and wait for its traces")
-		traceDir    = fs.String("trace-dir", "", "the server's torch profiler directory (with --profile)")
-		exportWait  = fs.Duration("export-timeout", 10*time.Minute, "deadline for /stop_profile and the trace export of a level")
-		out         = fs.String("out", "bench-results", "directory that receives one new run directory per invocation")
-		percentiles = fs.String("percentiles", "50,90,95,99", "percentiles to report (50 and 99 are always computed)")
-		goodput     = fs.String("goodput", "", "SLOs for goodput in ms, e.g. ttft:500,tpot:50,e2el:10000")
-		details     = fs.Bool("details", false, "save per-request lengths, TTFTs, ITLs, generated texts and errors in the result JSON")
-		timeout     = fs.Duration("timeout", 0, "per-request timeout (0: none)")
-		tokFlag     = fs.String("tokenizer", "", "the served model's `tokenizer.json` (or its directory) for exact prompt lengths; default: found locally from the model name (a model directory or the Hugging Face cache); none: calibrate from the server")
-	)
+	url := fs.String("url", "", "server base URL, e.g. http://localhost:8000 (required)")
+	sf := addSweepFlags(fs, 128, 10, "served model name (default: read from /v1/models)")
+	profile := fs.Bool("profile", false, "wrap each level in POST /start_profile and /stop_profile and wait for its traces")
+	traceDir := fs.String("trace-dir", "", "the server's torch profiler directory (with --profile)")
+	out := fs.String("out", "bench-results", "directory that receives one new run directory per invocation")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: profile-model bench --url URL [--model M] --isl N --osl N [--conc-start N --conc-end N | --conc 4,8,16] [flags]\n\n"+
 			"Streams random prompts to an OpenAI-compatible server at each concurrency level and writes,\n"+
@@ -69,60 +142,17 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *url == "" {
 		return usageError{"bench: --url is required (the server's base URL, e.g. http://localhost:8000)"}
 	}
-	concs, err := concurrencies(*concList, *concStart, *concEnd)
-	if err != nil {
-		return usageError{"bench: " + err.Error()}
-	}
-	pcts, err := floatList(*percentiles)
-	if err != nil {
-		return usageError{"bench: --percentiles: " + err.Error()}
-	}
-	slo, err := parseSLO(*goodput)
-	if err != nil {
-		return usageError{"bench: --goodput: " + err.Error()}
-	}
-	rps := math.Inf(1)
-	if *rate != "inf" {
-		if rps, err = strconv.ParseFloat(*rate, 64); err != nil || rps <= 0 {
-			return usageError{fmt.Sprintf("bench: --request-rate %q: want a positive number or inf", *rate)}
-		}
-	}
-	if *mul < 1 || *warmups < 0 || *burstiness <= 0 {
-		return usageError{"bench: --num-prompts-mul must be ≥ 1, --warmups ≥ 0, --burstiness > 0"}
-	}
 	if *profile && *traceDir == "" {
 		return usageError{"bench: --profile needs --trace-dir (the server's torch profiler directory) to wait for the traces"}
 	}
-
-	cfg := bench.SweepConfig{
-		URL: *url, Endpoint: *endpoint, Model: *model,
-		ISL: *isl, OSL: *osl, RangeRatio: *ratio,
-		Concurrencies: concs, NumPromptsMul: *mul,
-		RequestRate: rps, Burstiness: *burstiness, Warmups: *warmups, Seed: *seed,
-		RequestTimeout: *timeout,
-		Profile:        *profile, TraceDir: *traceDir, ExportTimeout: *exportWait,
-		OutDir: *out, Percentiles: pcts, SLO: slo, Details: *details,
-		Log:      stdout,
-		Progress: progress(stderr),
+	cfg, err := sf.config("bench")
+	if err != nil {
+		return err
 	}
+	cfg.URL, cfg.Profile, cfg.TraceDir, cfg.OutDir = *url, *profile, *traceDir, *out
+	cfg.Log, cfg.Progress = stdout, progress(stderr)
 	if *profile {
 		cfg.ReadTraces = analysis.TraceFacts
-	}
-	switch *tokFlag {
-	case "none":
-	case "":
-		cfg.LoadTokenizer = findTokenizer
-	default:
-		// A tokenizer the user named must load, or nothing runs.
-		path, err := tokenizer.Find("", *tokFlag)
-		if err != nil {
-			return fmt.Errorf("bench: %w", err)
-		}
-		tok, err := tokenizer.Load(path)
-		if err != nil {
-			return fmt.Errorf("bench: %w", err)
-		}
-		cfg.Tokenizer, cfg.TokenizerSource = tok, path
 	}
 	res, err := bench.Sweep(ctx, cfg)
 	if res != nil && len(res.Levels) > 0 {

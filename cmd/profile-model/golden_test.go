@@ -58,6 +58,12 @@ func goldenTrace(t *testing.T, variant string) (dir, path string) {
 }
 
 func TestMain(m *testing.M) {
+	// The test binary stands in for profile-model when a test starts it as
+	// an engine (run --engine sim --server-exe <test binary>).
+	if os.Getenv("PROFILE_MODEL_TEST_MAIN") == "1" {
+		main()
+		return
+	}
 	code := m.Run()
 	if goldenTraces.dir != "" {
 		os.RemoveAll(goldenTraces.dir)

@@ -47,6 +47,7 @@ type command struct {
 // commands lists the subcommands; each lives in its own file.
 func commands() []command {
 	return []command{
+		{"run", "the whole workflow: engine up with the profiler, profiled sweep, per-level analysis, report", runRun},
 		{"inspect", "summarise a trace: device, kernels, steps, decode batch size, coverage", runInspect},
 		{"layers", "per-layer kernel table of the decode steps of a trace", runLayers},
 		{"kernels", "kernel inventory and category totals of a trace", runKernels},

@@ -42,6 +42,11 @@ type SweepConfig struct {
 	PollInterval  time.Duration // how often the export is checked; 0 = 200 ms
 
 	OutDir      string    // run directories are created under it; "" = "bench-results"
+	// RunDir, when set, is the run directory itself (created if missing;
+	// result files already in it are an error): profile-model run puts the
+	// sweep's files beside the engine's log and the report. OutDir is then
+	// not used.
+	RunDir string
 	Percentiles []float64 // nil = DefaultPercentiles; 50 and 99 are always computed
 	SLO         SLO
 	Details     bool // per-request lengths, latencies and generated texts in the result JSON
@@ -70,7 +75,7 @@ type SweepConfig struct {
 	// check against the requested concurrency) and the traces' warnings
 	// (coverage, truncation). nil skips it. The client never parses traces
 	// itself: the analysis package provides this function.
-	ReadTraces func(ctx context.Context, files []string) (decodeBS int, warnings []diag.Warning, err error)
+	ReadTraces func(ctx context.Context, conc int, files []string) (decodeBS int, warnings []diag.Warning, err error)
 	// Now names the run directory; nil = time.Now.
 	Now func() time.Time
 }
@@ -198,13 +203,18 @@ func Sweep(ctx context.Context, cfg SweepConfig) (*SweepResult, error) {
 
 	// The run directory is made once the server answered, so a run that
 	// could not start leaves nothing behind.
-	dir, err := newRunDir(cfg.OutDir, cfg.Now())
+	dir := cfg.RunDir
+	if dir == "" {
+		dir, err = newRunDir(cfg.OutDir, cfg.Now())
+	} else {
+		err = useRunDir(dir, cfg.Concurrencies)
+	}
 	if err != nil {
 		return res, err
 	}
 	res.RunDir = dir
-	res.SummaryCSV = filepath.Join(dir, "summary.csv")
-	res.BenchFile = filepath.Join(dir, "bench.txt")
+	res.SummaryCSV = results.Run(dir).Summary()
+	res.BenchFile = results.Run(dir).Bench()
 	fmt.Fprintf(cfg.Log, "run directory: %s\n", dir)
 
 	for i, conc := range cfg.Concurrencies {
@@ -343,7 +353,7 @@ func runLevel(ctx context.Context, cfg *SweepConfig, c *Client, s Shaper, conc i
 			return lv
 		}
 		if cfg.ReadTraces != nil && len(files) > 0 {
-			bs, warns, err := cfg.ReadTraces(ctx, files)
+			bs, warns, err := cfg.ReadTraces(ctx, conc, files)
 			switch {
 			case err != nil:
 				lv.Warnings = append(lv.Warnings, diag.New(diag.Trace, fmt.Sprintf("reading the decode batch size of %s: %v", files[0], err)))
@@ -438,6 +448,29 @@ func postProfile(ctx context.Context, hc *http.Client, url string, timeout time.
 
 // newRunDir creates a directory under out named after t that did not exist
 // before; a second run in the same second gets a suffix.
+// useRunDir prepares a run directory given by the caller: it may exist (the
+// engine's log is already there) but must hold no result of these levels.
+func useRunDir(dir string, concs []int) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("creating the run directory: %w", err)
+	}
+	run := results.Run(dir)
+	for _, p := range append([]string{run.Summary(), run.Bench()}, levelFiles(run, concs)...) {
+		if _, err := os.Lstat(p); err == nil {
+			return fmt.Errorf("%s exists: a run directory holds one sweep; choose a new one", p)
+		}
+	}
+	return nil
+}
+
+func levelFiles(run results.Run, concs []int) []string {
+	var out []string
+	for _, c := range concs {
+		out = append(out, run.LevelResult(c))
+	}
+	return out
+}
+
 func newRunDir(out string, t time.Time) (string, error) {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return "", fmt.Errorf("creating the output directory: %w", err)

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/profile-model/profile-model/results"
+)
+
+// simArgs make run start this test binary as the simulated engine.
+func simArgs(t *testing.T) []string {
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	return []string{"--engine", "sim", "--server-exe", exe, "--server-env", "PROFILE_MODEL_TEST_MAIN=1"}
+}
+
+func onlyDir(t *testing.T, parent string) string {
+	t.Helper()
+	entries, err := os.ReadDir(parent)
+	require.NoError(t, err)
+	require.Len(t, entries, 1, "one run directory")
+	return filepath.Join(parent, entries[0].Name())
+}
+
+func TestRunSim(t *testing.T) {
+	t.Parallel()
+	out := t.TempDir()
+	args := append([]string{"run", "--conc", "2,4", "--isl", "64", "--osl", "8", "--num-prompts-mul", "2",
+		"--time-scale", "50", "--tokenizer", "none", "--out", out}, simArgs(t)...)
+	var stdout, stderr bytes.Buffer
+	require.NoError(t, run(context.Background(), args, &stdout, &stderr), stderr.String())
+	dir := onlyDir(t, out)
+	r := results.Run(dir)
+	require.True(t, strings.HasPrefix(filepath.Base(dir), "MiniMax-M2.5-"), dir)
+
+	info, err := results.LoadRunInfo(r.RunInfo())
+	require.NoError(t, err)
+	require.Equal(t, "ok", info.Status)
+	require.Equal(t, "sim", info.Engine.Kind)
+	require.Contains(t, info.Engine.Command, "serve-sim --model MiniMaxAI/MiniMax-M2.5")
+	require.Contains(t, info.Engine.Env, "KINETO_BUFFER_SIZE_MB=256")
+	require.Len(t, info.Levels, 2)
+	for i, conc := range []int{2, 4} {
+		li := info.Levels[i]
+		require.Equal(t, conc, li.Conc)
+		require.Equal(t, "ok", li.Status)
+		require.Equal(t, "AMD Instinct MI355X", li.Device)
+		require.NotEmpty(t, li.Traces)
+		require.False(t, filepath.IsAbs(li.Traces[0]), "trace paths are relative to the run directory")
+		lv, err := results.LoadLevel(r.LevelResult(conc))
+		require.NoError(t, err)
+		require.Equal(t, conc*2, lv.Completed)
+		require.Equal(t, li.DecodeBS, lv.DecodeBS)
+		files := results.InDir(r.Level(conc), li.DecodeBS)
+		for _, f := range []string{files.Layer, files.CompatLayer, files.Kernels, files.Categories} {
+			require.FileExists(t, f)
+		}
+	}
+	rows, err := results.LoadSummary(r.Summary())
+	require.NoError(t, err)
+	require.Len(t, rows, 2)
+	bench, err := results.LoadBench(r.Bench())
+	require.NoError(t, err)
+	require.Len(t, bench, 2)
+	log, err := os.ReadFile(r.ServerLog())
+	require.NoError(t, err)
+	require.Contains(t, string(log), "serve-sim: serving")
+}
+
+func TestRunEngineNeverReady(t *testing.T) {
+	t.Parallel()
+	out := t.TempDir()
+	args := append([]string{"run", "--conc", "2", "--out", out, "--ready-timeout", "1s", "--server-arg", "--never-ready"}, simArgs(t)...)
+	var stdout, stderr bytes.Buffer
+	err := run(context.Background(), args, &stdout, &stderr)
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "serve-sim", "the log's last lines are in the error")
+	dir := onlyDir(t, out)
+	info, lerr := results.LoadRunInfo(results.Run(dir).RunInfo())
+	require.NoError(t, lerr)
+	require.Equal(t, "failed", info.Status)
+	require.NotEmpty(t, info.Error)
+	require.NoFileExists(t, results.Run(dir).Summary())
+}
+
+func TestRunUsageErrors(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"none without url", []string{"--engine", "none", "--model", "m"}, "--engine none attaches to a running server"},
+		{"atom without model", []string{"--engine", "atom"}, "--model is required"},
+		{"unknown engine", []string{"--engine", "tgi"}, "tgi"},
+		{"time scale on atom", []string{"--engine", "atom", "--model", "m", "--time-scale", "10"}, "--time-scale applies to --engine sim only"},
+		{"bad capture sizes", []string{"--engine", "sim", "--cudagraph-capture-sizes", "[1,x]"}, "--cudagraph-capture-sizes"},
+		{"capture above max seqs", []string{"--engine", "atom", "--model", "m", "--max-num-seqs", "16", "--cudagraph-capture-sizes", "[1,2,4,32]"}, "--cudagraph-capture-sizes"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			out := t.TempDir()
+			err := run(context.Background(), append(append([]string{"run"}, tt.args...), "--out", out), &bytes.Buffer{}, &bytes.Buffer{})
+			require.ErrorContains(t, err, tt.want)
+			entries, _ := os.ReadDir(out)
+			require.Empty(t, entries, "nothing created before the checks pass")
+		})
+	}
+}

@@ -1,0 +1,106 @@
+package results
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+)
+
+// RunInfoSchemaVersion is the version of run.json this package writes.
+const RunInfoSchemaVersion = 1
+
+// RunInfo is run.json: everything needed to know what a run was and to
+// rebuild its report from the run directory alone.
+type RunInfo struct {
+	SchemaVersion int    `json:"schema_version"`
+	Tool          string `json:"tool"` // profile-model version line
+	Status        string `json:"status"`
+	Error         string `json:"error,omitempty"`
+	Start         string `json:"start"`         // UTC, RFC 3339
+	End           string `json:"end,omitempty"` // UTC, RFC 3339
+
+	Engine EngineInfo `json:"engine"`
+	Sweep  SweepInfo  `json:"sweep"`
+
+	// ModelConfig is the model's config.json copied into the run
+	// directory (a file name relative to it), "" when none was found.
+	ModelConfig string `json:"model_config,omitempty"`
+	// GPU is the GPU memory pre-flight as one line per GPU.
+	GPU string `json:"gpu,omitempty"`
+	// Traces says where the level traces are: written by the engine into
+	// traces/ of the run directory, or left in the server's own profiler
+	// directory (engine none) and listed per level.
+	Traces string      `json:"traces"`
+	Notes  []string    `json:"notes,omitempty"`
+	Levels []LevelInfo `json:"levels"`
+}
+
+// EngineInfo is how the engine was run.
+type EngineInfo struct {
+	Kind         string   `json:"kind"` // atom, vllm, sglang, sim, none
+	Model        string   `json:"model"`
+	TP           int      `json:"tp"`
+	URL          string   `json:"url"`
+	KVCacheDType string   `json:"kv_cache_dtype,omitempty"`
+	MaxNumSeqs   int      `json:"max_num_seqs,omitempty"`
+	MaxModelLen  int      `json:"max_model_len,omitempty"`
+	Level        *int     `json:"level,omitempty"` // torch.compile level; nil: the engine's default
+	EnforceEager bool     `json:"enforce_eager,omitempty"`
+	CaptureSizes []int    `json:"cudagraph_capture_sizes,omitempty"`
+	ExtraArgs    []string `json:"extra_args,omitempty"`
+	Command      string   `json:"command,omitempty"` // as a shell line
+	Env          []string `json:"env,omitempty"`     // the variables the tool set, K=V
+	Dir          string   `json:"dir,omitempty"`
+}
+
+// SweepInfo is the client side of the run.
+type SweepInfo struct {
+	Endpoint      string  `json:"endpoint"`
+	ISL           int     `json:"isl"`
+	OSL           int     `json:"osl"`
+	RangeRatio    float64 `json:"random_range_ratio"`
+	Concurrencies []int   `json:"concurrencies"`
+	NumPromptsMul int     `json:"num_prompts_mul"`
+	Seed          uint64  `json:"seed"`
+}
+
+// LevelInfo is one level's place in the run directory.
+type LevelInfo struct {
+	Conc     int      `json:"conc"`
+	Status   string   `json:"status"`
+	DecodeBS int      `json:"decode_bs,omitempty"`
+	Result   string   `json:"result"`           // conc{N}.json, relative to the run directory
+	Dir      string   `json:"dir,omitempty"`    // levels/conc{N}, relative
+	Traces   []string `json:"traces,omitempty"` // as the engine wrote them
+	Files    []string `json:"files,omitempty"`  // analysis files, relative
+	Device   string   `json:"device,omitempty"` // GPU name from the trace
+	Error    string   `json:"error,omitempty"`  // why the level's analysis failed
+}
+
+// Write writes r as indented JSON.
+func (r *RunInfo) Write(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(r)
+}
+
+// LoadRunInfo reads run.json.
+func LoadRunInfo(path string) (*RunInfo, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var r RunInfo
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, fmt.Errorf("%s: not a run.json: %w", path, err)
+	}
+	if r.SchemaVersion > RunInfoSchemaVersion {
+		return nil, fmt.Errorf("%s: schema_version %d is newer than this tool reads (%d): update profile-model", path, r.SchemaVersion, RunInfoSchemaVersion)
+	}
+	return &r, nil
+}
+
+// ModelConfig is the copy of the model's config.json in a run directory.
+func (r Run) ModelConfig() string { return r.path("config.json") }
