@@ -161,7 +161,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	say("run directory %s", dir)
 	info := &results.RunInfo{
 		SchemaVersion: results.RunInfoSchemaVersion, Tool: versionLine(), Status: "running",
-		Start:  time.Now().UTC().Format(time.RFC3339),
+		Start: time.Now().UTC().Format(time.RFC3339),
 		Engine: results.EngineInfo{Kind: string(kind), Model: model, TP: max(*tp, 1), KVCacheDType: *kvDType,
 			MaxNumSeqs: *maxSeqs, MaxModelLen: *maxLen, Level: spec.Level, EnforceEager: *eager,
 			CaptureSizes: spec.CaptureSizes, ExtraArgs: serverArgs, Dir: *serverDir},

@@ -13,7 +13,9 @@ import (
 func runVersion(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("version", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprintln(stderr, "usage: profile-model version\n\nPrint the version, commit and Go version of this build.") }
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: profile-model version\n\nPrint the version, commit and Go version of this build.")
+	}
 	if err := fs.Parse(args); err != nil {
 		return usageError{err.Error()}
 	}
