@@ -27,9 +27,13 @@ compare:
 	@test -n "$(OLD)" -a -n "$(NEW)" || { echo "usage: make compare OLD=old.txt NEW=new.txt"; exit 2; }
 	$(GO) tool benchstat $(OLD) $(NEW)
 
-# The main job on the built-in default (no GPU): see scripts/demo.sh.
+# The main job on the built-in default (no GPU): profile-model run on the
+# simulated ATOM engine (MiniMax-M2.5 on MI355X), concurrency 4, 8, 16.
+CONC       ?= 4,8,16
+TIME_SCALE ?= 1
 demo: build
-	./scripts/demo.sh
+	$(BIN) run --engine sim --model MiniMaxAI/MiniMax-M2.5 --max-num-seqs 64 \
+		--conc $(CONC) --isl 1024 --osl 50 --num-prompts-mul 4 --time-scale $(TIME_SCALE) --out demo-out
 
 lint:
 	@fmt=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$fmt" ]; then echo "gofmt needed: $$fmt"; exit 1; fi
