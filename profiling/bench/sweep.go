@@ -41,12 +41,12 @@ type SweepConfig struct {
 	ExportTimeout time.Duration // deadline for /stop_profile and the export; 0 = 10 min
 	PollInterval  time.Duration // how often the export is checked; 0 = 200 ms
 
-	OutDir      string    // run directories are created under it; "" = "bench-results"
+	OutDir string // run directories are created under it; "" = "bench-results"
 	// RunDir, when set, is the run directory itself (created if missing;
 	// result files already in it are an error): profile-model run puts the
 	// sweep's files beside the engine's log and the report. OutDir is then
 	// not used.
-	RunDir string
+	RunDir      string
 	Percentiles []float64 // nil = DefaultPercentiles; 50 and 99 are always computed
 	SLO         SLO
 	Details     bool // per-request lengths, latencies and generated texts in the result JSON
