@@ -59,7 +59,7 @@ type StepTime struct {
 	// last timed one; prefill (and mixed) and other steps inside it.
 	WindowUS          float64 `json:"window_us"`
 	PrefillSteps      int     `json:"prefill_steps"`
-	PrefillUS         float64 `json:"prefill_us"` // their summed time, start to next start
+	PrefillUS         float64 `json:"prefill_us"`  // their summed time, start to next start
 	PrefillPct        float64 `json:"prefill_pct"` // PrefillUS / WindowUS, in percent
 	PrefillPerTokenUS float64 `json:"prefill_per_token_us"`
 	OtherSteps        int     `json:"other_steps"`
@@ -73,8 +73,8 @@ type cycle struct {
 	s, e              int64
 	step              int
 	decode            bool
-	busy, sum, copies int64 // ns
-	pro, epi          int64 // ns, decode steps only
+	busy, sum, copies int64   // ns
+	pro, epi          int64   // ns, decode steps only
 	after             int64   // ns of kernels in no step (decode cycles only)
 	w                 float64 // sequences the cycle delays by one token
 }
