@@ -182,7 +182,7 @@ func StepTimes(tr *tracing.Trace, decode *inventory.LayerTable) StepTime {
 	out.PrefillPerTokenUS, out.OtherPerTokenUS = us(prefillW), us(otherW)
 	out.TokenUS = out.StepUS + out.PrefillPerTokenUS + out.OtherPerTokenUS
 	if decode != nil {
-		out.Layers, out.LayerUS = decode.Layers, layerTime(decode)
+		out.Layers, out.LayerUS = decode.Layers, LayerTime(decode)
 	}
 	out.TableBusyUS = float64(out.Layers)*out.LayerUS + out.PrologueUS + out.EpilogueUS + out.CopyUS
 	return out
@@ -274,9 +274,10 @@ func measure(tr *tracing.Trace, cycles []cycle) {
 	}
 }
 
-// layerTime is the time of one layer: the position averages summed, each
-// layer kind weighted by its share of the layers (kinds alternate).
-func layerTime(t *inventory.LayerTable) float64 {
+// LayerTime is the time of one layer of a table: the position averages
+// summed, each layer kind weighted by its share of the layers (kinds
+// alternate).
+func LayerTime(t *inventory.LayerTable) float64 {
 	layersOfKind := map[int]int{}
 	for _, p := range t.Positions {
 		layersOfKind[p.LayerKind] = max(layersOfKind[p.LayerKind], p.Count)
