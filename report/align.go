@@ -13,8 +13,8 @@ type row struct {
 	Cells []*inventory.Position // per analysed level; nil where the position does not run
 	Pos   int                   // display position, numbered over all kinds
 
-	Fit       fit
-	Trend     string
+	Fit   fit
+	Trend string
 }
 
 // last is the row's position at the latest level before li that has one.

@@ -54,12 +54,12 @@ func fitLine(xs, ys []float64) fit {
 
 // Thresholds of the trend words (see the package documentation).
 const (
-	flatFrac     = 0.10 // a spread under 10% of the mean is flat
-	flatUS       = 0.5  // ... or under 0.5 µs
-	linearR2     = 0.9  // a fit at least this good is linear
-	stepShare    = 0.8  // one jump that makes this much of the movement is a step
-	launchMaxUS  = 10.0 // a flat position this short is launch-bound
-	closeTolPct  = 3.0  // the reconciliation closes within this
+	flatFrac    = 0.10 // a spread under 10% of the mean is flat
+	flatUS      = 0.5  // ... or under 0.5 µs
+	linearR2    = 0.9  // a fit at least this good is linear
+	stepShare   = 0.8  // one jump that makes this much of the movement is a step
+	launchMaxUS = 10.0 // a flat position this short is launch-bound
+	closeTolPct = 3.0  // the reconciliation closes within this
 )
 
 // contextCategories read the KV cache: their work is batch × context.

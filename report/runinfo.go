@@ -11,23 +11,23 @@ import (
 // writes more; every field here may be absent (the report then says "not
 // recorded" or takes the figure from the traces).
 type RunInfo struct {
-	Model        string   `json:"model"`
-	Engine       string   `json:"engine"`           // atom, vllm, sglang, sim, none
-	TP           int      `json:"tp"`               // tensor parallel size
-	KVCacheDtype string   `json:"kv_cache_dtype"`   // e.g. fp8, auto
-	Level        *int     `json:"level"`            // compilation level; nil: the engine's default
-	EnforceEager bool     `json:"enforce_eager"`    // CUDA/HIP graphs disabled
-	MaxNumSeqs   int      `json:"max_num_seqs"`     // the engine's batch limit
-	Flags        []string `json:"flags"`            // other engine flags, as given
-	ISL          int      `json:"isl"`              // requested input length
-	OSL          int      `json:"osl"`              // requested output length
-	GPU          string   `json:"gpu"`              // from the GPU tool; the trace's device name wins
-	Command      []string `json:"engine_command"`   // the engine's command line (argv)
-	ModelConfig  string   `json:"model_config"`     // the model's config.json copied into the run directory, relative to it
-	TimeScale    float64  `json:"time_scale"`       // simulated engine: its clock runs this many times faster than the trace's
-	Start        string   `json:"start_time"`       // RFC 3339
-	End          string   `json:"end_time"`         // RFC 3339
-	Versions     map[string]string `json:"versions"` // tool and engine versions
+	Model        string            `json:"model"`
+	Engine       string            `json:"engine"`         // atom, vllm, sglang, sim, none
+	TP           int               `json:"tp"`             // tensor parallel size
+	KVCacheDtype string            `json:"kv_cache_dtype"` // e.g. fp8, auto
+	Level        *int              `json:"level"`          // compilation level; nil: the engine's default
+	EnforceEager bool              `json:"enforce_eager"`  // CUDA/HIP graphs disabled
+	MaxNumSeqs   int               `json:"max_num_seqs"`   // the engine's batch limit
+	Flags        []string          `json:"flags"`          // other engine flags, as given
+	ISL          int               `json:"isl"`            // requested input length
+	OSL          int               `json:"osl"`            // requested output length
+	GPU          string            `json:"gpu"`            // from the GPU tool; the trace's device name wins
+	Command      []string          `json:"engine_command"` // the engine's command line (argv)
+	ModelConfig  string            `json:"model_config"`   // the model's config.json copied into the run directory, relative to it
+	TimeScale    float64           `json:"time_scale"`     // simulated engine: its clock runs this many times faster than the trace's
+	Start        string            `json:"start_time"`     // RFC 3339
+	End          string            `json:"end_time"`       // RFC 3339
+	Versions     map[string]string `json:"versions"`       // tool and engine versions
 }
 
 // DefaultModelConfig is where a run keeps a copy of the model's
