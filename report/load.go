@@ -61,7 +61,7 @@ type run struct {
 func loadRun(dir string, opt Options) (*run, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, fmt.Errorf("reading the run directory: %w", err)
+		return nil, fmt.Errorf("reading the run directory: %w (give the directory a profiling run wrote)", err)
 	}
 	rd := results.Run(dir)
 	r := &run{dir: dir}

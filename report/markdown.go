@@ -15,8 +15,16 @@ import (
 
 const dash = "—"
 
-func f1(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
-func f2(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }
+func f1(v float64) string { return noNegZero(strconv.FormatFloat(v, 'f', 1, 64)) }
+func f2(v float64) string { return noNegZero(strconv.FormatFloat(v, 'f', 2, 64)) }
+
+// noNegZero prints a value that rounds to zero without a sign.
+func noNegZero(s string) string {
+	if strings.Trim(s, "-0.") == "" {
+		return strings.TrimPrefix(s, "-")
+	}
+	return s
+}
 
 // pctS prints a percentage with one decimal.
 func pctS(v float64) string { return f1(v) + "%" }

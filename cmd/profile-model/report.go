@@ -1,0 +1,51 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+
+	"github.com/profile-model/profile-model/report"
+)
+
+// runReport regenerates a run directory's readme.md and charts.
+func runReport(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("report", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	config := fs.String("config", "", "the model's config.json `FILE` (default: the copy in the run directory, model_config.json)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: profile-model report RUN_DIR [--config config.json]\n\n"+
+			"Writes RUN_DIR/readme.md and its SVG charts from the run directory alone (level results,\n"+
+			"levels/conc{N}/analysis.json, run.json): the traces are not read again. Parts missing from\n"+
+			"the directory are said in the report's warnings.")
+		fs.PrintDefaults()
+	}
+	var dirs []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return usageError{err.Error()}
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		dirs = append(dirs, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	if len(dirs) != 1 {
+		fs.Usage()
+		return usageError{fmt.Sprintf("report: want one run directory, got %d", len(dirs))}
+	}
+	dir := dirs[0]
+	rep, err := report.Build(dir, report.Options{ModelConfig: *config})
+	if err != nil {
+		return err
+	}
+	for _, n := range rep.Notes {
+		fmt.Fprintf(stderr, "note: %s\n", n)
+	}
+	for _, f := range rep.Files {
+		fmt.Fprintf(stdout, "wrote %s\n", f)
+	}
+	return nil
+}
