@@ -75,14 +75,30 @@ func newPlot(title, x, y string) *plot.Plot {
 	return p
 }
 
-// plainTicks are the default ticks labelled without padded decimals
-// (750, not 750.00).
+// plainTicks label four to six round values (1, 2, 2.5 or 5 times a power
+// of ten apart) without padded decimals, with unlabelled ticks between.
 var plainTicks = plot.TickerFunc(func(lo, hi float64) []plot.Tick {
-	ts := plot.DefaultTicks{}.Ticks(lo, hi)
-	for i := range ts {
-		if ts[i].Label != "" {
-			ts[i].Label = strconv.FormatFloat(ts[i].Value, 'g', 6, 64)
+	if !(hi > lo) {
+		return []plot.Tick{{Value: lo, Label: strconv.FormatFloat(lo, 'g', 6, 64)}}
+	}
+	raw := (hi - lo) / 6
+	mag := math.Pow(10, math.Floor(math.Log10(raw)))
+	step := 10 * mag
+	for _, m := range []float64{1, 2, 2.5, 5} {
+		if m*mag >= raw {
+			step = m * mag
+			break
 		}
+	}
+	var ts []plot.Tick
+	minor := step / 2
+	for i := math.Ceil(lo / minor); i*minor <= hi+minor*1e-9; i++ {
+		v := i * minor
+		t := plot.Tick{Value: v}
+		if math.Mod(i, 2) == 0 {
+			t.Label = strconv.FormatFloat(v, 'g', 6, 64)
+		}
+		ts = append(ts, t)
 	}
 	return ts
 })

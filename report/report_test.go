@@ -241,3 +241,37 @@ func TestDegrades(t *testing.T) {
 	_, err = report.Build(filepath.Join(t.TempDir(), "nope"), report.Options{})
 	require.ErrorContains(t, err, "reading the run directory")
 }
+
+// TestTimeScale: a simulated engine run with a faster clock has client
+// latencies that many times shorter than its traces; the reconciliation
+// scales them back and still closes.
+func TestTimeScale(t *testing.T) {
+	dir := runCopy(t)
+	run := results.Run(dir)
+	for _, conc := range reporttest.Levels {
+		l, err := results.LoadLevel(run.LevelResult(conc))
+		require.NoError(t, err)
+		for _, s := range []*results.Stats{&l.TTFT, &l.TPOT, &l.ITL, &l.E2EL} {
+			s.Mean /= 20
+			s.Median /= 20
+			for i := range s.Pcts {
+				s.Pcts[i].Value /= 20
+			}
+		}
+		var b bytes.Buffer
+		require.NoError(t, l.Write(&b))
+		require.NoError(t, os.WriteFile(run.LevelResult(conc), b.Bytes(), 0o644))
+	}
+	info, err := os.ReadFile(run.RunInfo())
+	require.NoError(t, err)
+	info = bytes.Replace(info, []byte(`"engine": "sim",`), []byte(`"engine": "sim", "time_scale": 20,`), 1)
+	require.NoError(t, os.WriteFile(run.RunInfo(), info, 0o644))
+	_, err = report.Build(dir, report.Options{})
+	require.NoError(t, err)
+	readme, err := os.ReadFile(run.Readme())
+	require.NoError(t, err)
+	require.Contains(t, string(readme), "| client TPOT, mean, × 20 clock (ms) |")
+	require.Contains(t, string(readme), "| TPOT − trace | +1.0% | +1.0% | +1.0% |")
+	require.Contains(t, string(readme), "It closes within 3% at every level.")
+	require.Contains(t, string(readme), "simulated engine at 20× speed")
+}
