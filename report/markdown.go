@@ -359,7 +359,7 @@ func (v *view) traceKind() string {
 func (v *view) workload() string {
 	for _, l := range v.r.levels {
 		res := l.Result
-		if res == nil {
+		if res == nil || res.RandomInputLen == 0 {
 			continue
 		}
 		s := fmt.Sprintf("random prompts, ISL %d, OSL %d, lengths uniform in [⌊L·%g⌋, L]; %d prompts per unit of concurrency",
@@ -455,7 +455,7 @@ func (v *view) closure(l *level) (tpotPct, stepPct float64) {
 		tpotPct = 100 * (t - st.TokenUS/1000) / t
 	}
 	if st.StepUS > 0 && st.Layers > 0 {
-		stepPct = 100 * (st.BusyUS - st.TableBusyUS) / st.StepUS
+		stepPct = 100 * (st.KernelUS - st.TableBusyUS) / st.StepUS
 	}
 	return tpotPct, stepPct
 }
@@ -474,9 +474,9 @@ func (v *view) reconciliationSection(b *md) {
 		return
 	}
 	b.WriteString("Where the time between two tokens goes, per level. The trace's decode step runs from a step's start to the next step's start on the GPU timeline; " +
-		"GPU-busy is the union of kernel intervals in it (overlapping streams count once), gaps are the rest (kernel launches, host scheduling, sampling sync). " +
+		"GPU-busy is the union of kernel intervals in it (kernels that overlap on several streams count once), gaps are the rest (kernel launches, host scheduling, sampling sync). " +
 		"Averages are over the decode steps weighted by their batch size, so they are per token as TPOT is; prefill steps are spread over the tokens they delay. " +
-		"It closes when the client's TPOT matches the trace's time per token and the layer table's GPU-busy matches the measured one, each within 3%.\n\n")
+		"It closes when the client's TPOT matches the trace's time per token and the layer table's kernel time matches the measured one, each within 3%.\n\n")
 	head := []string{""}
 	for _, l := range lv {
 		head = append(head, l.name())
@@ -517,12 +517,13 @@ func (v *view) reconciliationSection(b *md) {
 	line("· prologue + epilogue + copies (ms)", func(_ *level, st analysis.StepTime) string {
 		return ms(st.PrologueUS + st.EpilogueUS + st.CopyUS)
 	})
+	line("− overlap of kernels on several streams (ms)", func(_ *level, st analysis.StepTime) string { return ms(st.KernelUS - st.BusyUS) })
 	line("+ gaps between kernels (ms)", func(_ *level, st analysis.StepTime) string {
 		return fmt.Sprintf("%s (%s)", ms(st.GapUS), pctS(100*st.GapUS/st.StepUS))
 	})
-	line("+ residual: measured GPU-busy − table (ms)", func(l *level, st analysis.StepTime) string {
+	line("+ residual: kernel time measured − table (ms)", func(l *level, st analysis.StepTime) string {
 		_, p := v.closure(l)
-		return fmt.Sprintf("%s (%s)", ms(st.BusyUS-st.TableBusyUS), orDash(p, signedPct))
+		return fmt.Sprintf("%s (%s)", ms(st.KernelUS-st.TableBusyUS), orDash(p, signedPct))
 	})
 	line("GPU-busy measured (ms)", func(_ *level, st analysis.StepTime) string { return ms(st.BusyUS) })
 	line("kernel time summed (ms)", func(_ *level, st analysis.StepTime) string { return ms(st.KernelUS) })
@@ -539,7 +540,7 @@ func (v *view) reconciliationSection(b *md) {
 			open = append(open, fmt.Sprintf("%s: the client's TPOT is %s off the trace's time per token", l.name(), pctS(math.Abs(tp))))
 		}
 		if math.Abs(sp) > closeTolPct {
-			open = append(open, fmt.Sprintf("%s: the layer table's GPU-busy is %s of the step off the measured one", l.name(), pctS(math.Abs(sp))))
+			open = append(open, fmt.Sprintf("%s: the layer table's kernel time is %s of the step off the measured one", l.name(), pctS(math.Abs(sp))))
 		}
 	}
 	if len(open) == 0 {
@@ -548,7 +549,7 @@ func (v *view) reconciliationSection(b *md) {
 	}
 	b.p("It does not close within 3%% everywhere: %s. ", strings.Join(open, "; "))
 	b.p("A TPOT above the trace means time the GPU timeline does not see (the client, streaming, a host stall, or on the simulated engine its clock falling behind); " +
-		"a residual means overlapping streams (the table sums kernels that run at once) or layers that differ from step to step.\n\n")
+		"a residual means layers that differ from step to step or kernels outside the table's layers, prologue and epilogue.\n\n")
 }
 
 // inventorySection is (c).

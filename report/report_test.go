@@ -2,6 +2,7 @@ package report_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/xml"
 	"flag"
 	"fmt"
@@ -16,9 +17,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/profile-model/profile-model/analysis"
 	"github.com/profile-model/profile-model/report"
 	"github.com/profile-model/profile-model/report/reporttest"
 	"github.com/profile-model/profile-model/results"
+	"github.com/profile-model/profile-model/synth"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden readme in testdata/")
@@ -274,4 +277,51 @@ func TestTimeScale(t *testing.T) {
 	require.Contains(t, string(readme), "| TPOT − trace | +1.0% | +1.0% | +1.0% |")
 	require.Contains(t, string(readme), "It closes within 3% at every level.")
 	require.Contains(t, string(readme), "simulated engine at 20× speed")
+}
+
+// TestVariants: traces with alternating layer kinds, two streams or eager
+// decode steps give a report with a table per layer kind and a closed
+// reconciliation where the streams overlap.
+func TestVariants(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		opts synth.GenerateOptions
+		want []string
+	}{
+		{"alternating layers", synth.GenerateOptions{Alternate: true}, []string{"### Layer kind 0", "### Layer kind 1"}},
+		{"two streams", synth.GenerateOptions{TwoStreams: true}, []string{"It closes within 3% at every level."}},
+		{"eager decode", synth.GenerateOptions{EagerDecode: true}, []string{"## Per-layer time by position"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			run := results.Run(dir)
+			for _, bs := range []int{4, 8} {
+				opts := tt.opts
+				opts.BS, opts.DecodeSteps, opts.Layers, opts.PythonPerStep, opts.Seed = bs, 8, 6, -1, uint64(bs)
+				trace := filepath.Join(dir, fmt.Sprintf("trace%d.json", bs))
+				f, err := os.Create(trace)
+				require.NoError(t, err)
+				_, err = synth.Generate(context.Background(), f, opts)
+				require.NoError(t, err)
+				require.NoError(t, f.Close())
+				r, err := analysis.Load(context.Background(), trace, analysis.Options{})
+				require.NoError(t, err)
+				require.NoError(t, os.MkdirAll(run.Level(bs), 0o755))
+				require.NoError(t, analysis.NewLevelFile(r).Write(filepath.Join(run.Level(bs), analysis.LevelFileName)))
+				st := analysis.StepTimes(r.Trace, r.Decode)
+				l := &results.Level{MaxConcurrency: bs, Completed: 8, TPOT: results.Stats{Mean: st.TokenUS / 1000}, DecodeBS: bs}
+				var b bytes.Buffer
+				require.NoError(t, l.Write(&b))
+				require.NoError(t, os.WriteFile(run.LevelResult(bs), b.Bytes(), 0o644))
+			}
+			_, err := report.Build(dir, report.Options{})
+			require.NoError(t, err)
+			readme, err := os.ReadFile(run.Readme())
+			require.NoError(t, err)
+			for _, w := range tt.want {
+				require.Contains(t, string(readme), w)
+			}
+		})
+	}
 }
