@@ -49,7 +49,7 @@ func (l *level) decode() *analysis.LevelTable {
 // run is everything the report reads from a run directory.
 type run struct {
 	dir    string
-	info   *RunInfo
+	info   *results.RunInfo
 	arch   *modelconfig.Architecture // nil when no model config was found
 	levels []*level                  // by concurrency
 	notes  []string                  // what could not be read, for the warnings section
@@ -135,11 +135,10 @@ func loadRun(dir string, opt Options) (*run, error) {
 func (r *run) loadConfig(opt Options) {
 	path := opt.ModelConfig
 	if path == "" {
-		name := r.info.ModelConfig
-		if name == "" {
-			name = DefaultModelConfig
+		path = results.Run(r.dir).ModelConfig()
+		if name := r.info.ModelConfig; name != "" {
+			path = filepath.Join(r.dir, name)
 		}
-		path = filepath.Join(r.dir, name)
 	}
 	c, err := modelconfig.Load(path)
 	if err != nil {

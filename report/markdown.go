@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/profile-model/profile-model/analysis"
 	"github.com/profile-model/profile-model/diag"
@@ -72,7 +73,7 @@ func (v *view) markdown() []byte {
 }
 
 func (v *view) modelName() string {
-	if m := v.r.info.Model; m != "" {
+	if m := v.r.info.Engine.Model; m != "" {
 		return m
 	}
 	for _, l := range v.r.levels {
@@ -90,15 +91,20 @@ func (v *view) gpu() (name, source string) {
 			return d, "trace"
 		}
 	}
-	if g := v.r.info.GPU; g != "" {
-		return g, "run.json"
+	for _, l := range v.r.info.Levels {
+		if l.Device != "" {
+			return l.Device, "trace"
+		}
+	}
+	if g := preflightGPU(v.r.info); g != "" {
+		return g, "GPU memory pre-flight"
 	}
 	return "", ""
 }
 
 // timeScale is the simulated engine's clock speed-up (1 when none).
 func (v *view) timeScale() float64 {
-	if s := v.r.info.TimeScale; s > 0 {
+	if s := v.r.info.Engine.TimeScale; s > 0 {
 		return s
 	}
 	return 1
@@ -111,12 +117,12 @@ func (v *view) header(b *md) {
 	}
 	b.p("# Profile: %s\n\n", title)
 	var parts []string
-	ri := v.r.info
-	if ri.Engine != "" {
-		parts = append(parts, "engine `"+ri.Engine+"`")
+	e := v.r.info.Engine
+	if e.Kind != "" {
+		parts = append(parts, "engine `"+e.Kind+"`")
 	}
-	if ri.TP > 0 {
-		parts = append(parts, fmt.Sprintf("TP %d", ri.TP))
+	if e.TP > 0 {
+		parts = append(parts, fmt.Sprintf("TP %d", e.TP))
 	}
 	concs := make([]string, len(v.r.levels))
 	for i, l := range v.r.levels {
@@ -127,10 +133,10 @@ func (v *view) header(b *md) {
 		parts = append(parts, fmt.Sprintf("ISL %d, OSL %d", isl, osl))
 	}
 	b.p("%s.\n\n", capitalize(strings.Join(parts, "; ")))
-	start, end := ri.times()
+	start, end := runTimes(v.r.info)
 	switch {
 	case !start.IsZero() && !end.IsZero():
-		b.p("Run time: %s to %s (%s).\n\n", start.UTC().Format("2006-01-02 15:04:05 MST"), end.UTC().Format("2006-01-02 15:04:05 MST"), end.Sub(start).Round(1e9))
+		b.p("Run time: %s to %s (%s).\n\n", start.UTC().Format("2006-01-02 15:04:05 MST"), end.UTC().Format("2006-01-02 15:04:05 MST"), end.Sub(start).Round(time.Second))
 	case !start.IsZero():
 		b.p("Run time: started %s.\n\n", start.UTC().Format("2006-01-02 15:04:05 MST"))
 	}
@@ -146,8 +152,8 @@ func capitalize(s string) string {
 
 // lengths are the requested input and output lengths.
 func (v *view) lengths() (int, int) {
-	if ri := v.r.info; ri.ISL > 0 {
-		return ri.ISL, ri.OSL
+	if sw := v.r.info.Sweep; sw.ISL > 0 {
+		return sw.ISL, sw.OSL
 	}
 	for _, l := range v.r.levels {
 		if l.Result != nil && l.Result.RandomInputLen > 0 {
@@ -262,40 +268,43 @@ func (v *view) modelSection(b *md) {
 			add("Weights", w)
 		}
 	}
-	add("KV cache dtype", orNot(ri.KVCacheDtype))
+	e := ri.Engine
+	add("KV cache dtype", orNot(e.KVCacheDType))
 	if g, src := v.gpu(); g != "" {
 		add("GPU", g+" (from the "+src+")")
 	} else {
 		add("GPU", "not recorded")
 	}
-	if ri.TP > 0 {
-		add("Tensor parallel", strconv.Itoa(ri.TP))
+	if e.TP > 0 {
+		add("Tensor parallel", strconv.Itoa(e.TP))
 	} else {
 		add("Tensor parallel", "not recorded")
 	}
 	switch {
-	case ri.Level != nil:
-		add("Compilation level", strconv.Itoa(*ri.Level))
-	case ri.Engine != "":
+	case e.Level != nil:
+		add("Compilation level", strconv.Itoa(*e.Level))
+	case e.Kind != "":
 		add("Compilation level", "the engine's default")
 	default:
 		add("Compilation level", "not recorded")
 	}
-	if ri.EnforceEager {
+	switch {
+	case e.EnforceEager:
 		add("Graphs", "disabled (--enforce-eager)")
+	case len(e.CaptureSizes) > 0:
+		add("Graph capture sizes", fmt.Sprint(e.CaptureSizes))
 	}
-	if ri.Engine != "" {
-		e := ri.Engine
-		if ver := ri.Versions[ri.Engine]; ver != "" {
-			e += " " + ver
-		}
-		add("Engine", e)
+	if e.Kind != "" {
+		add("Engine", e.Kind)
 	}
-	if ri.MaxNumSeqs > 0 {
-		add("Max sequences per batch", strconv.Itoa(ri.MaxNumSeqs))
+	if e.MaxNumSeqs > 0 {
+		add("Max sequences per batch", strconv.Itoa(e.MaxNumSeqs))
 	}
-	if len(ri.Flags) > 0 {
-		add("Other engine flags", "`"+strings.Join(ri.Flags, " ")+"`")
+	if e.MaxModelLen > 0 {
+		add("Max model length", strconv.Itoa(e.MaxModelLen))
+	}
+	if len(e.ExtraArgs) > 0 {
+		add("Other engine flags", "`"+strings.Join(e.ExtraArgs, " ")+"`")
 	}
 	if s := v.timeScale(); s != 1 {
 		add("Clock", fmt.Sprintf("simulated engine at %g× speed: the client's times are %g× shorter than the trace's", s, s))
@@ -303,19 +312,16 @@ func (v *view) modelSection(b *md) {
 	if w := v.workload(); w != "" {
 		add("Workload", w)
 	}
-	keys := make([]string, 0, len(ri.Versions))
-	for k := range ri.Versions {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		if k != ri.Engine {
-			add("Version of "+k, ri.Versions[k])
-		}
+	if ri.Tool != "" {
+		add("Tool", ri.Tool)
 	}
 	b.table([]string{"", "value"}, "ll", rows)
-	if len(ri.Command) > 0 {
-		b.p("Engine command line:\n\n```sh\n%s\n```\n\n", shellJoin(ri.Command))
+	if e.Command != "" {
+		line := e.Command
+		if len(e.Env) > 0 {
+			line = strings.Join(e.Env, " ") + " " + line
+		}
+		b.p("Engine command line:\n\n```sh\n%s\n```\n\n", line)
 	}
 }
 
@@ -375,21 +381,6 @@ func (v *view) workload() string {
 		return fmt.Sprintf("ISL %d, OSL %d", isl, osl)
 	}
 	return ""
-}
-
-// shellJoin quotes argv for a shell.
-func shellJoin(args []string) string {
-	out := make([]string, len(args))
-	for i, a := range args {
-		if a != "" && strings.IndexFunc(a, func(r rune) bool {
-			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:,+@%", r))
-		}) < 0 {
-			out[i] = a
-			continue
-		}
-		out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
-	}
-	return strings.Join(out, " ")
 }
 
 // throughputSection is (b) with the latency and throughput charts.

@@ -18,7 +18,7 @@ import (
 type Options struct {
 	// ModelConfig is a config.json to describe the model from, instead of
 	// the copy the run directory keeps (run.json's model_config, else
-	// model_config.json).
+	// config.json).
 	ModelConfig string
 }
 

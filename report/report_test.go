@@ -206,9 +206,11 @@ func TestDegrades(t *testing.T) {
 		absent []string // substrings the readme must not hold
 	}{
 		{name: "no run.json", remove: []string{"run.json"}, notes: []string{"run.json is missing"}, files: 5},
-		{name: "run.json with a bad key", write: map[string]string{"run.json": `{"model": "m", "tp": "two"}`},
-			notes: []string{`run.json: key "tp" could not be read`}, files: 5},
-		{name: "no model config", remove: []string{"model_config.json"}, notes: []string{"no model config (model_config.json): the architecture comes from the traces alone"}, files: 5,
+		{name: "run.json that is not JSON", write: map[string]string{"run.json": `{"engine": {"tp": "two"}}`},
+			notes: []string{"run.json could not be read", "not a run.json"}, files: 5},
+		{name: "a failed run", write: map[string]string{"run.json": `{"status": "failed", "error": "the engine died", "notes": ["--enforce-eager only disables graphs"], "levels": [{"conc": 32, "error": "truncated trace"}]}`},
+			notes: []string{"the run ended failed: the engine died", "run: --enforce-eager only disables graphs", "concurrency 32: the trace analysis failed: truncated trace"}, files: 5},
+		{name: "no model config", remove: []string{"config.json"}, notes: []string{"no model config (config.json): the architecture comes from the traces alone"}, files: 5,
 			absent: []string{"Parameters (estimate)"}},
 		{name: "no level analyses", remove: []string{"levels"}, files: 4,
 			notes: []string{"concurrency 4 has no trace analysis", "concurrency 32 has no trace analysis"}},
@@ -267,7 +269,8 @@ func TestTimeScale(t *testing.T) {
 	}
 	info, err := os.ReadFile(run.RunInfo())
 	require.NoError(t, err)
-	info = bytes.Replace(info, []byte(`"engine": "sim",`), []byte(`"engine": "sim", "time_scale": 20,`), 1)
+	info = bytes.Replace(info, []byte(`"kind": "sim",`), []byte(`"kind": "sim", "time_scale": 20,`), 1)
+	require.Contains(t, string(info), `"time_scale": 20`)
 	require.NoError(t, os.WriteFile(run.RunInfo(), info, 0o644))
 	_, err = report.Build(dir, report.Options{})
 	require.NoError(t, err)

@@ -52,6 +52,7 @@ type EngineInfo struct {
 	Command      string   `json:"command,omitempty"` // as a shell line
 	Env          []string `json:"env,omitempty"`     // the variables the tool set, K=V
 	Dir          string   `json:"dir,omitempty"`
+	TimeScale    float64  `json:"time_scale,omitempty"` // simulated engine: its clock runs this many times faster than the trace's
 }
 
 // SweepInfo is the client side of the run.

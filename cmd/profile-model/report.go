@@ -13,7 +13,7 @@ import (
 func runReport(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("report", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	config := fs.String("config", "", "the model's config.json `FILE` (default: the copy in the run directory, model_config.json)")
+	config := fs.String("config", "", "the model's config.json `FILE` (default: the copy in the run directory, config.json)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: profile-model report RUN_DIR [--config config.json]\n\n"+
 			"Writes RUN_DIR/readme.md and its SVG charts from the run directory alone (level results,\n"+

@@ -56,10 +56,10 @@ func TestReportCommand(t *testing.T) {
 	require.Equal(t, string(readme), string(again))
 
 	// Without the model's config the report says so, on stderr too.
-	require.NoError(t, os.Remove(filepath.Join(copied, "model_config.json")))
+	require.NoError(t, os.Remove(filepath.Join(copied, "config.json")))
 	stdout.Reset()
 	require.NoError(t, run(context.Background(), []string{"report", copied}, &stdout, &stderr))
-	require.Equal(t, "note: no model config (model_config.json): the architecture comes from the traces alone\n", stderr.String())
+	require.Equal(t, "note: no model config (config.json): the architecture comes from the traces alone\n", stderr.String())
 	// --config names one instead.
 	stderr.Reset()
 	require.NoError(t, run(context.Background(), []string{"report", copied, "--config", filepath.Join("..", "..", "fixtures", "models", "minimax-m2", "config.json")}, &stdout, &stderr))

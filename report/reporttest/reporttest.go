@@ -6,7 +6,6 @@ package reporttest
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -17,9 +16,11 @@ import (
 
 	"github.com/profile-model/profile-model/analysis"
 	"github.com/profile-model/profile-model/diag"
+	"github.com/profile-model/profile-model/kernelmodel"
 	"github.com/profile-model/profile-model/results"
 	"github.com/profile-model/profile-model/synth"
 	"github.com/profile-model/profile-model/tracing"
+	"github.com/profile-model/profile-model/tracing/kineto"
 )
 
 // Levels are the concurrencies of a made run. 32 runs other MoE sorting
@@ -27,7 +28,7 @@ import (
 var Levels = []int{4, 16, 32}
 
 // MakeRun fills dir with a run directory: run.json, the model's config
-// (copied from modelConfig, when not empty), conc{N}.json, summary.csv,
+// (copied from modelConfig into config.json, when not empty), conc{N}.json, summary.csv,
 // the traces under traces/rank_0/, and levels/conc{N}/ with the analysis
 // CSVs and analysis.json. Client latencies are derived from each trace's
 // step times (TPOT 1% above the trace's time per token), so that the
@@ -42,7 +43,7 @@ func MakeRun(t testing.TB, dir, modelConfig string) {
 		must(t, os.MkdirAll(filepath.Dir(trace), 0o755))
 		f, err := os.Create(trace)
 		must(t, err)
-		_, err = record(conc).WriteTrace(ctx, f, tracing.WriterOptions{})
+		_, err = record(conc).WriteTrace(ctx, f, kineto.WriterOptions{})
 		must(t, err)
 		must(t, f.Close())
 		r, err := analysis.Load(ctx, trace, analysis.Options{})
@@ -61,22 +62,30 @@ func MakeRun(t testing.TB, dir, modelConfig string) {
 		rows = append(rows, results.SummaryRowOf(l))
 	}
 	must(t, os.WriteFile(run.Summary(), results.FormatSummary(rows), 0o644))
-	info := map[string]any{
-		"model": "MiniMaxAI/MiniMax-M2.5", "engine": "sim", "tp": 1, "kv_cache_dtype": "fp8", "level": 3,
-		"max_num_seqs": 64, "flags": []string{"--block-size", "16"}, "isl": 1024, "osl": 50,
-		"engine_command": []string{"profile-model", "serve-sim", "--model", "MiniMaxAI/MiniMax-M2.5", "--server-port", "8000", "--torch-profiler-dir", "traces"},
-		"start_time":     "2026-03-14T09:26:00Z", "end_time": "2026-03-14T09:27:30Z",
-		"versions":    map[string]string{"profile-model": "test", "sim": "1"},
-		"unknown_key": "ignored",
+	level := 3
+	info := &results.RunInfo{
+		SchemaVersion: results.RunInfoSchemaVersion, Tool: "profile-model test", Status: "ok",
+		Start: "2026-03-14T09:26:00Z", End: "2026-03-14T09:27:30Z",
+		Engine: results.EngineInfo{Kind: "sim", Model: "MiniMaxAI/MiniMax-M2.5", TP: 1, KVCacheDType: "fp8", MaxNumSeqs: 64,
+			Level: &level, ExtraArgs: []string{"--block-size", "16"},
+			Command: "profile-model serve-sim --model MiniMaxAI/MiniMax-M2.5 --server-port 8000 --torch-profiler-dir traces",
+			Env:     []string{"KINETO_BUFFER_SIZE_MB=256", "OMP_NUM_THREADS=1"}},
+		Sweep: results.SweepInfo{Endpoint: "/v1/completions", ISL: 1024, OSL: 50, RangeRatio: 0.8, Concurrencies: Levels, NumPromptsMul: 4, Seed: 7},
 	}
-	data, err := json.MarshalIndent(info, "", "  ")
-	must(t, err)
-	must(t, os.WriteFile(run.RunInfo(), data, 0o644))
+	for _, conc := range Levels {
+		info.Levels = append(info.Levels, results.LevelInfo{Conc: conc, Status: results.StatusOK, DecodeBS: conc,
+			Result: fmt.Sprintf("conc%d.json", conc), Dir: fmt.Sprintf("levels/conc%d", conc), Device: "AMD Instinct MI355X"})
+	}
 	if modelConfig != "" {
 		data, err := os.ReadFile(modelConfig)
 		must(t, err)
-		must(t, os.WriteFile(filepath.Join(dir, "model_config.json"), data, 0o644))
+		must(t, os.WriteFile(run.ModelConfig(), data, 0o644))
+		info.ModelConfig = filepath.Base(run.ModelConfig())
 	}
+	f, err := os.Create(run.RunInfo())
+	must(t, err)
+	must(t, info.Write(f))
+	must(t, f.Close())
 }
 
 // record runs a closed-loop level through the synthetic kernel model, as
@@ -84,20 +93,20 @@ func MakeRun(t testing.TB, dir, modelConfig string) {
 // decode steps at the full batch with a one-sequence prefill every sixth
 // step (a finished request's successor), then the drain.
 func record(conc int) *synth.Recorder {
-	m := synth.DefaultModel()
+	m := kernelmodel.Default()
 	rng := rand.New(rand.NewPCG(uint64(conc), 0x5eed))
 	rec := synth.NewRecorder(synth.RecorderOptions{Model: "MiniMaxAI/MiniMax-M2.5", PythonPerStep: -1})
-	clock := time.Date(2026, 3, 14, 9, 26, 0, 0, time.UTC).Add(time.Duration(conc) * time.Second)
+	clock := time.Date(2026, 3, 14, 9, 26, 0, 0, time.UTC).Add(time.Duration(conc) * time.Second).UnixNano()
 	rec.Start(clock)
 	step := func(kind tracing.StepKind, bs, tokens, ctxTokens int) {
-		var runs []synth.KernelRun
+		var runs []kernelmodel.KernelRun
 		if kind == tracing.StepPrefill {
 			runs = m.PrefillStep(bs, tokens, rng)
 		} else {
 			runs = m.DecodeStep(bs, ctxTokens, rng)
 		}
-		rec.Record(synth.Step{Kind: kind, BS: bs, Tokens: tokens, Start: clock, Kernels: runs})
-		clock = clock.Add(time.Duration(synth.Duration(runs)) + 150*time.Microsecond)
+		rec.Record(synth.Step{Kind: kind, BS: bs, Tokens: tokens, ContextTokens: ctxTokens, Start: clock, Kernels: runs})
+		clock += int64(kernelmodel.StepTime(runs)) + 150_000
 	}
 	step(tracing.StepPrefill, conc, conc*1000, 0)
 	seqCtx := 1000
