@@ -269,7 +269,14 @@ func (v *view) modelSection(b *md) {
 		}
 	}
 	e := ri.Engine
-	add("KV cache dtype", orNot(e.KVCacheDType))
+	switch {
+	case e.KVCacheDType != "":
+		add("KV cache dtype", e.KVCacheDType)
+	case e.Kind != "":
+		add("KV cache dtype", "the engine's default")
+	default:
+		add("KV cache dtype", "not recorded")
+	}
 	if g, src := v.gpu(); g != "" {
 		add("GPU", g+" (from the "+src+")")
 	} else {
@@ -317,11 +324,7 @@ func (v *view) modelSection(b *md) {
 	}
 	b.table([]string{"", "value"}, "ll", rows)
 	if e.Command != "" {
-		line := e.Command
-		if len(e.Env) > 0 {
-			line = strings.Join(e.Env, " ") + " " + line
-		}
-		b.p("Engine command line:\n\n```sh\n%s\n```\n\n", line)
+		b.p("Engine command line:\n\n```sh\n%s\n```\n\n", e.Command)
 	}
 }
 
@@ -519,6 +522,13 @@ func (v *view) reconciliationSection(b *md) {
 	line("GPU-busy measured (ms)", func(_ *level, st analysis.StepTime) string { return ms(st.BusyUS) })
 	line("kernel time summed (ms)", func(_ *level, st analysis.StepTime) string { return ms(st.KernelUS) })
 	line("decode steps timed", func(_ *level, st analysis.StepTime) string { return strconv.Itoa(st.Timed) })
+	line("level duration: client / trace's GPU span (s)", func(l *level, _ analysis.StepTime) string {
+		span := l.File.Summary.Coverage.GPUSpanS
+		if l.Result == nil || l.Result.DurationS == 0 || span == 0 {
+			return dash
+		}
+		return fmt.Sprintf("%s / %s", f2(l.Result.DurationS*v.timeScale()), f2(span))
+	})
 	line("prefill steps (share of the window)", func(_ *level, st analysis.StepTime) string {
 		return fmt.Sprintf("%d (%s)", st.PrefillSteps, pctS(st.PrefillPct))
 	})
@@ -539,7 +549,8 @@ func (v *view) reconciliationSection(b *md) {
 		return
 	}
 	b.p("It does not close within 3%% everywhere: %s. ", strings.Join(open, "; "))
-	b.p("A TPOT above the trace means time the GPU timeline does not see (the client, streaming, a host stall, or on the simulated engine its clock falling behind); " +
+	b.p("A TPOT above the trace means time the GPU timeline does not see (the client, streaming, a host stall, or on the simulated engine its clock falling behind: " +
+		"then the level lasts longer on the client's clock than the trace's GPU span, by about as much); " +
 		"a residual means layers that differ from step to step or kernels outside the table's layers, prologue and epilogue.\n\n")
 }
 

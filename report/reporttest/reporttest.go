@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -31,7 +32,7 @@ var Levels = []int{4, 16, 32}
 // (copied from modelConfig into config.json, when not empty), conc{N}.json, summary.csv,
 // the traces under traces/rank_0/, and levels/conc{N}/ with the analysis
 // CSVs and analysis.json. Client latencies are derived from each trace's
-// step times (TPOT 1% above the trace's time per token), so that the
+// step times (TPOT and level duration 1% above the trace's), so that the
 // report's reconciliation has something true to close.
 func MakeRun(t testing.TB, dir, modelConfig string) {
 	t.Helper()
@@ -68,7 +69,7 @@ func MakeRun(t testing.TB, dir, modelConfig string) {
 		Start: "2026-03-14T09:26:00Z", End: "2026-03-14T09:27:30Z",
 		Engine: results.EngineInfo{Kind: "sim", Model: "MiniMaxAI/MiniMax-M2.5", TP: 1, KVCacheDType: "fp8", MaxNumSeqs: 64,
 			Level: &level, ExtraArgs: []string{"--block-size", "16"},
-			Command: "profile-model serve-sim --model MiniMaxAI/MiniMax-M2.5 --server-port 8000 --torch-profiler-dir traces",
+			Command: "KINETO_BUFFER_SIZE_MB=256 OMP_NUM_THREADS=1 profile-model serve-sim --model MiniMaxAI/MiniMax-M2.5 --server-port 8000 --torch-profiler-dir traces",
 			Env:     []string{"KINETO_BUFFER_SIZE_MB=256", "OMP_NUM_THREADS=1"}},
 		Sweep: results.SweepInfo{Endpoint: "/v1/completions", ISL: 1024, OSL: 50, RangeRatio: 0.8, Concurrencies: Levels, NumPromptsMul: 4, Seed: 7},
 	}
@@ -128,17 +129,24 @@ func record(conc int) *synth.Recorder {
 func level(conc int, lf *analysis.LevelFile, trace string) *results.Level {
 	st := lf.StepTime
 	tpot := st.TokenUS / 1000 * 1.01
-	n := conc * 4
-	out, in := n*45, n*922
+	// The requests and tokens the trace holds: the first wave, one more
+	// per one-sequence prefill, a token per sequence per decode step.
+	n := conc + lf.StepTime.PrefillSteps
+	out := 0
+	for bs, steps := range lf.Summary.DecodeBSHist {
+		b, _ := strconv.Atoi(bs)
+		out += b * steps
+	}
+	in := n * 922
 	ttft := 30 + float64(conc)
-	dur := float64(n/conc) * (ttft + 44*tpot) / 1000
+	dur := lf.Summary.Coverage.GPUSpanS * 1.01 // the client's clock, like its TPOT, 1% behind
 	stats := func(mean float64) results.Stats {
 		return results.Stats{Mean: mean, Median: mean * 0.99, Std: mean * 0.05,
 			Pcts: []results.Pct{{P: 50, Value: mean * 0.99}, {P: 99, Value: mean * 1.2}}}
 	}
 	l := &results.Level{
 		SchemaVersion: results.SchemaVersion, Date: "20260314-092600", Backend: "openai", ModelID: "MiniMaxAI/MiniMax-M2.5",
-		NumPrompts: n, RequestRate: math.Inf(1), Burstiness: 1, MaxConcurrency: conc,
+		NumPrompts: conc * 4, RequestRate: math.Inf(1), Burstiness: 1, MaxConcurrency: conc,
 		DurationS: dur, Completed: n, TotalInputTokens: in, TotalOutputTokens: out,
 		RequestThroughput: float64(n) / dur, OutputThroughput: float64(out) / dur, TotalTokenThroughput: float64(in+out) / dur,
 		TTFT: stats(ttft), TPOT: stats(tpot), ITL: stats(tpot), E2EL: stats(ttft + 44*tpot),
