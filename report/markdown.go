@@ -345,13 +345,6 @@ func perLayer(ks []int) string {
 	return strings.Join(s, "+")
 }
 
-func orNot(s string) string {
-	if s == "" {
-		return "not recorded"
-	}
-	return s
-}
-
 // traceKind guesses dense or MoE from the kernels when no config is known.
 func (v *view) traceKind() string {
 	for _, c := range v.cats {
