@@ -33,6 +33,7 @@ CONC       ?= 4,8,16
 TIME_SCALE ?= 1
 demo: build
 	$(BIN) run --engine sim --model MiniMaxAI/MiniMax-M2.5 --max-num-seqs 64 \
+		--config fixtures/models/minimax-m2/config.json \
 		--conc $(CONC) --isl 1024 --osl 50 --num-prompts-mul 4 --time-scale $(TIME_SCALE) --out demo-out
 
 lint:

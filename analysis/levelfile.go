@@ -20,7 +20,7 @@ const LevelFileVersion = 1
 
 // LevelFileName is the name of a level's analysis file in its directory
 // (levels/conc{N}/ of a run).
-const LevelFileName = "analysis.json"
+const LevelFileName = "analysis.json" // results.Run.LevelAnalysis names it in a run directory
 
 // MaxIrregular is how many irregular layers a level file keeps per table
 // (all are counted): enough to show how they differ, small enough that a

@@ -101,7 +101,7 @@ func Run(ctx context.Context, p Plan) (*Result, error) {
 		Start: now().UTC().Format(time.RFC3339),
 		Engine: results.EngineInfo{Kind: string(kind), Model: model, TP: max(spec.TP, 1), KVCacheDType: spec.KVCacheDType,
 			MaxNumSeqs: spec.MaxNumSeqs, MaxModelLen: spec.MaxModelLen, Level: spec.Level, EnforceEager: spec.EnforceEager,
-			CaptureSizes: spec.CaptureSizes, ExtraArgs: spec.ExtraArgs, Dir: spec.Dir},
+			CaptureSizes: spec.CaptureSizes, ExtraArgs: spec.ExtraArgs, Dir: spec.Dir, TimeScale: spec.TimeScale},
 		Sweep: results.SweepInfo{Endpoint: cfg.Endpoint, ISL: cfg.ISL, OSL: cfg.OSL, RangeRatio: cfg.RangeRatio,
 			Concurrencies: cfg.Concurrencies, NumPromptsMul: cfg.NumPromptsMul, Seed: cfg.Seed},
 		Notes: notes,
@@ -252,6 +252,12 @@ func analyseLevel(ctx context.Context, run results.Run, conc int, files []string
 	}
 	li.DecodeBS, li.Device = res.DecodeBS(), res.Summary.Device
 	wrote, err := res.Write(results.InDir(run.Level(conc), res.DecodeBS()))
+	if err == nil {
+		// What the report reads of the trace, so it never reads traces.
+		if err = analysis.NewLevelFile(res).Write(run.LevelAnalysis(conc)); err == nil {
+			wrote = append(wrote, run.LevelAnalysis(conc))
+		}
+	}
 	for _, f := range wrote {
 		li.Files = append(li.Files, rel(run.Dir(), f))
 	}

@@ -49,6 +49,10 @@ func (r Run) Level(conc int) string {
 	return r.path(filepath.Join("levels", fmt.Sprintf("conc%d", conc)))
 }
 
+// LevelAnalysis is the analysis file of a level (levels/conc{N}/analysis.json,
+// written by analysis.LevelFile): everything the report needs of the trace.
+func (r Run) LevelAnalysis(conc int) string { return filepath.Join(r.Level(conc), "analysis.json") }
+
 // ConcPrefix is the prefix a trace's analysis files carry: conc{bs}_, bs
 // being the decode batch size read from the trace (not the client's
 // concurrency). Empty when the batch size is unknown.

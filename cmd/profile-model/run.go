@@ -12,6 +12,8 @@ import (
 
 	"github.com/profile-model/profile-model/profiling"
 	"github.com/profile-model/profile-model/profiling/engine"
+	"github.com/profile-model/profile-model/report"
+	"github.com/profile-model/profile-model/results"
 )
 
 // repeatFlag is a flag that may be given many times, each value kept whole
@@ -144,6 +146,16 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	res, err := profiling.Run(ctx, profiling.Plan{
 		Engine: spec, Sweep: cfg, Out: *out, TraceDir: *traceDir, ModelConfig: *configPath,
 		ForceGPU: *force, ReadyTimeout: *readyTimeout, Tool: versionLine(), Log: stderr,
+		Report: func(_ context.Context, dir string) error {
+			rep, err := report.Build(dir, report.Options{})
+			if err == nil {
+				for _, n := range rep.Notes {
+					fmt.Fprintf(stderr, "== report note: %s\n", n)
+				}
+				fmt.Fprintf(stderr, "== report: %s\n", results.Run(dir).Readme())
+			}
+			return err
+		},
 	})
 	if err != nil {
 		if res == nil {

@@ -68,6 +68,18 @@ func TestRunSim(t *testing.T) {
 	bench, err := results.LoadBench(r.Bench())
 	require.NoError(t, err)
 	require.Len(t, bench, 2)
+	// The report, from the run directory alone.
+	readme, err := os.ReadFile(r.Readme())
+	require.NoError(t, err)
+	for _, section := range []string{"## Key observations", "## Throughput", "## Step-time reconciliation", "## Kernel inventory"} {
+		require.Contains(t, string(readme), section)
+	}
+	for _, svg := range []string{"latency.svg", "throughput.svg", "throughput_tpot.svg", "layer_time.svg"} {
+		require.FileExists(t, filepath.Join(dir, svg))
+	}
+	for _, conc := range []int{2, 4} {
+		require.FileExists(t, r.LevelAnalysis(conc))
+	}
 	log, err := os.ReadFile(r.ServerLog())
 	require.NoError(t, err)
 	require.Contains(t, string(log), "serve-sim: serving")
