@@ -54,6 +54,7 @@ func commands() []command {
 		{"synth", "write an ATOM-style synthetic trace and its truth file", runSynth},
 		{"serve-sim", "run the simulated ATOM engine (OpenAI server, no GPU)", runServeSim},
 		{"bench", "streaming OpenAI benchmark client and profiled concurrency sweep", runBench},
+		{"diff", "compare two traces, levels or runs: kernels, layers, categories, client metrics", runDiff},
 		{"version", "print the version, commit and Go version of this build", runVersion},
 	}
 }
