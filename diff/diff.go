@@ -53,16 +53,20 @@ const (
 type Report struct {
 	A *Profile `json:"a"`
 	B *Profile `json:"b"`
-	// Measure is what kernel and category changes are ranked and the
-	// ratios taken by: PerStep, PerLayer or PerTrace.
-	Measure    string           `json:"measure"`
-	StepUS     *Pair            `json:"step_us,omitempty"`  // GPU time per step, nil when unknown
-	LayerUS    *Pair            `json:"layer_us,omitempty"` // per layer, nil without layer tables
-	TotalUS    *Pair            `json:"total_us,omitempty"` // whole trace
-	Categories []CategoryChange `json:"categories"`
-	Kernels    []KernelChange   `json:"kernels"` // sorted by absolute change
-	Layer      []PositionChange `json:"layer"`   // the aligned per-layer tables
-	Changes    []Change         `json:"changes"` // fused, split, replaced, added, removed
+	// Measure is what kernel changes are ranked by: PerStep, PerLayer or
+	// PerTrace.
+	Measure string `json:"measure"`
+	// CategoryMeasure is what category changes are ranked and their ratios
+	// taken by (per step when both sides know it per category, as level
+	// files do, though not per kernel).
+	CategoryMeasure string           `json:"category_measure"`
+	StepUS          *Pair            `json:"step_us,omitempty"`  // GPU time per step, nil when unknown
+	LayerUS         *Pair            `json:"layer_us,omitempty"` // per layer, nil without layer tables
+	TotalUS         *Pair            `json:"total_us,omitempty"` // whole trace
+	Categories      []CategoryChange `json:"categories"`
+	Kernels         []KernelChange   `json:"kernels"` // sorted by absolute change
+	Layer           []PositionChange `json:"layer"`   // the aligned per-layer tables
+	Changes         []Change         `json:"changes"` // fused, split, replaced, added, removed
 	// NoChange: the same kernels on both sides, and no time that differs
 	// by 0.05 µs or more.
 	NoChange bool     `json:"no_change"`
@@ -107,7 +111,9 @@ type PositionChange struct {
 	KernelB  string `json:"kernel_b,omitempty"`
 	Category string `json:"category"`
 	Match    string `json:"match,omitempty"`
-	LayerUS  Pair   `json:"layer_us"`
+	// AvgUS is the kernel's mean time in the layers of its kind (with
+	// alternating layers, each kind's positions keep their own times).
+	AvgUS Pair `json:"avg_us"`
 	// WithinSpread: the change is smaller than the kernel's own standard
 	// deviation across layers on either side.
 	WithinSpread bool `json:"within_spread,omitempty"`
@@ -135,16 +141,19 @@ func (k *KernelChange) measure(m string) *Pair {
 func Compare(a, b *Profile) *Report {
 	r := &Report{A: a, B: b, Categories: []CategoryChange{}, Kernels: []KernelChange{}, Layer: []PositionChange{}, Changes: []Change{}}
 	steps := a.HasSteps() && b.HasSteps()
+	kernelSteps := a.HasKernelSteps() && b.HasKernelSteps()
 	layers := a.HasLayers() && b.HasLayers()
 	totals := a.HasTotals() && b.HasTotals()
-	switch {
-	case steps:
-		r.Measure = PerStep
-	case layers:
-		r.Measure = PerLayer
-	default:
-		r.Measure = PerTrace
+	measure := func(steps bool) string {
+		switch {
+		case steps:
+			return PerStep
+		case layers:
+			return PerLayer
+		}
+		return PerTrace
 	}
+	r.Measure, r.CategoryMeasure = measure(kernelSteps), measure(steps)
 	m := newMatcher()
 	var aligned []pairing
 	if layers {
@@ -155,16 +164,16 @@ func Compare(a, b *Profile) *Report {
 		var la, lb, sa, sb float64
 		if p.a >= 0 {
 			x := &a.Positions[p.a]
-			pc.PosA, pc.ShortA, pc.KernelA, pc.Category, la, sa = x.Pos, x.ShortName, x.Kernel, x.Category, x.LayerUS, x.StdUS
+			pc.PosA, pc.ShortA, pc.KernelA, pc.Category, la, sa = x.Pos, x.ShortName, x.Kernel, x.Category, x.AvgUS, x.StdUS
 		}
 		if p.b >= 0 {
 			x := &b.Positions[p.b]
-			pc.PosB, pc.ShortB, pc.KernelB, lb, sb = x.Pos, x.ShortName, x.Kernel, x.LayerUS, x.StdUS
+			pc.PosB, pc.ShortB, pc.KernelB, lb, sb = x.Pos, x.ShortName, x.Kernel, x.AvgUS, x.StdUS
 			if pc.Category == "" {
 				pc.Category = x.Category
 			}
 		}
-		pc.LayerUS = pair(la, lb)
+		pc.AvgUS = pair(la, lb)
 		pc.WithinSpread = p.a >= 0 && p.b >= 0 && math.Abs(lb-la) < max(sa, sb)
 		r.Layer = append(r.Layer, pc)
 	}
@@ -206,7 +215,7 @@ func Compare(a, b *Profile) *Report {
 			}
 		}
 		kc.LayerUS = pairPtr(sum[0].LayerUS, sum[1].LayerUS, layers && (sum[0].LayerUS != 0 || sum[1].LayerUS != 0))
-		kc.StepUS = pairPtr(sum[0].StepUS, sum[1].StepUS, steps)
+		kc.StepUS = pairPtr(sum[0].StepUS, sum[1].StepUS, kernelSteps)
 		kc.TotalUS = pairPtr(sum[0].TotalUS, sum[1].TotalUS, totals)
 		r.Kernels = append(r.Kernels, kc)
 	}
@@ -239,10 +248,12 @@ func (r *Report) addCategories(steps, layers, totals bool) {
 	for s, p := range []*Profile{r.A, r.B} {
 		for _, k := range p.Kernels {
 			t := get(k.Category)
-			t.step[s] += k.StepUS
 			t.total[s] += k.TotalUS
-			sum.step[s] += k.StepUS
 			sum.total[s] += k.TotalUS
+		}
+		for c, us := range p.CategoryStepUS {
+			get(c).step[s] += us
+			sum.step[s] += us
 		}
 		for _, x := range p.Positions {
 			get(x.Category).layer[s] += x.LayerUS
@@ -258,26 +269,15 @@ func (r *Report) addCategories(steps, layers, totals bool) {
 			LayerUS: pairPtr(t.layer[0], t.layer[1], layers && (t.layer[0] != 0 || t.layer[1] != 0)),
 			StepUS:  pairPtr(t.step[0], t.step[1], steps),
 			TotalUS: pairPtr(t.total[0], t.total[1], totals)}
-		var m *Pair
-		switch r.Measure {
-		case PerStep:
-			m = cc.StepUS
-		case PerLayer:
-			m = cc.LayerUS
-		default:
-			m = cc.TotalUS
-		}
-		if m != nil && m.A != 0 {
+		if m := cc.measure(r.CategoryMeasure); m != nil && m.A != 0 {
 			ratio := math.Round(m.B/m.A*1000) / 1000
 			cc.Ratio = &ratio
 		}
 		r.Categories = append(r.Categories, cc)
 	}
 	key := func(c CategoryChange) float64 {
-		for _, p := range []*Pair{c.StepUS, c.LayerUS, c.TotalUS} {
-			if p != nil {
-				return math.Abs(p.Delta)
-			}
+		if p := c.measure(r.CategoryMeasure); p != nil {
+			return math.Abs(p.Delta)
 		}
 		return 0
 	}
@@ -299,7 +299,7 @@ func (r *Report) noChange() bool {
 		}
 	}
 	for _, p := range r.Layer {
-		if p.PosA < 0 || p.PosB < 0 || !unchanged(&p.LayerUS) {
+		if p.PosA < 0 || p.PosB < 0 || !unchanged(&p.AvgUS) {
 			return false
 		}
 	}
@@ -318,10 +318,10 @@ func (r *Report) notes() []string {
 		p    *Profile
 	}{{"A", r.A}, {"B", r.B}} {
 		switch {
-		case s.p.StepTimes == StepFromCategories:
-			n = append(n, s.name+"'s per-step kernel times are estimated: its files give per-step times by category only, shared among the category's kernels by their whole-trace time.")
+		case s.p.StepTimes == StepFromCategories && r.Measure != PerStep:
+			n = append(n, s.name+"'s files give per-step times by category only: kernels are compared "+measureName(r.Measure)+".")
 		case s.p.StepTimes == "" && r.Measure != PerStep:
-			n = append(n, s.name+" has no per-step times: kernels are compared "+map[string]string{PerLayer: "per layer", PerTrace: "over the whole trace"}[r.Measure]+".")
+			n = append(n, s.name+" has no per-step times: kernels are compared "+measureName(r.Measure)+".")
 		}
 	}
 	for _, s := range []struct {
@@ -336,4 +336,14 @@ func (r *Report) notes() []string {
 		n = append(n, "A's steps are "+r.A.StepKind+" steps and B's are "+r.B.StepKind+" steps: per-step times compare different things.")
 	}
 	return n
+}
+
+func measureName(m string) string {
+	switch m {
+	case PerStep:
+		return "per step"
+	case PerLayer:
+		return "per layer"
+	}
+	return "over the whole trace"
 }

@@ -20,7 +20,7 @@ type MarkdownOptions struct {
 func (r *Report) WriteMarkdown(w io.Writer, opt MarkdownOptions) error {
 	mw := &mdWriter{w: w}
 	h := strings.Repeat("#", max(opt.Heading, 2)) + " "
-	unit := map[string]string{PerStep: "µs per step", PerLayer: "µs per layer", PerTrace: "µs in the whole trace"}[r.Measure]
+	unit := unitName(r.Measure)
 
 	mw.line("A: %s", describe(r.A))
 	mw.line("B: %s", describe(r.B))
@@ -56,25 +56,31 @@ func (r *Report) WriteMarkdown(w io.Writer, opt MarkdownOptions) error {
 	}
 	mw.line("")
 
-	mw.line("%sCategories (%s)", h, unit)
+	mw.line("%sCategories (%s)", h, unitName(r.CategoryMeasure))
 	mw.line("")
-	mw.line("| category | A | B | Δ | Δ %% | B/A |%s", map[bool]string{true: " A per layer | B per layer | Δ per layer |", false: ""}[r.LayerUS != nil && r.Measure != PerLayer])
-	mw.line("|---|---:|---:|---:|---:|---:|%s", map[bool]string{true: "---:|---:|---:|", false: ""}[r.LayerUS != nil && r.Measure != PerLayer])
+	layerCols := r.LayerUS != nil && r.CategoryMeasure != PerLayer
+	if layerCols {
+		mw.line("| category | A | B | Δ | Δ %% | B/A | A per layer | B per layer | Δ per layer |")
+		mw.line("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+	} else {
+		mw.line("| category | A | B | Δ | Δ %% | B/A |")
+		mw.line("|---|---:|---:|---:|---:|---:|")
+	}
 	for _, c := range r.Categories {
-		m := c.measure(r.Measure)
+		m := c.measure(r.CategoryMeasure)
 		ratio := ""
 		if c.Ratio != nil {
 			ratio = strconv.FormatFloat(*c.Ratio, 'f', 2, 64)
 		}
 		row := fmt.Sprintf("| %s | %s | %s | %s | %s | %s |", esc(c.Category), pf(m, 'a'), pf(m, 'b'), pf(m, 'd'), pctOf(m), ratio)
-		if r.LayerUS != nil && r.Measure != PerLayer {
+		if layerCols {
 			row += fmt.Sprintf(" %s | %s | %s |", pf(c.LayerUS, 'a'), pf(c.LayerUS, 'b'), pf(c.LayerUS, 'd'))
 		}
 		mw.line("%s", row)
 	}
-	if m := r.measure(); m != nil {
+	if m := r.measureOf(r.CategoryMeasure); m != nil {
 		row := fmt.Sprintf("| **total** | %s | %s | %s | %s | %s |", f1(m.A), f1(m.B), signed(m.Delta), pct(m), ratioOf(m))
-		if r.LayerUS != nil && r.Measure != PerLayer {
+		if layerCols {
 			row += fmt.Sprintf(" %s | %s | %s |", f1(r.LayerUS.A), f1(r.LayerUS.B), signed(r.LayerUS.Delta))
 		}
 		mw.line("%s", row)
@@ -191,13 +197,13 @@ func (r *Report) WriteMarkdown(w io.Writer, opt MarkdownOptions) error {
 			}
 		}
 		mw.line("")
-		mw.line("%sPer-layer table, aligned (µs per layer)", h)
+		mw.line("%sPer-layer table, aligned (mean µs per layer of its kind)", h)
 		mw.line("")
 		mw.line("| pos A | pos B | A | B | category | match | A | B | Δ | Δ %% | |")
 		mw.line("|---:|---:|---|---|---|---|---:|---:|---:|---:|---|")
 		for _, p := range r.Layer {
 			mark := ""
-			if p.WithinSpread && !unchanged(&p.LayerUS) {
+			if p.WithinSpread && !unchanged(&p.AvgUS) {
 				mark = "~"
 			}
 			a, b := "", ""
@@ -208,7 +214,7 @@ func (r *Report) WriteMarkdown(w io.Writer, opt MarkdownOptions) error {
 				b = code(p.ShortB)
 			}
 			mw.line("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |", posStr(p.PosA), posStr(p.PosB), a, b, esc(p.Category),
-				p.Match, sideF1(p.LayerUS.A, p.PosA), sideF1(p.LayerUS.B, p.PosB), signed(p.LayerUS.Delta), pct(&p.LayerUS), mark)
+				p.Match, sideF1(p.AvgUS.A, p.PosA), sideF1(p.AvgUS.B, p.PosB), signed(p.AvgUS.Delta), pct(&p.AvgUS), mark)
 		}
 		mw.line("")
 	}
@@ -219,6 +225,9 @@ func (r *Report) WriteMarkdown(w io.Writer, opt MarkdownOptions) error {
 		name string
 		p    *Profile
 	}{{"A", r.A}, {"B", r.B}} {
+		for _, n := range s.p.Notes {
+			mw.line("- %s: %s", s.name, n)
+		}
 		for _, w := range s.p.Warnings {
 			mw.line("- warning (%s): %s", s.name, w.Message)
 		}
@@ -226,8 +235,18 @@ func (r *Report) WriteMarkdown(w io.Writer, opt MarkdownOptions) error {
 	return mw.err
 }
 
-func (r *Report) measure() *Pair {
-	switch r.Measure {
+func unitName(measure string) string {
+	switch measure {
+	case PerStep:
+		return "µs per step"
+	case PerLayer:
+		return "µs per layer"
+	}
+	return "µs in the whole trace"
+}
+
+func (r *Report) measureOf(m string) *Pair {
+	switch m {
 	case PerStep:
 		return r.StepUS
 	case PerLayer:
@@ -258,7 +277,7 @@ func (r *Report) kernelColumns() []kernelColumn {
 	if r.LayerUS != nil {
 		cols = append(cols, kernelColumn{"per layer", func(k *KernelChange) *Pair { return k.LayerUS }})
 	}
-	if r.StepUS != nil {
+	if r.Measure == PerStep {
 		cols = append(cols, kernelColumn{"per step", func(k *KernelChange) *Pair { return k.StepUS }})
 	}
 	if r.Measure == PerTrace || len(cols) == 0 {

@@ -10,10 +10,10 @@ import (
 
 // How two kernels were matched, from the surest to the loosest.
 const (
-	MatchName     = "name"       // the same kernel name
-	MatchShort    = "short_name" // the same demangled name without template arguments
-	MatchRole     = "role"       // same category and the same ATen functor, at aligned positions
-	MatchPosition = "category"   // same category at aligned positions of the layer
+	MatchName     = "name"          // the same kernel name
+	MatchShort    = "short_name"    // the same demangled name without template arguments
+	MatchRole     = "role"          // same category and the same ATen functor, at aligned positions
+	MatchPosition = "category"      // same category at aligned positions of the layer
 	MatchCategory = "category_only" // same category, anywhere in the trace
 )
 
@@ -294,8 +294,8 @@ type Change struct {
 	B        []string `json:"b"`
 	PosA     []int    `json:"pos_a"`
 	PosB     []int    `json:"pos_b"`
-	AUS      float64  `json:"a_us_per_layer"`
-	BUS      float64  `json:"b_us_per_layer"`
+	AUS      float64  `json:"a_us"` // summed mean times of A's kernels in their layers
+	BUS      float64  `json:"b_us"`
 }
 
 // Change kinds.
@@ -397,12 +397,12 @@ func change(pa, pb *Profile, kind, cat string, as, bs []int) Change {
 	cats := map[string]bool{}
 	for _, i := range as {
 		p := &pa.Positions[i]
-		c.A, c.PosA, c.AUS = append(c.A, p.ShortName), append(c.PosA, p.Pos), c.AUS+p.LayerUS
+		c.A, c.PosA, c.AUS = append(c.A, p.ShortName), append(c.PosA, p.Pos), c.AUS+p.AvgUS
 		cats[p.Category] = true
 	}
 	for _, i := range bs {
 		p := &pb.Positions[i]
-		c.B, c.PosB, c.BUS = append(c.B, p.ShortName), append(c.PosB, p.Pos), c.BUS+p.LayerUS
+		c.B, c.PosB, c.BUS = append(c.B, p.ShortName), append(c.PosB, p.Pos), c.BUS+p.AvgUS
 		cats[p.Category] = true
 	}
 	if len(cats) == 1 {
@@ -417,7 +417,7 @@ func change(pa, pb *Profile, kind, cat string, as, bs []int) Change {
 // kernels at several places of the layer into one (a vendor's GEMM for
 // another's, at every GEMM of the layer).
 func mergeChanges(cs []Change) []Change {
-	var out []Change
+	out := []Change{}
 	index := map[string]int{}
 	for _, c := range cs {
 		key := c.Kind + "\x00" + strings.Join(c.A, "\x01") + "\x00" + strings.Join(c.B, "\x01")

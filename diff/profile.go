@@ -22,13 +22,13 @@ import (
 	"github.com/profile-model/profile-model/tracing"
 )
 
-// How a profile's per-step kernel times were obtained.
+// How a profile's per-step times were obtained.
 const (
-	// StepFromTrace: summed from the kernels of each analysed step.
+	// StepFromTrace: summed from the kernels of each analysed step, per
+	// kernel and per category.
 	StepFromTrace = "trace"
 	// StepFromCategories: a level's CSV files hold per-step times per
-	// category only; each kernel gets its category's per-step time in
-	// proportion to its share of the category's whole-trace time.
+	// category only; kernels are compared per layer.
 	StepFromCategories = "categories"
 )
 
@@ -46,11 +46,16 @@ type Profile struct {
 	KernelsPerLayer []int  `json:"kernels_per_layer,omitempty"`
 	// StepTimes is StepFromTrace, StepFromCategories, or "" when the
 	// per-step times are unknown.
-	StepTimes string           `json:"step_times,omitempty"`
-	Positions []Position       `json:"-"`
-	Kernels   []Kernel         `json:"-"`
-	Warnings  []diag.Warning   `json:"warnings,omitempty"`
-	byName    map[string]int32 // kernel name -> index into Kernels
+	StepTimes string `json:"step_times,omitempty"`
+	// CategoryStepUS is the GPU time per step of each category (when
+	// StepTimes is set).
+	CategoryStepUS map[string]float64 `json:"-"`
+	Positions      []Position         `json:"-"`
+	Kernels        []Kernel           `json:"-"`
+	Warnings       []diag.Warning     `json:"warnings,omitempty"` // of the analysis
+	// Notes say what the profile lacks (files not found beside a table).
+	Notes  []string         `json:"notes,omitempty"`
+	byName map[string]int32 // kernel name -> index into Kernels
 }
 
 // Position is one kernel position of the per-layer table.
@@ -78,12 +83,16 @@ type Kernel struct {
 	Provider  string
 	Count     int     // launches in the whole trace
 	TotalUS   float64 // in the whole trace, 0 when unknown
-	StepUS    float64 // per step (see Profile.StepTimes)
+	StepUS    float64 // per step, when Profile.StepTimes is StepFromTrace
 	LayerUS   float64 // per layer: sum over its positions
 }
 
-// HasSteps reports whether per-step times are known.
+// HasSteps reports whether per-step times are known (per category at
+// least).
 func (p *Profile) HasSteps() bool { return p.StepTimes != "" }
+
+// HasKernelSteps reports whether per-step times are known per kernel.
+func (p *Profile) HasKernelSteps() bool { return p.StepTimes == StepFromTrace }
 
 // HasLayers reports whether the profile has a per-layer table.
 func (p *Profile) HasLayers() bool { return len(p.Positions) > 0 }
@@ -140,9 +149,12 @@ func FromResult(r *analysis.Result) (*Profile, error) {
 		}
 		if steps > 0 {
 			p.Steps, p.StepTimes = steps, StepFromTrace
+			p.CategoryStepUS = map[string]float64{}
 			for name, ns := range perName {
 				if i, ok := p.byName[name]; ok {
-					p.Kernels[i].StepUS = float64(ns) / 1000 / float64(steps)
+					k := &p.Kernels[i]
+					k.StepUS = float64(ns) / 1000 / float64(steps)
+					p.CategoryStepUS[k.Category] += k.StepUS
 				}
 			}
 		}
@@ -262,22 +274,25 @@ func LoadLevel(path string, rules *inventory.Rules) (*Profile, error) {
 	kernels, err := readKernelsCSV(files.Kernels, rules)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		p.Warnings = append(p.Warnings, diag.New(diag.Trace, fmt.Sprintf("%s: no %s beside the layer table: kernels outside the layers and whole-trace times are not compared", path, filepath.Base(files.Kernels))))
+		p.Notes = append(p.Notes, fmt.Sprintf("no %s beside %s: kernels outside the layers and whole-trace times are not compared", filepath.Base(files.Kernels), layerPath))
 	case err != nil:
 		return nil, err
 	default:
 		p.Kernels = kernels
 	}
 	p.index()
-	if len(p.Kernels) > 0 {
-		cats, err := readCategoriesCSV(files.Categories)
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			p.Warnings = append(p.Warnings, diag.New(diag.Trace, fmt.Sprintf("%s: no %s: per-step times are not compared", path, filepath.Base(files.Categories))))
-		case err != nil:
-			return nil, err
-		default:
-			p.apportionSteps(cats)
+	cats, err := readCategoriesCSV(files.Categories)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		p.Notes = append(p.Notes, fmt.Sprintf("no %s beside %s: per-step times are not compared", filepath.Base(files.Categories), layerPath))
+	case err != nil:
+		return nil, err
+	default:
+		for _, step := range cats {
+			if step > 0 {
+				p.CategoryStepUS, p.StepTimes = cats, StepFromCategories
+				break
+			}
 		}
 	}
 	p.addLayerTimes()
@@ -340,53 +355,22 @@ func readKernelsCSV(path string, rules *inventory.Rules) ([]Kernel, error) {
 	return out, nil
 }
 
-type categoryTimes struct{ totalUS, stepUS float64 }
-
-// readCategoriesCSV reads conc{bs}_categories.csv: category -> times.
-func readCategoriesCSV(path string) (map[string]categoryTimes, error) {
-	recs, col, err := readCSV(path, []string{"category", "total_us", "decode_step_us"})
+// readCategoriesCSV reads conc{bs}_categories.csv: category -> GPU time
+// per decode step.
+func readCategoriesCSV(path string) (map[string]float64, error) {
+	recs, col, err := readCSV(path, []string{"category", "decode_step_us"})
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]categoryTimes{}
+	out := map[string]float64{}
 	for i, rec := range recs {
-		total, err1 := strconv.ParseFloat(rec[col["total_us"]], 64)
-		step, err2 := strconv.ParseFloat(rec[col["decode_step_us"]], 64)
-		if err := errors.Join(err1, err2); err != nil {
-			return nil, fmt.Errorf("%s: line %d: total_us and decode_step_us must be numbers: %w", path, i+2, err)
+		step, err := strconv.ParseFloat(rec[col["decode_step_us"]], 64)
+		if err != nil {
+			return nil, fmt.Errorf("%s: line %d: decode_step_us must be a number: %w", path, i+2, err)
 		}
-		out[rec[col["category"]]] = categoryTimes{total, step}
+		out[rec[col["category"]]] = step
 	}
 	return out, nil
-}
-
-// apportionSteps gives each kernel its category's per-step time in
-// proportion to its share of the category's whole-trace time (the level's
-// files hold per-step times per category only).
-func (p *Profile) apportionSteps(cats map[string]categoryTimes) {
-	some := false
-	for _, c := range cats {
-		some = some || c.stepUS > 0
-	}
-	if !some {
-		return // no decode steps in that trace
-	}
-	// Kernels are reclassified with the diff's rules, so category totals
-	// are recomputed from them; the file's per-step time of a category is
-	// spread over the kernels that the file put in it.
-	fileCat := map[string]float64{}
-	for _, k := range p.Kernels {
-		fileCat[k.Category] += k.TotalUS
-	}
-	for i := range p.Kernels {
-		k := &p.Kernels[i]
-		c, ok := cats[k.Category]
-		if !ok || fileCat[k.Category] == 0 {
-			continue
-		}
-		k.StepUS = c.stepUS * k.TotalUS / fileCat[k.Category]
-	}
-	p.StepTimes = StepFromCategories
 }
 
 // readCSV reads a CSV file with a header holding at least want.

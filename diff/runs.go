@@ -276,8 +276,8 @@ func explain(lr *LevelReport) string {
 	}
 	s := fmt.Sprintf("%s is explained by the GPU time per decode step, %s ms (%.0f%% of it)", head, signed2(step), share*100)
 	for _, kc := range k.Kernels {
-		if kc.StepUS != nil && !unchanged(kc.StepUS) {
-			s += fmt.Sprintf("; the largest kernel change is %s, %s ms per step (%s)", kernelLabel(&kc), signed2(kc.StepUS.Delta/1000), pct(kc.StepUS))
+		if p := kc.measure(k.Measure); p != nil && !unchanged(p) {
+			s += fmt.Sprintf("; the largest kernel change is %s, %s %s (%s)", kernelLabel(&kc), signed(p.Delta), unitName(k.Measure), pct(p))
 			break
 		}
 	}
