@@ -177,11 +177,12 @@ func Compare(a, b *Profile) *Report {
 		pc.WithinSpread = p.a >= 0 && p.b >= 0 && math.Abs(lb-la) < max(sa, sb)
 		r.Layer = append(r.Layer, pc)
 	}
+	var links []pairing
 	if layers {
-		r.Changes = changes(a, b, aligned)
+		r.Changes, links = changes(a, b, aligned)
 	}
 
-	for _, g := range m.groupKernels(a, b, aligned) {
+	for _, g := range m.groupKernels(a, b, links) {
 		kc := KernelChange{In: "both", Match: g.how, A: []string{}, B: []string{}, AShort: []string{}, BShort: []string{}}
 		switch {
 		case len(g.b) == 0:
@@ -313,23 +314,29 @@ func (r *Report) notes() []string {
 	if len(r.Layer) > 0 {
 		n = append(n, "In the per-layer table, ~ marks a change smaller than the kernel's own spread (standard deviation) across layers.")
 	}
-	for _, s := range []struct {
-		name string
-		p    *Profile
-	}{{"A", r.A}, {"B", r.B}} {
+	// What each side lacks, said once when both lack it.
+	var lacks [2][]string
+	for i, p := range []*Profile{r.A, r.B} {
 		switch {
-		case s.p.StepTimes == StepFromCategories && r.Measure != PerStep:
-			n = append(n, s.name+"'s files give per-step times by category only: kernels are compared "+measureName(r.Measure)+".")
-		case s.p.StepTimes == "" && r.Measure != PerStep:
-			n = append(n, s.name+" has no per-step times: kernels are compared "+measureName(r.Measure)+".")
+		case p.StepTimes == StepFromCategories && r.Measure != PerStep:
+			lacks[i] = append(lacks[i], "files give per-step times by category only: kernels are compared "+measureName(r.Measure))
+		case p.StepTimes == "" && r.Measure != PerStep:
+			lacks[i] = append(lacks[i], "no per-step times: kernels are compared "+measureName(r.Measure))
+		}
+		if !p.HasLayers() {
+			lacks[i] = append(lacks[i], "no per-layer table (no repeating layer found): the layers are not compared")
 		}
 	}
-	for _, s := range []struct {
-		name string
-		p    *Profile
-	}{{"A", r.A}, {"B", r.B}} {
-		if !s.p.HasLayers() {
-			n = append(n, s.name+" has no per-layer table (no repeating layer found): the layers are not compared.")
+	for _, l := range lacks[0] {
+		if slices.Contains(lacks[1], l) {
+			n = append(n, "Both sides: "+l+".")
+		} else {
+			n = append(n, "A: "+l+".")
+		}
+	}
+	for _, l := range lacks[1] {
+		if !slices.Contains(lacks[0], l) {
+			n = append(n, "B: "+l+".")
 		}
 	}
 	if r.A.StepKind != "" && r.B.StepKind != "" && r.A.StepKind != r.B.StepKind {

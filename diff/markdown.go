@@ -68,6 +68,9 @@ func (r *Report) WriteMarkdown(w io.Writer, opt MarkdownOptions) error {
 	}
 	for _, c := range r.Categories {
 		m := c.measure(r.CategoryMeasure)
+		if m == nil || m.A == 0 && m.B == 0 {
+			continue // a category of other steps (prefill, sampling): in the JSON
+		}
 		ratio := ""
 		if c.Ratio != nil {
 			ratio = strconv.FormatFloat(*c.Ratio, 'f', 2, 64)
@@ -280,7 +283,7 @@ func (r *Report) kernelColumns() []kernelColumn {
 	if r.Measure == PerStep {
 		cols = append(cols, kernelColumn{"per step", func(k *KernelChange) *Pair { return k.StepUS }})
 	}
-	if r.Measure == PerTrace || len(cols) == 0 {
+	if r.Measure != PerStep && r.TotalUS != nil || len(cols) == 0 {
 		cols = append(cols, kernelColumn{"total", func(k *KernelChange) *Pair { return k.TotalUS }})
 	}
 	return cols
@@ -537,7 +540,6 @@ func (rr *RunReport) WriteMarkdown(w io.Writer, opt MarkdownOptions) error {
 			if err := l.Kernels.WriteMarkdown(w, o); err != nil {
 				return err
 			}
-			mw.line("")
 		}
 	}
 	return mw.err

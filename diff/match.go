@@ -129,10 +129,12 @@ type kernelGroup struct {
 }
 
 // groupKernels matches the kernels of two profiles: by name, then by
-// demangled short name, then through the aligned layer tables (kernels of
-// the same category at the same place in the layer, joined transitively),
-// then what is left by category. The rest ran on one side only.
-func (m *matcher) groupKernels(pa, pb *Profile, aligned []pairing) []kernelGroup {
+// demangled short name, then through the links of the layer tables (the
+// same ATen operation at the same place; kernels of the same category
+// that replace each other, fused or split; joined transitively), then what
+// is left by the same ATen operation or the same category. The rest ran
+// on one side only.
+func (m *matcher) groupKernels(pa, pb *Profile, links []pairing) []kernelGroup {
 	doneA := make([]bool, len(pa.Kernels))
 	doneB := make([]bool, len(pb.Kernels))
 	var groups []kernelGroup
@@ -186,41 +188,35 @@ func (m *matcher) groupKernels(pa, pb *Profile, aligned []pairing) []kernelGroup
 	}
 	byKey(func(k *Kernel) string { return m.shortKey(k.Kernel) }, MatchShort)
 
-	// Kernels the layer alignment paired: union-find over A's kernels
-	// (0..n-1) and B's (n..).
+	// Kernels the layer tables link: union-find over A's kernels (0..n-1)
+	// and B's (n..).
 	n := len(pa.Kernels)
 	parent := make([]int, n+len(pb.Kernels))
 	for i := range parent {
 		parent[i] = i
 	}
-	var find func(int) int
-	find = func(x int) int {
+	find := func(x int) int {
 		for parent[x] != x {
 			parent[x] = parent[parent[x]]
 			x = parent[x]
 		}
 		return x
 	}
-	type link struct {
-		a, b int
-		how  string
-	}
-	var links []link
-	for _, p := range aligned {
-		if p.a < 0 || p.b < 0 || (p.how != MatchRole && p.how != MatchPosition) {
-			continue
-		}
-		ia, ib := int(pa.byName[pa.Positions[p.a].Kernel]), int(pb.byName[pb.Positions[p.b].Kernel])
+	for _, l := range links {
+		ia, ib := int(pa.byName[pa.Positions[l.a].Kernel]), int(pb.byName[pb.Positions[l.b].Kernel])
 		if doneA[ia] || doneB[ib] {
 			continue
 		}
-		links = append(links, link{ia, n + ib, p.how})
 		parent[find(ia)] = find(n + ib)
 	}
 	joined := map[int]bool{}
 	notRole := map[int]bool{} // components joined by at least one category-only pairing
 	for _, l := range links {
-		r := find(l.a)
+		ia, ib := int(pa.byName[pa.Positions[l.a].Kernel]), int(pb.byName[pb.Positions[l.b].Kernel])
+		if doneA[ia] || doneB[ib] {
+			continue
+		}
+		r := find(ia)
 		joined[r] = true
 		notRole[r] = notRole[r] || l.how != MatchRole
 	}
@@ -313,27 +309,35 @@ const (
 // than on B is a fusion, fewer a split, as many under other names a
 // replacement; categories found on one side only are added or removed,
 // or, when both sides have such, one replacement of the whole set.
-func changes(pa, pb *Profile, aligned []pairing) []Change {
+//
+// It also returns the links between positions that stand for each other:
+// the same ATen operation, and the kernels of a category that replace
+// each other.
+func changes(pa, pb *Profile, aligned []pairing) ([]Change, []pairing) {
 	var out []Change
-	var seg []pairing
+	var links, seg []pairing
 	flush := func() {
 		if len(seg) > 0 {
-			out = append(out, segmentChanges(pa, pb, seg)...)
+			cs, ls := segmentChanges(pa, pb, seg)
+			out, links = append(out, cs...), append(links, ls...)
 		}
 		seg = seg[:0]
 	}
 	for _, p := range aligned {
 		if p.how == MatchName || p.how == MatchShort || p.how == MatchRole {
+			if p.how == MatchRole {
+				links = append(links, p)
+			}
 			flush()
 			continue
 		}
 		seg = append(seg, p)
 	}
 	flush()
-	return mergeChanges(out)
+	return mergeChanges(out), links
 }
 
-func segmentChanges(pa, pb *Profile, seg []pairing) []Change {
+func segmentChanges(pa, pb *Profile, seg []pairing) ([]Change, []pairing) {
 	type side struct{ a, b []int }
 	byCat := map[string]*side{}
 	var cats []string
@@ -360,9 +364,17 @@ func segmentChanges(pa, pb *Profile, seg []pairing) []Change {
 		}
 	}
 	var out []Change
+	var links []pairing
 	var onlyA, onlyB []int
 	for _, c := range cats {
 		s := byCat[c]
+		if len(s.a) > 0 && len(s.b) > 0 {
+			for _, a := range s.a {
+				for _, b := range s.b {
+					links = append(links, pairing{a, b, MatchPosition})
+				}
+			}
+		}
 		switch {
 		case len(s.b) == 0:
 			onlyA = append(onlyA, s.a...)
@@ -389,7 +401,7 @@ func segmentChanges(pa, pb *Profile, seg []pairing) []Change {
 	case len(onlyB) > 0:
 		out = append(out, change(pa, pb, Added, "", nil, onlyB))
 	}
-	return out
+	return out, links
 }
 
 func change(pa, pb *Profile, kind, cat string, as, bs []int) Change {
