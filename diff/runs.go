@@ -259,12 +259,22 @@ func explain(lr *LevelReport) string {
 	if tpot.A == 0 && tpot.B == 0 {
 		return "No TPOT in the level results."
 	}
+	head := fmt.Sprintf("TPOT p50 %s ms (%s)", signed2(tpot.Delta), pct(&tpot))
+	k := lr.Kernels
+	steps := k != nil && k.StepUS != nil && k.A.StepKind == "decode" && k.B.StepKind == "decode"
+	if steps {
+		if stepMS := k.StepUS.A / 1000; stepMS > 1.5*tpot.A {
+			// A decode step yields one token per sequence: its GPU time cannot
+			// exceed the time per output token by much unless the client and
+			// the trace keep different clocks.
+			return fmt.Sprintf("TPOT p50 %s → %s ms, not set against the kernels: the GPU time per decode step (%s ms) exceeds the TPOT, "+
+				"so the client and the trace do not run on the same clock (a simulated engine with --time-scale?).", f2(tpot.A), f2(tpot.B), f2(stepMS))
+		}
+	}
 	if math.Abs(tpot.Delta) < max(0.01, 0.01*math.Abs(tpot.A)) {
 		return fmt.Sprintf("TPOT p50 unchanged (%s → %s ms).", f2(tpot.A), f2(tpot.B))
 	}
-	head := fmt.Sprintf("TPOT p50 %s ms (%s)", signed2(tpot.Delta), pct(&tpot))
-	k := lr.Kernels
-	if k == nil || k.StepUS == nil || k.A.StepKind != "decode" || k.B.StepKind != "decode" {
+	if !steps {
 		return head + ": no GPU time per decode step on both sides to compare it with."
 	}
 	step := k.StepUS.Delta / 1000

@@ -224,3 +224,36 @@ func TestCompareRunsErrors(t *testing.T) {
 	_, err = CompareRuns(context.Background(), a, empty, Options{})
 	require.ErrorContains(t, err, "is not a run directory")
 }
+
+// TestExplain: when the GPU time per decode step accounts for the TPOT
+// change, and when it does not.
+func TestExplain(t *testing.T) {
+	t.Parallel()
+	level := func(tpotA, tpotB float64, stepA, stepB float64, steps bool) *LevelReport {
+		lr := &LevelReport{Client: []Metric{{Name: "TPOT p50 (ms)", Unit: "tpot-p50-ms", Pair: pair(tpotA, tpotB)}}}
+		if steps {
+			k := &Report{A: &Profile{StepKind: "decode"}, B: &Profile{StepKind: "decode"}, Measure: PerLayer,
+				StepUS: pairPtr(stepA, stepB, true),
+				Kernels: []KernelChange{{In: "both", AShort: []string{"x"}, BShort: []string{"x"}, A: []string{"x"}, B: []string{"x"},
+					LayerUS: pairPtr(10, 10+(stepB-stepA)/4, true)}}}
+			lr.Kernels = k
+		}
+		return lr
+	}
+	cases := []struct {
+		name string
+		lr   *LevelReport
+		want string
+	}{
+		{"explained", level(10, 12, 9000, 10800, true), "TPOT p50 +2.00 ms (+20.0%) is explained by the GPU time per decode step, +1.80 ms (90% of it); the largest kernel change is `x`, +450.0 µs per layer (+4500.0%)."},
+		{"not explained", level(10, 12, 9000, 9200, true), "TPOT p50 +2.00 ms (+20.0%) is not explained by kernel time: the GPU time per decode step moved +0.20 ms (10% of it)."},
+		{"opposite", level(10, 12, 9000, 8000, true), "moved -1.00 ms (-50% of it)"},
+		{"unchanged", level(10, 10.05, 9000, 9500, true), "TPOT p50 unchanged (10.00 → 10.05 ms)."},
+		{"no kernels", level(10, 12, 0, 0, false), "TPOT p50 +2.00 ms (+20.0%): no GPU time per decode step on both sides to compare it with."},
+		{"other clock", level(1, 1.2, 9000, 9500, true), "the GPU time per decode step (9.00 ms) exceeds the TPOT"},
+		{"no TPOT", level(0, 0, 9000, 9500, true), "No TPOT in the level results."},
+	}
+	for _, tc := range cases {
+		require.Contains(t, explain(tc.lr), tc.want, tc.name)
+	}
+}

@@ -298,3 +298,55 @@ func TestDiffBenchstat(t *testing.T) {
 	require.Contains(t, s, "Profile/conc=8")
 	require.Contains(t, s, "need >= 6 samples for confidence interval", "benchstat says one sample is not enough")
 }
+
+// TestDiffSimRuns: two profiled sweeps of the simulated engine on the same
+// per-layer table, except one kernel 30% slower in the second; diff names
+// that kernel first, with that change, at every level.
+func TestDiffSimRuns(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	slow := append([]inventory.LayerRow(nil), diffLayer...)
+	r := &slow[diffSlowPos]
+	r.AvgUS, r.StdUS, r.MinUS, r.MaxUS = r.AvgUS*1.3, r.StdUS*1.3, r.MinUS*1.3, r.MaxUS*1.3
+	var runs []string
+	for _, v := range []struct {
+		name  string
+		layer []inventory.LayerRow
+	}{{"a", diffLayer}, {"b", slow}} {
+		table := filepath.Join(dir, v.name+"_conc8_layer.csv")
+		require.NoError(t, os.WriteFile(table, inventory.FormatLayerCSV(v.layer), 0o644))
+		out := filepath.Join(dir, v.name)
+		args := append([]string{"run", "--conc", "4,8", "--isl", "64", "--osl", "8", "--num-prompts-mul", "2", "--seed", "3",
+			"--time-scale", "200", "--tokenizer", "none", "--out", out, "--server-arg=--kernels=" + table}, simArgs(t)...)
+		var stdout, stderr bytes.Buffer
+		require.NoError(t, run(context.Background(), args, &stdout, &stderr), stderr.String())
+		runs = append(runs, onlyDir(t, out))
+	}
+	var out bytes.Buffer
+	require.NoError(t, run2(context.Background(), []string{"diff", "--json", runs[0], runs[1]}, &out))
+	var rr diff.RunReport
+	require.NoError(t, json.Unmarshal(out.Bytes(), &rr))
+	require.Len(t, rr.Levels, 2)
+	for _, l := range rr.Levels {
+		k := l.Kernels
+		require.NotNil(t, k, "conc %d", l.Conc)
+		first := k.Kernels[0]
+		require.Equal(t, []string{diffLayer[diffSlowPos].Kernel}, first.A, "conc %d: the slower kernel first", l.Conc)
+		require.InDelta(t, 30, *first.LayerUS.Pct, 2, "conc %d", l.Conc)
+		for _, kc := range k.Kernels[1:] {
+			if kc.LayerUS != nil {
+				require.Less(t, abs(kc.LayerUS.Delta), abs(first.LayerUS.Delta)/5, "conc %d: %v", l.Conc, kc.A)
+			}
+		}
+		// The engine ran 200× faster than the GPU time its traces record:
+		// the TPOT is not set against the kernels.
+		require.Contains(t, l.Explanation, "do not run on the same clock", "conc %d", l.Conc)
+	}
+}
+
+func abs(v float64) float64 {
+	if v < 0 {
+		return -v
+	}
+	return v
+}
