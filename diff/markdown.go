@@ -3,6 +3,7 @@ package diff
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -195,7 +196,11 @@ func (r *Report) WriteMarkdown(w io.Writer, opt MarkdownOptions) error {
 			case Removed:
 				mw.line("- **removed**%s: %s at pos %s: %s µs per layer", cat, nameList(c.A), ints(c.PosA), f1(c.AUS))
 			default:
-				mw.line("- **%s**%s: %s → %s, pos %s → %s: %s → %s µs per layer (%s)", c.Kind, cat, nameList(c.A), nameList(c.B),
+				same := ""
+				if slices.Equal(c.A, c.B) {
+					same = " (another instance of the same kernel: the full names differ)"
+				}
+				mw.line("- **%s**%s: %s → %s%s, pos %s → %s: %s → %s µs per layer (%s)", c.Kind, cat, nameList(c.A), nameList(c.B), same,
 					ints(c.PosA), ints(c.PosB), f1(c.AUS), f1(c.BUS), signed(c.BUS-c.AUS))
 			}
 		}
