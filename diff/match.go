@@ -10,11 +10,11 @@ import (
 
 // How two kernels were matched, from the surest to the loosest.
 const (
-	MatchName     = "name"          // the same kernel name
-	MatchShort    = "short_name"    // the same demangled name without template arguments
-	MatchRole     = "role"          // same category and the same ATen functor, at aligned positions
-	MatchPosition = "category"      // same category at aligned positions of the layer
-	MatchCategory = "category_only" // same category, anywhere in the trace
+	MatchName     = "name"       // the same kernel name
+	MatchShort    = "short_name" // the same demangled name without template arguments
+	MatchRole     = "role"       // the same ATen operation (functor) in the same category
+	MatchPosition = "position"   // the same category at the same place in the layer
+	MatchCategory = "category"   // the same category, anywhere in the trace
 )
 
 // matcher holds what the matching needs of kernel names, computed once.

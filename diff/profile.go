@@ -232,6 +232,9 @@ func (p *Profile) addLayerTimes() {
 // (layer.csv when the batch size is unknown).
 var layerCSVName = regexp.MustCompile(`^(?:conc(\d+)_)?layer\.csv$`)
 
+// concPrefix is the conc{bs}_ prefix of a level's file names.
+var concPrefix = regexp.MustCompile(`^conc(\d+)_`)
+
 // LoadLevel reads a level's analysis files: a directory holding
 // conc{bs}_layer.csv (with conc{bs}_kernels.csv and conc{bs}_categories.csv
 // beside it when present), or the path of a per-layer CSV. Categories come
@@ -253,7 +256,7 @@ func LoadLevel(path string, rules *inventory.Rules) (*Profile, error) {
 	}
 	dir, base := filepath.Split(layerPath)
 	bs := 0
-	if m := regexp.MustCompile(`^conc(\d+)_`).FindStringSubmatch(base); m != nil {
+	if m := concPrefix.FindStringSubmatch(base); m != nil {
 		bs, _ = strconv.Atoi(m[1])
 	}
 	files := results.InDir(dir, bs)

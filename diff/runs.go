@@ -141,20 +141,18 @@ func loadRun(dir string) (map[int]runLevel, error) {
 	return out, nil
 }
 
-// loadLevelProfile reads a level's analysis: levels/conc{N}/ of the run,
-// else the level's trace (first rank), else nothing (with a note why).
+// loadLevelProfile reads a level's analysis: the decode table in
+// levels/conc{N}/ of the run, else the level's trace (first rank), else
+// nothing (with a note why).
 func loadLevelProfile(ctx context.Context, dir string, conc int, lv runLevel, opt Options) (*Profile, string, error) {
 	levelDir := results.Run(dir).Level(conc)
-	if st, err := os.Stat(levelDir); err == nil && st.IsDir() {
-		path, err := findLayerCSV(levelDir, lv.row.DecodeBS)
-		if err != nil {
-			return nil, "", err
-		}
+	path, lerr := findLayerCSV(levelDir, lv.row.DecodeBS)
+	if lerr == nil {
 		p, err := LoadLevel(path, opt.Rules)
 		return p, "", err
 	}
 	if lv.level == nil || len(lv.level.TraceFiles) == 0 {
-		return nil, fmt.Sprintf("%s has no analysis of concurrency %d (no %s, no trace files in its result): kernels not compared", dir, conc, levelDir), nil
+		return nil, fmt.Sprintf("%s has no analysis of concurrency %d (%v; no trace files in its result): kernels not compared", dir, conc, lerr), nil
 	}
 	trace := lv.level.TraceFiles[0]
 	found := ""
@@ -165,10 +163,10 @@ func loadLevelProfile(ctx context.Context, dir string, conc int, lv runLevel, op
 		}
 	}
 	if found == "" {
-		return nil, fmt.Sprintf("%s: the trace of concurrency %d (%s) is gone and there is no %s: kernels not compared", dir, conc, trace, levelDir), nil
+		return nil, fmt.Sprintf("%s: the trace of concurrency %d (%s) is gone and there is no analysis of it (%v): kernels not compared", dir, conc, trace, lerr), nil
 	}
 	p, err := LoadTrace(ctx, found, opt.Rules)
-	return p, fmt.Sprintf("%s has no %s: analysed its trace %s", dir, levelDir, found), err
+	return p, fmt.Sprintf("%s has no analysis of concurrency %d (%v): analysed its trace %s", dir, conc, lerr, found), err
 }
 
 // CompareRuns compares two run directories, level by level.
