@@ -3,9 +3,10 @@
 // slower per layer and per step, how each category moved and what that adds
 // up to per step, and which kernels of the layer were fused, split or
 // replaced. Kernels are matched by name, then by demangled name, then by
-// category at the same place in the layer, so that two vendors' or two
-// libraries' kernels for the same role are compared (rocBLAS Cijk_* against
-// cuBLAS nvjet or sm90_xmma, Triton attention against FlashAttention).
+// the same ATen operation, then by category at the same place in the
+// layer, so that two vendors' or two libraries' kernels for the same role
+// are compared (rocBLAS Cijk_* against cuBLAS nvjet or sm90_xmma, Triton
+// attention against FlashAttention).
 // Reports print as Markdown, marshal to JSON, and turn into a pair of Go
 // benchmark files for benchstat.
 package diff
