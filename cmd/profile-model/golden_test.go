@@ -65,8 +65,10 @@ func TestMain(m *testing.M) {
 		return
 	}
 	code := m.Run()
-	if goldenTraces.dir != "" {
-		os.RemoveAll(goldenTraces.dir)
+	for _, d := range []string{goldenTraces.dir, diffFixtures.dir} {
+		if d != "" {
+			os.RemoveAll(d)
+		}
 	}
 	os.Exit(code)
 }

@@ -55,6 +55,7 @@ func commands() []command {
 		{"serve-sim", "run the simulated ATOM engine (OpenAI server, no GPU)", runServeSim},
 		{"bench", "streaming OpenAI benchmark client and profiled concurrency sweep", runBench},
 		{"report", "write a run directory's readme.md and charts from its files", runReport},
+		{"diff", "compare two traces, levels or runs: kernels, layers, categories, client metrics", runDiff},
 		{"version", "print the version, commit and Go version of this build", runVersion},
 	}
 }
