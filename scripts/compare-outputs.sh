@@ -20,10 +20,10 @@ for trace in "$@"; do
       "$exe" inspect "$t" >inspect.txt 2>&1
       "$exe" inspect --json "$t" >inspect.json 2>&1
       "$exe" layers "$t" --csv layer.csv >layers.txt 2>&1
-      "$exe" layers "$t" --csv layer.csv --json --force >layers.json 2>&1
+      "$exe" layers "$t" --csv json-layer.csv --json >layers.json 2>&1
       "$exe" layers "$t" --mode compat --csv compat.csv >compat.txt 2>&1
       "$exe" kernels "$t" --csv kernels.csv >kernels.txt 2>&1
-      "$exe" kernels "$t" --csv kernels.csv --json --force >kernels.json 2>&1 )
+      "$exe" kernels "$t" --csv json-kernels.csv --json >kernels.json 2>&1 )
   done
   a=$work/old/$(basename "$trace") b=$work/new/$(basename "$trace")
   for f in $(cd "$a" && ls; cd "$b" && ls); do echo "$f"; done | sort -u | while read -r f; do
