@@ -70,7 +70,16 @@ func WriteSummaryText(w io.Writer, s tracing.Summary) error {
 		for _, b := range bss {
 			p(" %s×%d", b, s.DecodeBSHist[b])
 		}
+		if n := s.Steps[string(tracing.StepMixed)]; n > 0 {
+			p("; %d mixed prefill+decode steps not counted", n)
+		}
 		p(")\n")
+	}
+	if s.PaddedSteps > 0 {
+		p("padding      %d decode steps replayed a larger graph: %.1f%% of graph rows were padding\n", s.PaddedSteps, s.PaddingPct)
+	}
+	if s.SpecSteps > 0 || s.Steps[string(tracing.StepDraft)] > 0 {
+		p("speculative  %d decode steps verified draft tokens, %d draft steps\n", s.SpecSteps, s.Steps[string(tracing.StepDraft)])
 	}
 	p("coverage     GPU kernels span %.3f s of a %.3f s window; %d of %d steps without kernels\n",
 		s.Coverage.GPUSpanS, s.Coverage.WindowS, s.Coverage.StepsWithoutKernels, s.Coverage.Steps)

@@ -30,9 +30,15 @@ import (
 // engine's own account, exact and complete; tracing.Step is what a trace
 // shows of a step once read back.
 type Step struct {
-	Kind          tracing.StepKind // tracing.StepDecode or tracing.StepPrefill
+	Kind          tracing.StepKind // tracing.StepDecode, tracing.StepPrefill or tracing.StepMixed
 	BS            int              // sequences in the step
-	Tokens        int              // tokens processed: prompt tokens for prefill, BS for decode
+	Tokens        int              // tokens processed: prompt tokens for prefill, BS for decode, both for mixed
+	// PrefillSeqs is how many of a mixed step's BS sequences prefill (the
+	// others decode one token each); labelled decode[bs=N tok=T p=P d=D].
+	PrefillSeqs int
+	// Contexts are the sequences' context lengths, for the ctx= field of
+	// prefill and eager labels; nil: ContextTokens split evenly.
+	Contexts []int
 	ContextTokens int              // KV-cache length summed over the sequences, this step's tokens included
 	// Start is when the step's GPU work begins, on the trace clock
 	// (nanoseconds since the Unix epoch).
@@ -48,8 +54,9 @@ type Step struct {
 	// (the real batch padded up to the next capture size), labelled
 	// decode[bs=R/G ...] as newer ATOM releases do; 0: not padded.
 	PaddedBS int
-	// EagerOverflow marks a decode step whose batch exceeds every captured
-	// graph: newer ATOM releases run it eagerly as eager_decode[...].
+	// EagerOverflow marks a decode step that newer ATOM releases run eagerly
+	// and label eager_decode[...]: its batch exceeds every captured graph,
+	// or graphs are off (--enforce-eager).
 	EagerOverflow bool
 }
 
@@ -75,6 +82,11 @@ type RecorderOptions struct {
 	Rank int
 	// Gzip level for WriteATOM (default klauspost BestSpeed).
 	GzipLevel int
+	// LegacyLabels writes step labels as ATOM releases of early 2026 did
+	// (decode[bs=N tok=N p=0 d=N], prefill[bs=N tok=T p=N d=0], and eager
+	// decodes labelled prefill[...]); by default they are written as
+	// current releases' run_labels.py does.
+	LegacyLabels bool
 }
 
 // Recorder collects the steps an engine runs while profiling and writes them
@@ -287,19 +299,101 @@ func (s *Step) eagerForward() bool {
 	return s.Kind != tracing.StepDecode || s.Eager || s.EagerOverflow
 }
 
-func stepLabel(s *Step) string {
-	switch {
-	case s.Kind == tracing.StepDecode && s.Eager:
-		return fmt.Sprintf("prefill[bs=%d tok=%d p=%d d=0]", s.BS, s.Tokens, s.BS)
-	case s.Kind == tracing.StepDecode && s.EagerOverflow:
-		return fmt.Sprintf("eager_decode[bs=%d tok=%d p=0 d=%d]", s.BS, s.Tokens, s.BS)
-	case s.Kind == tracing.StepDecode && s.PaddedBS > 0:
-		return fmt.Sprintf("decode[bs=%d/%d tok=%d p=0 d=%d]", s.BS, s.PaddedBS, s.Tokens, s.BS)
-	case s.Kind == tracing.StepDecode:
-		return fmt.Sprintf("decode[bs=%d tok=%d p=0 d=%d]", s.BS, s.Tokens, s.BS)
-	default:
-		return fmt.Sprintf("%s[bs=%d tok=%d p=%d d=0]", s.Kind, s.BS, s.Tokens, s.BS)
+// stepLabel writes a step's annotation as ATOM's run_labels.py does: the
+// graph path decode[bs=R[/G] tok=T [p=P ]d=D], the eager path
+// prefill[...] / eager_decode[bs=N tok=T ctx=...]; an Eager step keeps the
+// older releases' prefill[...] label in both forms.
+func stepLabel(s *Step, legacy bool) string {
+	if legacy {
+		switch {
+		case s.Kind == tracing.StepDecode && s.Eager:
+			return fmt.Sprintf("prefill[bs=%d tok=%d p=%d d=0]", s.BS, s.Tokens, s.BS)
+		case s.Kind == tracing.StepDecode && s.EagerOverflow:
+			return fmt.Sprintf("eager_decode[bs=%d tok=%d p=0 d=%d]", s.BS, s.Tokens, s.BS)
+		case s.Kind == tracing.StepDecode && s.PaddedBS > 0:
+			return fmt.Sprintf("decode[bs=%d/%d tok=%d p=0 d=%d]", s.BS, s.PaddedBS, s.Tokens, s.BS)
+		case s.Kind == tracing.StepDecode:
+			return fmt.Sprintf("decode[bs=%d tok=%d p=0 d=%d]", s.BS, s.Tokens, s.BS)
+		case s.Kind == tracing.StepMixed:
+			return fmt.Sprintf("decode[bs=%d tok=%d p=%d d=%d]", s.BS, s.Tokens, s.PrefillSeqs, s.BS-s.PrefillSeqs)
+		default:
+			return fmt.Sprintf("%s[bs=%d tok=%d p=%d d=0]", s.Kind, s.BS, s.Tokens, s.BS)
+		}
 	}
+	b := make([]byte, 0, 64)
+	graph := func(kind string, p, d int) string {
+		b = append(b, kind...)
+		b = append(b, "[bs="...)
+		b = strconv.AppendInt(b, int64(s.BS), 10)
+		if s.PaddedBS > s.BS {
+			b = append(b, '/')
+			b = strconv.AppendInt(b, int64(s.PaddedBS), 10)
+		}
+		b = append(b, " tok="...)
+		b = strconv.AppendInt(b, int64(s.Tokens), 10)
+		if p > 0 {
+			b = append(b, " p="...)
+			b = strconv.AppendInt(b, int64(p), 10)
+		}
+		b = append(b, " d="...)
+		b = strconv.AppendInt(b, int64(d), 10)
+		return string(append(b, ']'))
+	}
+	eager := func(kind string) string {
+		b = append(b, kind...)
+		b = append(b, "[bs="...)
+		b = strconv.AppendInt(b, int64(s.BS), 10)
+		b = append(b, " tok="...)
+		b = strconv.AppendInt(b, int64(s.Tokens), 10)
+		b = append(b, " ctx="...)
+		b = appendCtx(b, s)
+		return string(append(b, ']'))
+	}
+	switch {
+	case s.Kind == tracing.StepMixed:
+		return graph("decode", s.PrefillSeqs, s.BS-s.PrefillSeqs)
+	case s.Kind == tracing.StepDecode && s.Eager:
+		return eager("prefill")
+	case s.Kind == tracing.StepDecode && s.EagerOverflow:
+		return eager("eager_decode")
+	case s.Kind == tracing.StepDecode:
+		return graph("decode", 0, s.BS)
+	default:
+		return eager(string(s.Kind))
+	}
+}
+
+// appendCtx writes the ctx= value as ATOM prints its context-length
+// tensor: one value bare, up to five as a list, more as the first three
+// and "...+K".
+func appendCtx(b []byte, s *Step) []byte {
+	n := max(s.BS, 1)
+	at := func(i int) int {
+		if i < len(s.Contexts) {
+			return s.Contexts[i]
+		}
+		return s.ContextTokens / n
+	}
+	if n == 1 {
+		return strconv.AppendInt(b, int64(at(0)), 10)
+	}
+	show := n
+	if n > 5 {
+		show = 3
+	}
+	b = append(b, '[')
+	for i := range show {
+		if i > 0 {
+			b = append(b, ", "...)
+		}
+		b = strconv.AppendInt(b, int64(at(i)), 10)
+	}
+	b = append(b, ']')
+	if show < n {
+		b = append(b, "...+"...)
+		b = strconv.AppendInt(b, int64(n-3), 10)
+	}
+	return b
 }
 
 // layout places every step on the trace clock: steps never overlap, the
@@ -313,7 +407,7 @@ func (r *Recorder) layout() []placed {
 		s := &r.steps[i]
 		ks = r.expand(i, ks)
 		p := &out[i]
-		p.label = stepLabel(s)
+		p.label = stepLabel(s, r.opts.LegacyLabels)
 		cpu := max(s.Start, prevEnd+hostGapNS)
 		p.cpuStart = cpu
 		ext++

@@ -88,7 +88,7 @@ type StepKind string
 const (
 	StepDecode   StepKind = "decode"
 	StepPrefill  StepKind = "prefill"
-	StepMixed    StepKind = "mixed"   // prefill and decode in one step (vLLM chunked prefill)
+	StepMixed    StepKind = "mixed"   // prefill and decode in one step (ATOM decode[… p>0], vLLM chunked prefill)
 	StepDummy    StepKind = "dummy"   // dummy_decode / dummy_prefill warm-up
 	StepDraft    StepKind = "draft"   // speculative draft step
 	StepCapture  StepKind = "capture" // CUDA/HIP graph capture
@@ -117,13 +117,33 @@ type Step struct {
 	Kind     StepKind
 	Label    string // the annotation as written
 	Source   StepSource
-	BS       int  // real batch size, 0 when unknown
-	PaddedBS int  // padded graph batch (decode[bs=R/G]), 0 when none
-	Tokens   int  // tokens processed, 0 when unknown
-	Eager    bool // decode without graph replay (eager_decode, or prefill-labelled decode)
+	BS       int         // real batch size, 0 when unknown
+	PaddedBS int         // padded graph batch (decode[bs=R/G]), 0 when none
+	Tokens   int         // tokens processed, 0 when unknown
+	Eager    bool        // decode without graph replay (eager_decode, or prefill-labelled decode)
+	Fields   LabelFields // the other fields of an ATOM label, zero when absent
 	Start    int64
 	End      int64
 	Kernels  []int32 // indices into Trace.Kernels, in start order
+}
+
+// LabelFields are the fields of an ATOM step label beyond batch and tokens
+// (decode[bs=R/G tok=T p=P d=D spec=S], prefill[… ctx=[a, b, c]...+K],
+// draft[i/k bs=N], and the optional sqsq=/sqsk=/sk= and tbo=1 fields).
+type LabelFields struct {
+	PrefillSeqs int  // p=: sequences prefilling (a decode[…] step with p>0 is mixed)
+	DecodeSeqs  int  // d=: sequences decoding
+	Spec        int  // spec=: speculative steps verified in this decode step
+	Draft       int  // draft[i/k]: this is draft step i …
+	DraftOf     int  // … of k
+	TBO         bool // tbo=1: the step ran two-batch-overlap micro-batches
+	// Ctx are the per-sequence context lengths the label lists (ATOM lists
+	// at most five, then the first three and "...+K"); CtxMore is that K.
+	Ctx     []int
+	CtxMore int
+	// Detail holds the detailed-annotation fields (sqsq=, sqsk=, sk=) as
+	// written, "" when absent.
+	Detail string
 }
 
 // Coverage compares the profiled window (CPU step annotations) with the span

@@ -12,19 +12,23 @@ import (
 )
 
 // ParseStepLabel recognises an engine step annotation and
-// returns the step it describes (Kind, Label, BS, PaddedBS, Tokens, Eager);
-// ok is false for any other annotation. ProfilerStep#N is recognised as
-// StepProfiler.
+// returns the step it describes (Kind, Label, BS, PaddedBS, Tokens, Eager,
+// Fields); ok is false for any other annotation. ProfilerStep#N is
+// recognised as StepProfiler.
+//
+// ATOM labels (docs/analysis.md lists them): a decode[…] step with p>0
+// prefills some sequences too and is StepMixed; prefill[…] with one token per
+// sequence is an older release's eager decode.
 func ParseStepLabel(name string) (st Step, ok bool) {
 	st.Label = name
 	br := strings.IndexByte(name, '[')
 	if br > 0 && strings.HasSuffix(name, "]") {
 		head, body := name[:br], name[br+1:len(name)-1]
 		f := labelFields(body)
+		st.BS, st.PaddedBS, st.Tokens, st.Fields = f.bs, f.padded, f.tok, f.LabelFields
 		switch {
 		case head == "prefill":
-			st.Kind = StepPrefill
-			st.BS, st.Tokens = f.bs, f.tok
+			st.Kind, st.PaddedBS = StepPrefill, 0
 			if st.BS > 0 && st.Tokens == st.BS {
 				// Older ATOM labels eager decodes prefill[...]: one token
 				// per sequence is a decode step.
@@ -33,22 +37,22 @@ func ParseStepLabel(name string) (st Step, ok bool) {
 			return st, true
 		case head == "decode":
 			st.Kind = StepDecode
-			st.BS, st.PaddedBS, st.Tokens = f.bs, f.padded, f.tok
+			if f.PrefillSeqs > 0 {
+				st.Kind = StepMixed
+			}
 			return st, true
 		case head == "eager_decode":
 			st.Kind, st.Eager = StepDecode, true
-			st.BS, st.Tokens = f.bs, f.tok
 			return st, true
 		case strings.HasPrefix(head, "dummy_"):
 			st.Kind = StepDummy
-			st.BS, st.Tokens = f.bs, f.tok
 			return st, true
 		case head == "draft":
 			st.Kind = StepDraft
-			st.BS, st.Tokens = f.bs, f.tok
 			return st, true
 		case head == "step":
 			// SGLang: step[DECODE bs=N], step[EXTEND bs=N toks=T].
+			st.Fields = LabelFields{}
 			word, _, _ := strings.Cut(body, " ")
 			switch strings.ToUpper(word) {
 			case "DECODE":
@@ -62,7 +66,6 @@ func ParseStepLabel(name string) (st Step, ok bool) {
 			default:
 				return Step{}, false
 			}
-			st.BS, st.Tokens = f.bs, f.tok
 			if st.Kind == StepDecode && st.Tokens == 0 {
 				st.Tokens = st.BS
 			}
@@ -85,30 +88,99 @@ func ParseStepLabel(name string) (st Step, ok bool) {
 	return Step{}, false
 }
 
-type fields struct{ bs, padded, tok int }
+type fields struct {
+	bs, padded, tok int
+	LabelFields
+}
 
-// labelFields reads "bs=N", "bs=R/G", "tok=T", "toks=T" and "i/k" parts of
-// a bracketed label body.
+// labelFields reads the key=value parts of a bracketed label body: bs=N or
+// bs=R/G, tok= (toks=, tokens=), p=, d=, spec=, tbo=, ctx=N or
+// ctx=[a, b, c] (a list may hold spaces and end in ...+K), the detailed
+// sqsq=/sqsk=/sk= fields (kept as written), and a bare i/k (draft steps).
+// Unknown keys and malformed values are skipped: a label is a hint, not a
+// contract.
 func labelFields(body string) fields {
 	var f fields
-	for _, part := range strings.Fields(body) {
+	var detail []string
+	for rest := body; ; {
+		rest = strings.TrimLeft(rest, " ,;")
+		if rest == "" {
+			break
+		}
+		var part string
+		part, rest = nextLabelPart(rest)
 		k, v, ok := strings.Cut(part, "=")
 		if !ok {
+			// draft[i/k bs=N]: the step index of the draft chain.
+			if i, n, ok := strings.Cut(part, "/"); ok && f.DraftOf == 0 {
+				a, err1 := strconv.Atoi(i)
+				b, err2 := strconv.Atoi(n)
+				if err1 == nil && err2 == nil {
+					f.Draft, f.DraftOf = a, b
+				}
+			}
 			continue
 		}
 		v = strings.TrimRight(v, ",;")
+		atoi := func(s string) int { n, _ := strconv.Atoi(s); return n }
 		switch k {
 		case "bs":
 			r, g, padded := strings.Cut(v, "/")
-			f.bs, _ = strconv.Atoi(r)
+			f.bs = atoi(r)
 			if padded {
-				f.padded, _ = strconv.Atoi(g)
+				f.padded = atoi(g)
 			}
 		case "tok", "toks", "tokens":
-			f.tok, _ = strconv.Atoi(v)
+			f.tok = atoi(v)
+		case "p":
+			f.PrefillSeqs = atoi(v)
+		case "d":
+			f.DecodeSeqs = atoi(v)
+		case "spec":
+			f.Spec = atoi(v)
+		case "tbo":
+			f.TBO = v == "1" || v == "true" || v == "True"
+		case "ctx":
+			f.Ctx, f.CtxMore = parseCtx(v)
+		case "sqsq", "sqsk", "sk":
+			detail = append(detail, part)
 		}
 	}
+	f.Detail = strings.Join(detail, " ")
 	return f
+}
+
+// nextLabelPart cuts one key=value (or bare) part off s: up to the next
+// space outside brackets.
+func nextLabelPart(s string) (part, rest string) {
+	depth := 0
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '[', '(':
+			depth++
+		case ']', ')':
+			depth = max(depth-1, 0)
+		case ' ':
+			if depth == 0 {
+				return s[:i], s[i+1:]
+			}
+		}
+	}
+	return s, ""
+}
+
+// parseCtx reads ctx=N, ctx=[a, b] or ctx=[a, b, c]...+K.
+func parseCtx(v string) (ctx []int, more int) {
+	list, tail, _ := strings.Cut(v, "]")
+	if m, ok := strings.CutPrefix(tail, "...+"); ok {
+		more, _ = strconv.Atoi(m)
+	}
+	for _, x := range strings.Split(strings.TrimPrefix(list, "["), ",") {
+		if n, err := strconv.Atoi(strings.TrimSpace(x)); err == nil {
+			ctx = append(ctx, n)
+		}
+	}
+	return ctx, more
 }
 
 // parseVLLM reads execute_[N_]context_C(...)_generation_G(...).

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -60,6 +61,55 @@ func TestParseStepLabel(t *testing.T) {
 			assert.Equal(t, c.tokens, st.Tokens, c.why)
 			assert.Equal(t, c.eager, st.Eager, c.why)
 			assert.Equal(t, c.label, st.Label)
+		})
+	}
+}
+
+// TestParseStepLabelATOMFields reads every field of the labels ATOM's
+// run_labels.py writes (and the detailed and two-batch-overlap suffixes).
+func TestParseStepLabelATOMFields(t *testing.T) {
+	t.Parallel()
+	type want struct {
+		Kind     tracing.StepKind
+		BS       int
+		PaddedBS int
+		Tokens   int
+		Eager    bool
+		Fields   tracing.LabelFields
+	}
+	cases := []struct {
+		label string
+		want  want
+		why   string
+	}{
+		{"decode[bs=8 tok=8 d=8]", want{Kind: tracing.StepDecode, BS: 8, Tokens: 8, Fields: tracing.LabelFields{DecodeSeqs: 8}}, "graph decode: p omitted when 0"},
+		{"decode[bs=117/128 tok=117 d=117]", want{Kind: tracing.StepDecode, BS: 117, PaddedBS: 128, Tokens: 117, Fields: tracing.LabelFields{DecodeSeqs: 117}}, "padded graph batch"},
+		{"decode[bs=6/8 tok=1030 p=1 d=5]", want{Kind: tracing.StepMixed, BS: 6, PaddedBS: 8, Tokens: 1030, Fields: tracing.LabelFields{PrefillSeqs: 1, DecodeSeqs: 5}}, "p>0: prefill and decode share the step"},
+		{"decode[bs=4 tok=16 d=4 spec=3]", want{Kind: tracing.StepDecode, BS: 4, Tokens: 16, Fields: tracing.LabelFields{DecodeSeqs: 4, Spec: 3}}, "speculative verify step"},
+		{"decode[bs=8 tok=8 p=0 d=8]", want{Kind: tracing.StepDecode, BS: 8, Tokens: 8, Fields: tracing.LabelFields{DecodeSeqs: 8}}, "explicit p=0 (earlier releases)"},
+		{"decode[bs=64 tok=64 d=64 tbo=1]", want{Kind: tracing.StepDecode, BS: 64, Tokens: 64, Fields: tracing.LabelFields{DecodeSeqs: 64, TBO: true}}, "two-batch overlap"},
+		{"decode[bs=8 tok=8 d=8 sqsq=8 sqsk=8448 sk=1056]", want{Kind: tracing.StepDecode, BS: 8, Tokens: 8, Fields: tracing.LabelFields{DecodeSeqs: 8, Detail: "sqsq=8 sqsk=8448 sk=1056"}}, "detailed annotation"},
+		{"eager_decode[bs=3 tok=3 ctx=[1030, 1041, 1100]]", want{Kind: tracing.StepDecode, BS: 3, Tokens: 3, Eager: true, Fields: tracing.LabelFields{Ctx: []int{1030, 1041, 1100}}}, "eager decode, no p/d"},
+		{"eager_decode[bs=1 tok=1 ctx=1077]", want{Kind: tracing.StepDecode, BS: 1, Tokens: 1, Eager: true, Fields: tracing.LabelFields{Ctx: []int{1077}}}, "one context length, no list"},
+		{"prefill[bs=1 tok=1024 ctx=1024]", want{Kind: tracing.StepPrefill, BS: 1, Tokens: 1024, Fields: tracing.LabelFields{Ctx: []int{1024}}}, "single prefill"},
+		{"prefill[bs=8 tok=7421 ctx=[927, 1002, 850]...+5]", want{Kind: tracing.StepPrefill, BS: 8, Tokens: 7421, Fields: tracing.LabelFields{Ctx: []int{927, 1002, 850}, CtxMore: 5}}, "more than five sequences: three listed, +K"},
+		{"prefill[bs=8 tok=7421 ctx=[927, 1002, 850]...+5 tbo=1]", want{Kind: tracing.StepPrefill, BS: 8, Tokens: 7421, Fields: tracing.LabelFields{Ctx: []int{927, 1002, 850}, CtxMore: 5, TBO: true}}, "tbo after a truncated list"},
+		{"prefill[bs=16 tok=16 ctx=[1030, 1041, 1100]...+13]", want{Kind: tracing.StepDecode, BS: 16, Tokens: 16, Eager: true, Fields: tracing.LabelFields{Ctx: []int{1030, 1041, 1100}, CtxMore: 13}}, "older release: eager decode labelled prefill"},
+		{"dummy_decode[bs=1 tok=1 d=1]", want{Kind: tracing.StepDummy, BS: 1, Tokens: 1, Fields: tracing.LabelFields{DecodeSeqs: 1}}, "DP-sync dummy on the graph path"},
+		{"dummy_eager_decode[bs=2 tok=2 ctx=[1, 1]]", want{Kind: tracing.StepDummy, BS: 2, Tokens: 2, Fields: tracing.LabelFields{Ctx: []int{1, 1}}}, "DP-sync dummy, eager"},
+		{"dummy_prefill[bs=2 tok=64 ctx=[32, 32]]", want{Kind: tracing.StepDummy, BS: 2, Tokens: 64, Fields: tracing.LabelFields{Ctx: []int{32, 32}}}, "warm-up prefill"},
+		{"draft[2/3 bs=8]", want{Kind: tracing.StepDraft, BS: 8, Fields: tracing.LabelFields{Draft: 2, DraftOf: 3}}, "speculative draft step i of k"},
+		{"decode[bs=8]", want{Kind: tracing.StepDecode, BS: 8}, "no batch attached: only bs"},
+	}
+	for _, c := range cases {
+		t.Run(c.label, func(t *testing.T) {
+			t.Parallel()
+			st, ok := tracing.ParseStepLabel(c.label)
+			require.True(t, ok, c.why)
+			got := want{st.Kind, st.BS, st.PaddedBS, st.Tokens, st.Eager, st.Fields}
+			if d := cmp.Diff(c.want, got); d != "" {
+				t.Errorf("%s (%s): -want +got\n%s", c.label, c.why, d)
+			}
 		})
 	}
 }

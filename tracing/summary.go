@@ -26,6 +26,13 @@ type Summary struct {
 	Steps            map[string]int   `json:"steps"`
 	DecodeBS         int              `json:"decode_bs"`
 	DecodeBSHist     map[string]int   `json:"decode_bs_hist"`
+	// Padding: decode steps that replayed a graph larger than their batch
+	// (decode[bs=R/G]) and the share of the graph rows of all graph decode
+	// steps that were padding, in percent.
+	PaddedSteps int     `json:"padded_decode_steps,omitempty"`
+	PaddingPct  float64 `json:"padding_pct,omitempty"`
+	// SpecSteps counts decode steps that verified speculative tokens (spec>0).
+	SpecSteps int `json:"spec_decode_steps,omitempty"`
 	Coverage         CoverageSummary  `json:"coverage"`
 	Warnings         []diag.Warning   `json:"warnings"`
 }
@@ -76,8 +83,26 @@ func (t *Trace) Summarize() Summary {
 	}
 	s.DistinctKernels = len(names)
 	s.KernelTime = units.Duration(total)
+	var rows, pad int
 	for _, st := range t.Steps {
 		s.Steps[string(st.Kind)]++
+		if st.Kind != StepDecode || st.Eager {
+			continue
+		}
+		if st.Fields.Spec > 0 {
+			s.SpecSteps++
+		}
+		switch {
+		case st.PaddedBS > st.BS:
+			s.PaddedSteps++
+			rows += st.PaddedBS
+			pad += st.PaddedBS - st.BS
+		case st.BS > 0:
+			rows += st.BS
+		}
+	}
+	if pad > 0 {
+		s.PaddingPct = round3(100 * float64(pad) / float64(rows))
 	}
 	for bs, n := range t.DecodeBSHist {
 		s.DecodeBSHist[strconv.Itoa(bs)] = n

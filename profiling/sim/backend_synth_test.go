@@ -44,10 +44,10 @@ func TestCaptureSizes(t *testing.T) {
 		eager  bool
 	}{
 		{"decode[bs=1/2 ", 2, false},
-		{"decode[bs=2/2 ", 2, false},
+		{"decode[bs=2 tok=2 d=2]", 0, false}, // a graph of the batch's own size: no padding shown
 		{"decode[bs=3/4 ", 4, false},
-		{"decode[bs=4/4 ", 4, false},
-		{"eager_decode[bs=6 ", 0, true},
+		{"decode[bs=4 tok=4 d=4]", 0, false},
+		{"eager_decode[bs=6 tok=6 ctx=[100, 100, 100]...+3]", 0, true},
 	}
 	require.Len(t, tr.Steps, len(want))
 	for i, st := range tr.Steps {
