@@ -30,16 +30,16 @@ import (
 // engine's own account, exact and complete; tracing.Step is what a trace
 // shows of a step once read back.
 type Step struct {
-	Kind          tracing.StepKind // tracing.StepDecode, tracing.StepPrefill or tracing.StepMixed
-	BS            int              // sequences in the step
-	Tokens        int              // tokens processed: prompt tokens for prefill, BS for decode, both for mixed
+	Kind   tracing.StepKind // tracing.StepDecode, tracing.StepPrefill or tracing.StepMixed
+	BS     int              // sequences in the step
+	Tokens int              // tokens processed: prompt tokens for prefill, BS for decode, both for mixed
 	// PrefillSeqs is how many of a mixed step's BS sequences prefill (the
 	// others decode one token each); labelled decode[bs=N tok=T p=P d=D].
 	PrefillSeqs int
 	// Contexts are the sequences' context lengths, for the ctx= field of
 	// prefill and eager labels; nil: ContextTokens split evenly.
-	Contexts []int
-	ContextTokens int              // KV-cache length summed over the sequences, this step's tokens included
+	Contexts      []int
+	ContextTokens int // KV-cache length summed over the sequences, this step's tokens included
 	// Start is when the step's GPU work begins, on the trace clock
 	// (nanoseconds since the Unix epoch).
 	Start int64

@@ -32,9 +32,9 @@ type Summary struct {
 	PaddedSteps int     `json:"padded_decode_steps,omitempty"`
 	PaddingPct  float64 `json:"padding_pct,omitempty"`
 	// SpecSteps counts decode steps that verified speculative tokens (spec>0).
-	SpecSteps int `json:"spec_decode_steps,omitempty"`
-	Coverage         CoverageSummary  `json:"coverage"`
-	Warnings         []diag.Warning   `json:"warnings"`
+	SpecSteps int             `json:"spec_decode_steps,omitempty"`
+	Coverage  CoverageSummary `json:"coverage"`
+	Warnings  []diag.Warning  `json:"warnings"`
 }
 
 // CoverageSummary is the coverage part of Summary.
