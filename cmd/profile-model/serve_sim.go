@@ -10,6 +10,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/profile-model/profile-model/profiling/sim"
 	"github.com/profile-model/profile-model/tokenizer"
@@ -37,7 +38,8 @@ func runServeSim(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: profile-model serve-sim --model NAME [--server-port P] [--torch-profiler-dir DIR] [flags]")
 		fmt.Fprintln(stderr, "\nA simulated ATOM OpenAI server (no GPU): /health, /v1/models, /v1/completions,")
-		fmt.Fprintln(stderr, "/v1/chat/completions, /start_profile, /stop_profile. Exit status 3 after a")
+		fmt.Fprintln(stderr, "/v1/chat/completions, /start_profile, /stop_profile, /metrics, /server_info.")
+		fmt.Fprintln(stderr, "Exit status 3 after a")
 		fmt.Fprintln(stderr, "--crash-after-requests crash; 0 after SIGTERM.\n\nflags:")
 		fs.PrintDefaults()
 	}
@@ -68,7 +70,13 @@ func runServeSim(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	for _, name := range []string{"kv_cache_dtype", "kv-cache-dtype", "tp", "level", "max-model-len", "gpu-memory-utilization", "port"} {
 		fs.String(name, "", "ignored (ATOM compatibility)")
 	}
-	fs.BoolVar(&cfg.EnforceEager, "enforce-eager", false, "decode without graph replay: eager launches, steps labelled prefill[...] as older ATOM releases do")
+	fs.BoolVar(&cfg.EnforceEager, "enforce-eager", false, "decode without graph replay: eager launches, steps labelled eager_decode[...] (prefill[...] with --atom-release legacy)")
+	release := fs.String("atom-release", string(sim.ReleaseCurrent), "ATOM release whose frames, labels and replies to speak: current (mid-2026: compact frames, raw finish reasons, \"choices\": [] usage frame, chat role frame) or legacy (early 2026)")
+	fs.IntVar(&cfg.ReasoningTokens, "reasoning-tokens", 0, "a thinking model: the first N tokens of each chat reply stream as reasoning_content")
+	fs.IntVar(&cfg.MergeFrames, "merge-frames", 0, "put K tokens in every frame (ATOM merges only when the client falls behind; the simulator always does, for reproducible numbers)")
+	fs.IntVar(&cfg.EmptyTokenEvery, "empty-token-every", 0, "every Nth token streams as empty text, its text coming with the next (a UTF-8 character split by the detokenizer)")
+	fs.BoolVar(&cfg.MixedSteps, "mixed-steps", false, "waiting prompts join the running decodes in one step, labelled decode[bs=N tok=T p=P d=D]")
+	profTimeout := fs.Duration("profiler-timeout", 0, "how long /stop_profile waits for the export before answering 500 (default $ATOM_PROFILER_TIMEOUT seconds, else 300s)")
 	for _, name := range []string{"trust-remote-code"} {
 		fs.Bool(name, false, "ignored (ATOM compatibility)")
 	}
@@ -101,6 +109,19 @@ func runServeSim(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			return fmt.Errorf("serve-sim: %w", err)
 		}
 		cfg.Tokenizer = tok
+	}
+	rel, ok := sim.ParseRelease(*release)
+	if !ok {
+		return usageError{fmt.Sprintf("serve-sim: --atom-release %q: use current or legacy", *release)}
+	}
+	cfg.Release = rel
+	cfg.ProfilerTimeout = *profTimeout
+	if v := os.Getenv("ATOM_PROFILER_TIMEOUT"); v != "" && cfg.ProfilerTimeout == 0 {
+		secs, err := strconv.ParseFloat(v, 64)
+		if err != nil || secs <= 0 {
+			return usageError{fmt.Sprintf("serve-sim: ATOM_PROFILER_TIMEOUT=%q: want a number of seconds", v)}
+		}
+		cfg.ProfilerTimeout = time.Duration(secs * float64(time.Second))
 	}
 	cfg.KernelCSVs = kernels
 	cfg.Seed = *seed

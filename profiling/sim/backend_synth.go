@@ -50,14 +50,19 @@ func newSynthBackend(cfg *Config) (backend, error) {
 
 func (b *synthBackend) Run(st synth.Step) units.Duration {
 	var runs []kernelmodel.KernelRun
-	if st.Kind == tracing.StepPrefill {
+	if st.Kind != tracing.StepDecode {
+		// Prefill, and mixed steps whose prompts dominate the work.
 		runs = b.model.PrefillStep(st.BS, st.Tokens, b.rng)
 	} else {
-		st.Eager = b.cfg.EnforceEager
+		// Without graphs, older releases label the step prefill[...], current
+		// ones eager_decode[...].
+		legacy := b.cfg.Release == ReleaseLegacy
+		st.Eager = b.cfg.EnforceEager && legacy
+		st.EagerOverflow = b.cfg.EnforceEager && !legacy
 		// A replayed graph computes its captured batch: pad up to the next
 		// capture size, and price the step at that size.
 		rows := st.BS
-		if !st.Eager && len(b.cfg.CudagraphCaptureSizes) > 0 {
+		if !b.cfg.EnforceEager && len(b.cfg.CudagraphCaptureSizes) > 0 {
 			if g := captureSize(b.cfg.CudagraphCaptureSizes, st.BS); g > 0 {
 				st.PaddedBS, rows = g, g
 			} else {
@@ -86,7 +91,8 @@ func captureSize(sizes []int, bs int) int {
 }
 
 func (b *synthBackend) StartProfile(dir string, at int64) error {
-	b.rec = synth.NewRecorder(synth.RecorderOptions{Model: b.cfg.Model, GPUWindow: b.cfg.GPUEventWindow, PythonPerStep: b.cfg.PythonPerStep})
+	b.rec = synth.NewRecorder(synth.RecorderOptions{Model: b.cfg.Model, GPUWindow: b.cfg.GPUEventWindow, PythonPerStep: b.cfg.PythonPerStep,
+		LegacyLabels: b.cfg.Release == ReleaseLegacy})
 	b.rec.Start(at)
 	b.dir = dir
 	return nil

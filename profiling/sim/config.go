@@ -81,6 +81,35 @@ type Config struct {
 	// AsyncStop answers /stop_profile before the export is done, as older
 	// ATOM releases do; by default the reply waits and lists the trace dirs.
 	AsyncStop bool
+	// ProfilerTimeout bounds how long /stop_profile waits for the export
+	// before it answers 500, as ATOM_PROFILER_TIMEOUT does; 0: 300 s.
+	ProfilerTimeout time.Duration
+
+	// Release is the ATOM release whose frames, labels and replies the
+	// server speaks; "": ReleaseCurrent.
+	Release Release
+	// ReasoningTokens makes a thinking model: the first N output tokens of
+	// each chat reply stream as reasoning_content deltas (a completion
+	// streams them as plain text, as ATOM does).
+	ReasoningTokens int
+	// MergeFrames puts up to K tokens into one frame, always (ATOM merges
+	// the chunks of a stream whose client fell behind; the simulator merges
+	// every stream so that the effect is reproducible). 0 or 1: one token
+	// per frame.
+	MergeFrames int
+	// EmptyTokenEvery N: every Nth token streams as "" and its text comes
+	// with the next one, as ATOM's detokenizer does when a token ends inside
+	// a UTF-8 character. 0: never.
+	EmptyTokenEvery int
+	// MixedSteps lets waiting prompts join the running decodes in one step
+	// (ATOM's decode[bs=N tok=T p=P d=D]) instead of prefilling alone.
+	MixedSteps bool
+	// KeepAlive closes a connection idle this long, as ATOM's server does
+	// (uvicorn's keep-alive timeout); 0: 5 s.
+	KeepAlive time.Duration
+	// KVBlocks is the number of KV-cache blocks of 16 tokens /metrics
+	// reports usage against; 0: 65536.
+	KVBlocks int
 
 	// PythonPerStep is the number of python_function events per step in the
 	// trace (0: the recorder's default, like a trace recorded with stacks;
@@ -109,6 +138,24 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	if cfg.TimeScale == 0 {
 		cfg.TimeScale = 1
+	}
+	if cfg.Release == "" {
+		cfg.Release = ReleaseCurrent
+	}
+	if cfg.ProfilerTimeout == 0 {
+		cfg.ProfilerTimeout = 300 * time.Second
+	}
+	if cfg.KeepAlive == 0 {
+		cfg.KeepAlive = 5 * time.Second
+	}
+	if cfg.KVBlocks == 0 {
+		cfg.KVBlocks = 65536
+	}
+	if _, ok := ParseRelease(string(cfg.Release)); !ok {
+		return cfg, fmt.Errorf("atom-release %q: must be current or legacy", cfg.Release)
+	}
+	if cfg.ReasoningTokens < 0 || cfg.MergeFrames < 0 || cfg.EmptyTokenEvery < 0 || cfg.KVBlocks < 0 {
+		return cfg, errors.New("reasoning-tokens, merge-frames, empty-token-every and kv-blocks must not be negative")
 	}
 	if cfg.ShutdownGrace == 0 {
 		cfg.ShutdownGrace = 10 * time.Second

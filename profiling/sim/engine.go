@@ -96,10 +96,10 @@ type profileReply struct {
 
 // stepCounts is what the engine executed, for tests and logs.
 type stepCounts struct {
-	Prefill, Decode int64 // steps run
-	// ProfiledPrefill and ProfiledDecode count the steps of the last
-	// profiling window (start to stop).
-	ProfiledPrefill, ProfiledDecode int64
+	Prefill, Decode, Mixed int64 // steps run
+	// ProfiledPrefill, ProfiledDecode and ProfiledMixed count the steps of
+	// the last profiling window (start to stop).
+	ProfiledPrefill, ProfiledDecode, ProfiledMixed int64
 	// ProfiledDecodeBS is a histogram of decode batch sizes in that window.
 	ProfiledDecodeBS map[int]int
 }
@@ -121,6 +121,49 @@ type engine struct {
 
 	mu     sync.Mutex // guards counts
 	counts stepCounts
+
+	gauges engineMetrics // what /metrics reports; written by the engine goroutine
+}
+
+// kvBlockSize is the tokens per KV-cache block /metrics counts in.
+const kvBlockSize = 16
+
+// engineMetrics are the scheduler's gauges and counters for /metrics.
+type engineMetrics struct {
+	running, waiting, kvBlocks               atomic.Int64
+	finished, promptTokens, generationTokens atomic.Int64
+	prefills                                 atomic.Int64
+}
+
+// metricsSnapshot is one reading of engineMetrics.
+type metricsSnapshot struct {
+	running, waiting, kvBlocks               int64
+	finished, promptTokens, generationTokens int64
+	prefills                                 int64
+}
+
+func (e *engine) metrics() metricsSnapshot {
+	g := &e.gauges
+	return metricsSnapshot{g.running.Load(), g.waiting.Load() + int64(len(e.submit)), g.kvBlocks.Load(),
+		g.finished.Load(), g.promptTokens.Load(), g.generationTokens.Load(), g.prefills.Load()}
+}
+
+// publish updates the gauges after a step.
+func (e *engine) publish() {
+	var blocks int64
+	for _, r := range e.running {
+		blocks += int64((r.promptTokens + r.produced() + kvBlockSize - 1) / kvBlockSize)
+	}
+	e.gauges.running.Store(int64(len(e.running)))
+	e.gauges.waiting.Store(int64(len(e.waiting)))
+	e.gauges.kvBlocks.Store(blocks)
+}
+
+// done counts a finished request.
+func (e *engine) done(r *request) {
+	e.gauges.finished.Add(1)
+	e.gauges.promptTokens.Add(int64(r.promptTokens))
+	e.gauges.generationTokens.Add(int64(r.produced()))
 }
 
 func newEngine(cfg *Config, b backend) *engine {
@@ -172,7 +215,7 @@ func (e *engine) handle(c profileCmd) {
 		if rep.err == nil {
 			e.profiling = true
 			e.mu.Lock()
-			e.counts.ProfiledPrefill, e.counts.ProfiledDecode = 0, 0
+			e.counts.ProfiledPrefill, e.counts.ProfiledDecode, e.counts.ProfiledMixed = 0, 0, 0
 			e.counts.ProfiledDecodeBS = map[int]int{}
 			e.mu.Unlock()
 		}
@@ -211,8 +254,9 @@ func (e *engine) run(ctx context.Context) {
 			case c := <-e.cmds:
 				e.handle(c)
 			}
-			idle := e.clock.Now().Sub(idleFrom)
-			e.virt += int64(float64(idle) * e.cfg.TimeScale)
+			now := e.clock.Now()
+			e.virt += int64(float64(now.Sub(idleFrom)) * e.cfg.TimeScale)
+			e.wallNext = now // idle time is on the trace clock already, not lag
 			continue
 		}
 		select {
@@ -244,34 +288,58 @@ func (e *engine) drain() {
 // step schedules, prices, paces and completes one engine step.
 func (e *engine) step(ctx context.Context) error {
 	e.dropAborted()
-	var batch []*request
+	defer e.publish()
+	var prefill, decode []*request
 	s := synth.Step{}
-	if len(e.waiting) > 0 && len(e.running) < e.cfg.MaxNumSeqs {
-		s.Kind = tracing.StepPrefill
+	// admit takes waiting requests for a prefill in arrival order, as many
+	// as fit in the token budget (at least one) and in MaxNumSeqs.
+	admit := func(budget int) {
 		n := 0
 		for n < len(e.waiting) && len(e.running)+n < e.cfg.MaxNumSeqs {
 			pt := e.waiting[n].promptTokens
-			if n > 0 && s.Tokens+pt > e.cfg.MaxNumBatchedTokens {
+			if n > 0 && s.Tokens+pt > budget {
 				break
 			}
 			s.Tokens += pt
+			s.ContextTokens += pt
+			if n < 5 {
+				s.Contexts = append(s.Contexts, pt)
+			}
 			n++
 		}
-		batch = e.waiting[:n:n]
+		prefill = e.waiting[:n:n]
 		e.waiting = e.waiting[n:]
-		s.ContextTokens = s.Tokens
-	} else {
-		if len(e.running) == 0 {
-			return nil
-		}
-		s.Kind = tracing.StepDecode
-		batch = e.running
-		s.Tokens = len(batch)
-		for _, r := range batch {
-			s.ContextTokens += r.promptTokens + r.produced() + 1
+		e.gauges.prefills.Add(int64(n))
+	}
+	decodeAll := func() {
+		decode = e.running
+		s.Tokens += len(decode)
+		for _, r := range decode {
+			ctx := r.promptTokens + r.produced() + 1
+			s.ContextTokens += ctx
+			if len(s.Contexts) < 5 {
+				s.Contexts = append(s.Contexts, ctx)
+			}
 		}
 	}
-	s.BS = len(batch)
+	canAdmit := len(e.waiting) > 0 && len(e.running) < e.cfg.MaxNumSeqs
+	switch {
+	case canAdmit && e.cfg.MixedSteps && len(e.running) > 0:
+		// Waiting prompts join the running decodes (chunked-prefill style).
+		s.Kind = tracing.StepMixed
+		decodeAll()
+		admit(max(e.cfg.MaxNumBatchedTokens-len(e.running), 1))
+		s.PrefillSeqs = len(prefill)
+	case canAdmit:
+		s.Kind = tracing.StepPrefill
+		admit(e.cfg.MaxNumBatchedTokens)
+	case len(e.running) == 0:
+		return nil
+	default:
+		s.Kind = tracing.StepDecode
+		decodeAll()
+	}
+	s.BS = len(prefill) + len(decode)
 	s.Start = e.virt + int64(hostGap)
 	dur := e.backend.Run(s)
 	e.virt = s.Start + int64(dur)
@@ -281,22 +349,25 @@ func (e *engine) step(ctx context.Context) error {
 		return err
 	}
 	now := e.clock.Now().UnixNano()
-	if s.Kind == tracing.StepPrefill {
-		for _, r := range batch {
+	if len(decode) > 0 { // decode is e.running
+		kept := e.running[:0]
+		for _, r := range decode {
 			if !r.advance(now) {
-				e.running = append(e.running, r)
+				kept = append(kept, r)
+			} else {
+				e.done(r)
 			}
 		}
-		return nil
+		clear(e.running[len(kept):])
+		e.running = kept
 	}
-	kept := e.running[:0]
-	for _, r := range e.running {
+	for _, r := range prefill {
 		if !r.advance(now) {
-			kept = append(kept, r)
+			e.running = append(e.running, r)
+		} else {
+			e.done(r)
 		}
 	}
-	clear(e.running[len(kept):])
-	e.running = kept
 	return nil
 }
 
@@ -304,15 +375,21 @@ func (e *engine) count(s synth.Step) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	c := &e.counts
-	if s.Kind == tracing.StepPrefill {
+	switch s.Kind {
+	case tracing.StepPrefill:
 		c.Prefill++
-	} else {
+	case tracing.StepMixed:
+		c.Mixed++
+	default:
 		c.Decode++
 	}
 	if e.profiling {
-		if s.Kind == tracing.StepPrefill {
+		switch s.Kind {
+		case tracing.StepPrefill:
 			c.ProfiledPrefill++
-		} else {
+		case tracing.StepMixed:
+			c.ProfiledMixed++
+		default:
 			c.ProfiledDecode++
 			c.ProfiledDecodeBS[s.BS]++
 		}
@@ -320,9 +397,13 @@ func (e *engine) count(s synth.Step) {
 }
 
 // pace waits until the step's scaled duration has passed on the wall clock.
+// When the engine has fallen more than maxLag behind (a loaded machine), it
+// gives up catching up, and the trace clock takes the lost time as host time
+// between steps: the trace then spans what the client saw.
 func (e *engine) pace(ctx context.Context, d time.Duration) error {
 	now := e.clock.Now()
-	if now.Sub(e.wallNext) > maxLag {
+	if lag := now.Sub(e.wallNext); lag > maxLag {
+		e.virt += int64(float64(lag) * e.cfg.TimeScale)
 		e.wallNext = now
 	}
 	e.wallNext = e.wallNext.Add(time.Duration(float64(d) / e.cfg.TimeScale))

@@ -61,7 +61,7 @@ func TestStreamErrorFrame(t *testing.T) {
 	frames := sseFrames(t, body)
 	require.Len(t, frames, 7, "5 tokens, the error, [DONE]: %q", frames)
 	for _, f := range frames[:5] {
-		require.Contains(t, f, `"finish_reason": null`)
+		require.Contains(t, f, `"finish_reason":null`)
 	}
 	var e struct {
 		Error struct {
@@ -205,7 +205,7 @@ func TestProfileEndpoints(t *testing.T) {
 		wg.Wait()
 		code, body = post(t, ts.URL+"/stop_profile", nil)
 		require.Equal(t, http.StatusOK, code)
-		require.JSONEq(t, `{"status":"success","message":"Profiling stopped. Trace files generated.","traces":["rank_0"]}`, string(body))
+		require.JSONEq(t, `{"status":"success","message":"Profiling stopped. Trace files generated.","traces":[{"trace_dir":"rank_0","elapsed":0}]}`, string(body))
 		c := ts.stepCounts()
 		b.mu.Lock()
 		profiled := len(b.profiled)

@@ -81,11 +81,15 @@ func profileWindow(t *testing.T, cfg Config) (*tracing.Trace, stepCounts) {
 	wg.Wait()
 	require.Equal(t, http.StatusOK, code, string(body))
 	var reply struct {
-		Status string   `json:"status"`
-		Traces []string `json:"traces"`
+		Status string `json:"status"`
+		Traces []struct {
+			TraceDir string  `json:"trace_dir"`
+			Elapsed  float64 `json:"elapsed"`
+		} `json:"traces"`
 	}
 	require.NoError(t, json.Unmarshal(body, &reply))
-	require.Equal(t, []string{filepath.Join(dir, "rank_0")}, reply.Traces)
+	require.Len(t, reply.Traces, 1, string(body))
+	require.Equal(t, filepath.Join(dir, "rank_0"), reply.Traces[0].TraceDir)
 	files, err := filepath.Glob(filepath.Join(dir, "rank_0", "*"))
 	require.NoError(t, err)
 	require.Len(t, files, 1, "one trace, no .json left behind")

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,23 +24,25 @@ var ErrCrashed = errors.New("simulated engine crashed (crash-after-requests)")
 // Server is one simulated ATOM server. It answers GET /health
 // ({"status":"ok"}; 503 until ready), GET /v1/models, POST /v1/completions
 // and /v1/chat/completions (streamed or not), POST /start_profile and
-// /stop_profile. Errors are 400 {"error":{"message","type","code"}} for a
-// request naming another model, a non-string prompt or bad fields.
+// /stop_profile, GET /metrics (Prometheus text, ATOM's metric names) and
+// GET /server_info. Errors are 400 {"error":{"message","type","code"}} for
+// a request naming another model, a non-string prompt or bad fields.
 //
 // A streamed completion sends one data: frame per engine step that produced
-// a token (the last one carries finish_reason "length" or "stop"), then
-// ATOM's extra frame with empty text and finish_reason "stop", then a usage
-// frame without choices, then data: [DONE]; a chat stream starts with an
-// empty-delta frame. Frames use Python's json.dumps spacing, as ATOM's do.
-// Output tokens are short words from a fixed vocabulary, each with a leading
-// space, so each delta re-counts as one token. Without ignore_eos a request
-// ends at a simulated end-of-sequence after L tokens, L = 16 + FNV-1a(prompt)
-// mod 241; with it, after exactly max_tokens (default 256, like ATOM).
+// a token (Config.MergeFrames: per K tokens), the last one carrying the
+// finish reason, then ATOM's extra frame with empty text and finish_reason
+// "stop", then a usage frame, then data: [DONE]; Config.Release picks the
+// release whose exact bytes these are (see Release). Output tokens are
+// short words from a fixed vocabulary, each with a leading space, so each
+// token re-counts as one token. Without ignore_eos a request ends at a
+// simulated end-of-sequence after L tokens, L = 16 + FNV-1a(prompt) mod 241;
+// with it, after exactly max_tokens (default 256, like ATOM).
 //
-// /stop_profile waits for the export and lists the trace directories in
-// "traces" (Config.AsyncStop: it answers at once, as older releases do). The
-// profiler runs on the engine goroutine, as ATOM's utility commands do:
-// while a trace is exported no step runs.
+// /stop_profile waits for the export (at most Config.ProfilerTimeout, then
+// 500) and lists the traces in "traces" (Config.AsyncStop: it answers at
+// once, as older releases do). The profiler runs on the engine goroutine,
+// as ATOM's utility commands do: while a trace is exported no step runs.
+// Connections idle for Config.KeepAlive are closed.
 type Server struct {
 	cfg Config
 	eng *engine
@@ -99,7 +102,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}()
 
 	fresh := &freshConns{m: map[net.Conn]time.Time{}}
-	srv := &http.Server{Handler: s.handler(), ReadHeaderTimeout: 30 * time.Second,
+	srv := &http.Server{Handler: s.handler(), ReadHeaderTimeout: 30 * time.Second, IdleTimeout: s.cfg.KeepAlive,
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context { return context.WithValue(ctx, connKey{}, c) },
 		// A reply has left when its connection goes idle (or closes).
 		ConnState: func(c net.Conn, st http.ConnState) {
@@ -188,8 +191,10 @@ func (s *Server) handler() http.Handler {
 	mux.HandleFunc("POST /v1/chat/completions", s.ready(s.chatCompletions))
 	mux.HandleFunc("POST /start_profile", s.ready(s.startProfile))
 	mux.HandleFunc("POST /stop_profile", s.ready(s.stopProfile))
+	mux.HandleFunc("GET /metrics", s.ready(s.metrics))
+	mux.HandleFunc("GET /server_info", s.ready(s.serverInfo))
 	// FastAPI's replies to a wrong method and to an unknown path.
-	for _, p := range []string{"/health", "/v1/models", "/v1/completions", "/v1/chat/completions", "/start_profile", "/stop_profile"} {
+	for _, p := range []string{"/health", "/v1/models", "/v1/completions", "/v1/chat/completions", "/start_profile", "/stop_profile", "/metrics", "/server_info"} {
 		mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusMethodNotAllowed)
@@ -267,20 +272,98 @@ func (s *Server) stopProfile(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, statusReply{"success", "Profiling stopped. Trace files generated."})
 		return
 	}
-	dirs, err := s.eng.profile(r.Context(), false, write)
+	started := s.cfg.clock.Now()
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.ProfilerTimeout)
+	defer cancel()
+	dirs, err := s.eng.profile(ctx, false, write)
+	if errors.Is(err, context.DeadlineExceeded) {
+		writeError(w, http.StatusInternalServerError, fmt.Sprintf("Failed to stop profiling: the trace export did not finish within %s (ATOM_PROFILER_TIMEOUT)", s.cfg.ProfilerTimeout), "InternalServerError")
+		return
+	}
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, "Failed to stop profiling: "+err.Error(), "InternalServerError")
 		return
 	}
-	if dirs == nil {
-		dirs = []string{}
-	}
 	fmt.Fprintf(s.cfg.Log, "serve-sim: profiling stopped, traces in %v\n", dirs)
+	const msg = "Profiling stopped. Trace files generated."
+	if s.cfg.Release == ReleaseLegacy {
+		if dirs == nil {
+			dirs = []string{}
+		}
+		writeJSON(w, http.StatusOK, struct {
+			Status  string   `json:"status"`
+			Message string   `json:"message"`
+			Traces  []string `json:"traces"`
+		}{"success", msg, dirs})
+		return
+	}
+	type trace struct {
+		TraceDir string  `json:"trace_dir"`
+		Elapsed  float64 `json:"elapsed"`
+	}
+	elapsed := s.cfg.clock.Now().Sub(started).Seconds()
+	traces := make([]trace, len(dirs))
+	for i, d := range dirs {
+		traces[i] = trace{d, float64(int64(elapsed*1e3+0.5)) / 1e3}
+	}
 	writeJSON(w, http.StatusOK, struct {
-		Status  string   `json:"status"`
-		Message string   `json:"message"`
-		Traces  []string `json:"traces"`
-	}{"success", "Profiling stopped. Trace files generated.", dirs})
+		Status  string  `json:"status"`
+		Message string  `json:"message"`
+		Traces  []trace `json:"traces"`
+	}{"success", msg, traces})
+}
+
+// metrics answers GET /metrics in Prometheus text format with the names
+// ATOM's exporter uses (counters carry the _total suffix the Prometheus
+// client library adds).
+func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
+	m := s.eng.metrics()
+	var b []byte
+	put := func(name, typ, help string, v float64) {
+		b = fmt.Appendf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, typ)
+		if typ == "counter" {
+			name += "_total"
+		}
+		b = fmt.Appendf(b, "%s %s\n", name, strconv.FormatFloat(v, 'g', -1, 64))
+	}
+	total := float64(s.cfg.KVBlocks)
+	put("atom:requests_running", "gauge", "Number of requests currently running across data-parallel ranks.", float64(m.running))
+	put("atom:requests_waiting", "gauge", "Number of requests waiting across data-parallel ranks.", float64(m.waiting))
+	put("atom:kv_cache_blocks_used", "gauge", "Number of allocated KV-cache blocks.", float64(m.kvBlocks))
+	put("atom:kv_cache_blocks_free", "gauge", "Number of free KV-cache blocks.", max(total-float64(m.kvBlocks), 0))
+	put("atom:kv_cache_blocks_total", "gauge", "Total number of KV-cache blocks.", total)
+	put("atom:kv_cache_usage_ratio", "gauge", "Fraction of KV-cache blocks currently allocated.", min(float64(m.kvBlocks)/total, 1))
+	put("atom:requests_finished", "counter", "Number of requests completed by the scheduler.", float64(m.finished))
+	put("atom:prompt_tokens", "counter", "Number of prompt tokens in completed requests.", float64(m.promptTokens))
+	put("atom:generation_tokens", "counter", "Number of generated tokens in completed requests.", float64(m.generationTokens))
+	put("atom:preemptions", "counter", "Number of scheduler preemptions.", 0)
+	put("atom:prefix_cache_requests", "counter", "Number of prefill requests observed by prefix-cache accounting.", float64(m.prefills))
+	put("atom:prefix_cache_cached_tokens", "counter", "Number of prompt tokens served from the admitted prefix cache.", 0)
+	put("atom:prefix_cache_hit_ratio", "gauge", "Admitted prefix-cache token hit ratio.", 0)
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+	w.Write(b)
+}
+
+// serverInfo answers GET /server_info: the engine's configuration.
+func (s *Server) serverInfo(w http.ResponseWriter, r *http.Request) {
+	sizes := s.cfg.CudagraphCaptureSizes
+	if sizes == nil {
+		sizes = []int{}
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Model                 string `json:"model"`
+		Engine                string `json:"engine"`
+		Release               string `json:"atom_release"`
+		MaxNumSeqs            int    `json:"max_num_seqs"`
+		MaxNumBatchedTokens   int    `json:"max_num_batched_tokens"`
+		CudagraphCaptureSizes []int  `json:"cudagraph_capture_sizes"`
+		EnforceEager          bool   `json:"enforce_eager"`
+		KVCacheBlocks         int    `json:"kv_cache_blocks"`
+		BlockSize             int    `json:"block_size"`
+		ReasoningTokens       int    `json:"reasoning_tokens"`
+		MergeFrames           int    `json:"merge_frames"`
+	}{s.cfg.Model, "serve-sim", string(s.cfg.Release), s.cfg.MaxNumSeqs, s.cfg.MaxNumBatchedTokens, sizes,
+		s.cfg.EnforceEager, s.cfg.KVBlocks, kvBlockSize, s.cfg.ReasoningTokens, s.cfg.MergeFrames})
 }
 
 // genRequest is the body of both completion endpoints.
@@ -438,20 +521,24 @@ func (s *Server) draw(seq uint64) float64 {
 	return float64(h.Sum64()>>11) / (1 << 53)
 }
 
-// stream writes the SSE frames of a request as its steps complete.
+// stream writes the SSE frames of a request as its steps complete, in the
+// configured release's format.
 func (s *Server) stream(w http.ResponseWriter, ctx context.Context, er *request, id string, created int64, chat bool) {
-	fm := newFrameMaker(chat, id, created, s.cfg.Model)
+	fm := newFrameMaker(s.cfg.Release, chat, id, created, s.cfg.Model)
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream; charset=utf-8")
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
 	buf := make([]byte, 0, 1024)
-	if chat {
-		buf = fm.appendDelta(buf, "", "") // ATOM's initial empty chat chunk
+	opened := !chat
+	if chat && fm.opensEarly() {
+		buf = fm.appendOpen(buf)
+		opened = true
 	} else if err := rc.Flush(); err != nil { // headers go out before the first token, as uvicorn sends them
 		er.aborted.Store(true)
 		return
 	}
+	g := frameGroup{fm: fm, per: max(s.cfg.MergeFrames, 1)}
 	sent := 0
 	for {
 		if len(buf) > 0 {
@@ -473,11 +560,18 @@ func (s *Server) stream(w http.ResponseWriter, ctx context.Context, er *request,
 		}
 		n, done, failed := er.snapshot()
 		for ; sent < n; sent++ {
-			finish := ""
-			if done && !failed && sent == n-1 {
-				finish = er.finish
+			if !opened {
+				buf = fm.appendOpen(buf)
+				opened = true
 			}
-			buf = fm.appendDelta(buf, tokenText(er.seq, sent), finish)
+			text := tokenText(er.seq, sent)
+			if e := s.cfg.EmptyTokenEvery; e > 0 && (sent+1)%e == 0 && sent+1 < er.target {
+				g.carry, text = text, "" // the detokenizer holds a split character back
+			} else {
+				text, g.carry = g.carry+text, ""
+			}
+			last := done && !failed && sent == n-1 // stays pending for the finish reason
+			buf = g.add(buf, text, chat && sent < s.cfg.ReasoningTokens, last)
 		}
 		if !done {
 			continue
@@ -487,10 +581,12 @@ func (s *Server) stream(w http.ResponseWriter, ctx context.Context, er *request,
 			return
 		}
 		if failed {
-			buf = appendStreamError(buf, fmt.Sprintf("simulated engine failure after %d tokens (stream-error-rate)", n))
+			buf = g.flush(buf, "")
+			buf = fm.appendStreamError(buf, fmt.Sprintf("simulated engine failure after %d tokens (stream-error-rate)", n))
 		} else {
-			buf = fm.appendDelta(buf, "", "stop")
-			buf = fm.appendUsage(buf, er.promptTokens, n)
+			buf = g.flush(buf, fm.lastContentFinish(er.finish == "length"))
+			buf = fm.appendChoice(buf, "", false, "stop")
+			buf = fm.appendUsage(buf, er.promptTokens, n, 0)
 		}
 		buf = append(buf, doneFrame...)
 		if _, err := w.Write(buf); err != nil {
@@ -502,6 +598,42 @@ func (s *Server) stream(w http.ResponseWriter, ctx context.Context, er *request,
 		s.finished(ctx)
 		return
 	}
+}
+
+// frameGroup gathers the tokens of one frame: up to per tokens of one
+// channel (reasoning or content).
+type frameGroup struct {
+	fm        *frameMaker
+	per       int
+	n         int
+	text      []byte
+	reasoning bool
+	carry     string // text of a token sent as "" (split character)
+}
+
+// add appends a token, writing the frame when it is full (unless the token
+// is the stream's last) or when the channel changes.
+func (g *frameGroup) add(b []byte, text string, reasoning, last bool) []byte {
+	if g.n > 0 && g.reasoning != reasoning {
+		b = g.flush(b, "")
+	}
+	g.reasoning = reasoning
+	g.text = append(g.text, text...)
+	g.n++
+	if g.n >= g.per && !last {
+		b = g.flush(b, "")
+	}
+	return b
+}
+
+// flush writes the pending frame, if any, with a finish reason ("" null).
+func (g *frameGroup) flush(b []byte, finish string) []byte {
+	if g.n == 0 {
+		return b
+	}
+	b = g.fm.appendChoice(b, string(g.text), g.reasoning, finish)
+	g.n, g.text = 0, g.text[:0]
+	return b
 }
 
 // whole waits for the request to finish and writes ATOM's non-streaming reply.

@@ -55,7 +55,7 @@ func wantTokens(seq uint64, n int) []string {
 
 func TestCompletionStreamFrames(t *testing.T) {
 	t.Parallel()
-	ts := start(t, Config{backend: &recBackend{}})
+	ts := start(t, Config{backend: &recBackend{}, Release: ReleaseLegacy})
 	resp, body, err := streamBody(t, ts.URL+"/v1/completions", map[string]any{
 		"model": "m", "prompt": "one two three", "max_tokens": 5, "ignore_eos": true, "stream": true,
 	})
@@ -121,7 +121,7 @@ func TestCompletionStreamFrames(t *testing.T) {
 
 func TestChatStreamFrames(t *testing.T) {
 	t.Parallel()
-	ts := start(t, Config{backend: &recBackend{}})
+	ts := start(t, Config{backend: &recBackend{}, Release: ReleaseLegacy})
 	resp, body, err := streamBody(t, ts.URL+"/v1/chat/completions", map[string]any{
 		"model": "m", "messages": []map[string]string{{"role": "user", "content": "hi there"}},
 		"max_tokens": 3, "ignore_eos": true, "stream": true,

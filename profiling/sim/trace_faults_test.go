@@ -106,27 +106,34 @@ func TestGPUEventWindow(t *testing.T) {
 
 // TestEnforceEager: eager decode steps, labelled prefill[...] as older ATOM
 // releases do, still read back as the decode steps the engine ran.
+// TestEnforceEager: without graphs every decode step is eager, labelled
+// eager_decode[...] by current releases and prefill[...] by older ones.
 func TestEnforceEager(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	ts := start(t, Config{ProfilerDir: dir, Layers: 2, PythonPerStep: -1, EnforceEager: true})
-	code, _ := post(t, ts.URL+"/start_profile", nil)
-	require.Equal(t, http.StatusOK, code)
-	runRequests(t, ts.URL, 4, 20)
-	code, _ = post(t, ts.URL+"/stop_profile", nil)
-	require.Equal(t, http.StatusOK, code)
-	c := ts.stepCounts()
-	files, _ := filepath.Glob(filepath.Join(dir, "rank_0", "*.pt.trace.json.gz"))
-	require.Len(t, files, 1)
-	tr, err := tracing.Load(context.Background(), files[0], tracing.Options{})
-	require.NoError(t, err)
-	require.Empty(t, tr.Graphs, "no graph replays when eager")
-	require.Equal(t, map[string]int{"prefill": int(c.ProfiledPrefill), "decode": int(c.ProfiledDecode)}, tr.Summarize().Steps)
-	for _, st := range tr.Steps {
-		if st.Kind == tracing.StepDecode {
-			require.True(t, st.Eager, "step %q", st.Label)
-			require.True(t, strings.HasPrefix(st.Label, "prefill["), "step %q", st.Label)
-		}
+	for rel, prefix := range map[Release]string{ReleaseCurrent: "eager_decode[", ReleaseLegacy: "prefill["} {
+		t.Run(string(rel), func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			ts := start(t, Config{ProfilerDir: dir, Layers: 2, PythonPerStep: -1, EnforceEager: true, Release: rel})
+			code, _ := post(t, ts.URL+"/start_profile", nil)
+			require.Equal(t, http.StatusOK, code)
+			runRequests(t, ts.URL, 4, 20)
+			code, _ = post(t, ts.URL+"/stop_profile", nil)
+			require.Equal(t, http.StatusOK, code)
+			c := ts.stepCounts()
+			files, _ := filepath.Glob(filepath.Join(dir, "rank_0", "*.pt.trace.json.gz"))
+			require.Len(t, files, 1)
+			tr, err := tracing.Load(context.Background(), files[0], tracing.Options{})
+			require.NoError(t, err)
+			require.Empty(t, tr.Graphs, "no graph replays when eager")
+			require.Equal(t, map[string]int{"prefill": int(c.ProfiledPrefill), "decode": int(c.ProfiledDecode)}, tr.Summarize().Steps)
+			for _, st := range tr.Steps {
+				if st.Kind == tracing.StepDecode {
+					require.True(t, st.Eager, "step %q", st.Label)
+					require.True(t, strings.HasPrefix(st.Label, prefix), "step %q", st.Label)
+				}
+			}
+		})
 	}
 }
 
