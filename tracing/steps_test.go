@@ -246,3 +246,19 @@ func TestCoverageWarning(t *testing.T) {
 		})
 	}
 }
+
+// FuzzParseStepLabel: any annotation name parses without panicking, and a
+// recognised label keeps its text.
+func FuzzParseStepLabel(f *testing.F) {
+	for _, s := range []string{"decode[bs=6/8 tok=1030 p=1 d=5]", "prefill[bs=8 tok=7421 ctx=[927, 1002, 850]...+5 tbo=1]",
+		"draft[2/3 bs=8]", "eager_decode[bs=1 tok=1 ctx=1077]", "decode[bs=8 tok=8 d=8 sqsq=8 sqsk=8448 sk=1056]", "decode[ctx=[[]]", "x[]"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		st, ok := tracing.ParseStepLabel(name)
+		if !ok {
+			return
+		}
+		require.Equal(t, name, st.Label)
+	})
+}
