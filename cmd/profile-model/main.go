@@ -51,6 +51,7 @@ func commands() []command {
 		{"inspect", "summarise a trace: device, kernels, steps, decode batch size, coverage", runInspect},
 		{"layers", "per-layer kernel table of the decode steps of a trace", runLayers},
 		{"kernels", "kernel inventory and category totals of a trace", runKernels},
+		{"trim", "cut a large trace to chosen steps that Perfetto or chrome://tracing opens", runTrim},
 		{"synth", "write an ATOM-style synthetic trace and its truth file", runSynth},
 		{"serve-sim", "run the simulated ATOM engine (OpenAI server, no GPU)", runServeSim},
 		{"bench", "streaming OpenAI benchmark client and profiled concurrency sweep", runBench},

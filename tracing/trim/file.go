@@ -1,0 +1,54 @@
+package trim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"strings"
+
+	"github.com/klauspost/compress/gzip"
+
+	"github.com/profile-model/profile-model/internal/atomicfile"
+)
+
+// ErrExists is returned by File when the output exists and force is off.
+var ErrExists = errors.New("output exists")
+
+// File trims the trace at in into out, gzip when out ends in ".gz". out
+// appears whole or not at all (a temporary file is renamed into place), and
+// an existing out is replaced only with force.
+func File(ctx context.Context, in, out string, force bool, opts Options) (*Result, error) {
+	if !force {
+		if _, err := os.Lstat(out); err == nil {
+			return nil, fmt.Errorf("%s: %w: give another name, or --force to replace it", out, ErrExists)
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("checking %s: %w", out, err)
+		}
+	}
+	f, err := os.Open(in)
+	if err != nil {
+		return nil, fmt.Errorf("opening trace: %w", err)
+	}
+	defer f.Close()
+	var res *Result
+	err = atomicfile.WriteFunc(out, func(w io.Writer) error {
+		var zw *gzip.Writer
+		if strings.HasSuffix(out, ".gz") {
+			zw = gzip.NewWriter(w)
+			w = zw
+		}
+		var err error
+		res, err = Trim(ctx, f, w, opts)
+		if err != nil {
+			return fmt.Errorf("%s: %w", in, err)
+		}
+		if zw != nil {
+			return zw.Close()
+		}
+		return nil
+	})
+	return res, err
+}
