@@ -16,14 +16,49 @@ type event struct {
 	cat      []byte // as written, between the quotes
 	name     []byte // as written, between the quotes (escapes not decoded)
 	pid, tid []byte // the raw value: a number, or a string with its quotes
-	ts, dur  int64  // ns, as written (baseTimeNanoseconds not added)
+	ts       int64  // ns, as written (baseTimeNanoseconds not added)
 	hasTS    bool
 	id       []byte // flow id, raw
-	corr     int64  // args.correlation, 0 when absent
-	ext      int64  // args["External id"], 0 when absent
+	durRaw   []byte // read when asked: most events are decided on ts alone
+	argsRaw  []byte
+	dur      int64
+	corr     int64 // args.correlation, 0 when absent
+	ext      int64 // args["External id"], 0 when absent
+	durRead  bool
+	argsRead bool
 }
 
-func (e *event) end() int64 { return e.ts + max(e.dur, 0) }
+// end is ts+dur (ts when dur is absent or not a number).
+func (e *event) end() int64 {
+	if !e.durRead {
+		e.durRead = true
+		if len(e.durRaw) > 0 {
+			e.dur, _ = parseMicros(e.durRaw)
+		}
+	}
+	return e.ts + max(e.dur, 0)
+}
+
+// correlation is args.correlation, 0 when absent.
+func (e *event) correlation() int64 {
+	e.readArgs()
+	return e.corr
+}
+
+// externalID is args["External id"], 0 when absent.
+func (e *event) externalID() int64 {
+	e.readArgs()
+	return e.ext
+}
+
+func (e *event) readArgs() {
+	if !e.argsRead {
+		e.argsRead = true
+		if len(e.argsRaw) > 0 && e.argsRaw[0] == '{' {
+			parseArgs(e.argsRaw, 0, e)
+		}
+	}
+}
 
 // Member keys the keep rules read, recognised eight bytes at a time
 // (each, with its quotes, fits in a word).
@@ -124,7 +159,9 @@ func parseEvent(b []byte, ev *event) (int, string) {
 		if ke < 0 {
 			return incomplete, ""
 		}
-		if ke < len(b) && b[ke] == ':' {
+		if ke+2 < len(b) && b[ke] == ':' && b[ke+1] == ' ' && b[ke+2] > ' ' {
+			i = ke + 2
+		} else if ke < len(b) && b[ke] == ':' {
 			i = ke + 1
 		} else {
 			i = skipSpace(b, ke)
@@ -169,25 +206,22 @@ func parseEvent(b []byte, ev *event) (int, string) {
 					ev.id = b[i:e]
 				}
 			}
-		case keyTS, keyDur:
-			var v int64
+		case keyTS:
 			var ok bool
-			v, e, ok = microsAt(b, i)
+			ev.ts, e, ok = microsAt(b, i)
 			if e >= 0 {
 				if !ok && b[i] != '"' {
 					return invalid, fmt.Sprintf("bad time %q", b[i:e])
 				}
-				if key == keyTS {
-					ev.ts, ev.hasTS = v, ok
-				} else {
-					ev.dur = v
-				}
+				ev.hasTS = ok
+			}
+		case keyDur:
+			if e = valueEnd(b, i); e >= 0 {
+				ev.durRaw = b[i:e]
 			}
 		case keyArgs:
-			if b[i] == '{' && wantArgs(ev) {
-				e = parseArgs(b, i, ev)
-			} else {
-				e = valueEnd(b, i)
+			if e = valueEnd(b, i); e >= 0 {
+				ev.argsRaw = b[i:e]
 			}
 		default:
 			e = valueEnd(b, i)
@@ -197,6 +231,11 @@ func parseEvent(b []byte, ev *event) (int, string) {
 				return invalid, "bad value"
 			}
 			return incomplete, ""
+		}
+		// ", " then the next key is the usual separator.
+		if e+2 < len(b) && b[e] == ',' && b[e+1] == ' ' && b[e+2] == '"' {
+			i = e + 2
+			continue
 		}
 		i = skipSpace(b, e)
 		if i >= len(b) {
@@ -212,19 +251,6 @@ func parseEvent(b []byte, ev *event) (int, string) {
 			return invalid, "expected ',' or '}' after a member"
 		}
 	}
-}
-
-// wantArgs says whether args must be read (for correlation and External
-// id): not for Python frames and CPU operators, which are most of a trace,
-// unless the category comes after args.
-func wantArgs(ev *event) bool {
-	switch string(ev.cat) {
-	case "python_function", "cpu_instant_event":
-		return false
-	case "cpu_op", "Operator":
-		return bytes.HasPrefix(ev.name, []byte("ProfilerStep#"))
-	}
-	return true
 }
 
 // parseArgs reads the args object opening at b[i] for correlation and
@@ -299,14 +325,14 @@ func nameString(raw []byte) string {
 type class uint8
 
 const (
-	classCPU        class = iota // CPU ops, annotations, Python frames, anything unknown
-	classRuntime                 // runtime and driver calls (they carry the correlation id)
-	classGPU                     // kernels, copies, memsets
-	classGPUAnn                  // GPU user annotations
-	classFlow                    // flow starts, steps and ends
-	classMeta                    // M events: process and thread names and order
-	classInstant                 // instants and counters
-	classProfiler                // the profiler's own span ("Trace"): dropped
+	classCPU      class = iota // CPU ops, annotations, Python frames, anything unknown
+	classRuntime               // runtime and driver calls (they carry the correlation id)
+	classGPU                   // kernels, copies, memsets
+	classGPUAnn                // GPU user annotations
+	classFlow                  // flow starts, steps and ends
+	classMeta                  // M events: process and thread names and order
+	classInstant               // instants and counters
+	classProfiler              // the profiler's own span ("Trace"): dropped
 )
 
 func classify(ev *event) class {
@@ -343,4 +369,175 @@ func inCPUSection(ev *event) bool {
 		return true
 	}
 	return false
+}
+
+// Kineto writes its events with the members in one order:
+//
+//	{"ph": "X", "cat": C, "name": N, "pid": P, "tid": T, "ts": TS, "dur": D, "args": {...}}
+//	{"ph": "f", "id": I, "pid": P, "tid": T, "ts": TS, "cat": C, "name": N, "bp": "e"}
+//
+// (on one line or several). fastEvent reads events of those shapes with
+// one comparison per key instead of a lookup; ok is false for any other
+// shape, which parseEvent reads.
+func fastEvent(b []byte, ev *event) (n int, ok bool) {
+	*ev = event{}
+	i := skipSpace(b, 1)
+	if i = expect(b, i, litPh); i < 0 || i+2 > len(b) || b[i+1] != '"' {
+		return 0, false
+	}
+	ev.ph = b[i]
+	i += 2
+	var e int
+	switch ev.ph {
+	case 'X':
+		if i, ev.cat = stringMember(b, i, litCat); i < 0 {
+			return 0, false
+		}
+		if i, ev.name = stringMember(b, i, litName); i < 0 {
+			return 0, false
+		}
+		if i, ev.pid = scalarMember(b, i, litPid); i < 0 {
+			return 0, false
+		}
+		if i, ev.tid = scalarMember(b, i, litTid); i < 0 {
+			return 0, false
+		}
+		if i = expect(b, skipComma(b, i), litTS); i < 0 {
+			return 0, false
+		}
+		if ev.ts, e, ev.hasTS = microsAt(b, i); e < 0 || !ev.hasTS {
+			return 0, false
+		}
+		if i, ev.durRaw = scalarMember(b, e, litDur); i < 0 {
+			return 0, false
+		}
+		if j := expect(b, skipComma(b, i), litArgs); j >= 0 && j < len(b) && b[j] == '{' {
+			if e = compositeEnd(b, j); e < 0 {
+				return 0, false
+			}
+			ev.argsRaw, i = b[j:e], e
+		}
+	case 's', 'f', 't':
+		if i, ev.id = scalarMember(b, i, litID); i < 0 {
+			return 0, false
+		}
+		if i, ev.pid = scalarMember(b, i, litPid); i < 0 {
+			return 0, false
+		}
+		if i, ev.tid = scalarMember(b, i, litTid); i < 0 {
+			return 0, false
+		}
+		if i = expect(b, skipComma(b, i), litTS); i < 0 {
+			return 0, false
+		}
+		if ev.ts, e, ev.hasTS = microsAt(b, i); e < 0 || !ev.hasTS {
+			return 0, false
+		}
+		if i, ev.cat = stringMember(b, e, litCat); i < 0 {
+			return 0, false
+		}
+		if i, ev.name = stringMember(b, i, litName); i < 0 {
+			return 0, false
+		}
+		if j, _ := stringMember(b, i, litBP); j >= 0 {
+			i = j
+		}
+	default:
+		return 0, false
+	}
+	if i = skipSpace(b, i); i >= len(b) || b[i] != '}' {
+		return 0, false
+	}
+	ev.raw = b[:i+1]
+	return i + 1, true
+}
+
+// lit is a literal of at most eight bytes (a key with its quotes, colon
+// and space) and the word it loads as.
+type lit struct {
+	s          string
+	word, mask uint64
+}
+
+func newLit(s string) lit {
+	var w [8]byte
+	copy(w[:], s)
+	return lit{s, binary.LittleEndian.Uint64(w[:]), uint64(1)<<(8*len(s)) - 1}
+}
+
+var (
+	litPh   = newLit(`"ph": "`)
+	litCat  = newLit(`"cat": `)
+	litName = newLit(`"name": `)
+	litPid  = newLit(`"pid": `)
+	litTid  = newLit(`"tid": `)
+	litTS   = newLit(`"ts": `)
+	litDur  = newLit(`"dur": `)
+	litArgs = newLit(`"args": `)
+	litID   = newLit(`"id": `)
+	litBP   = newLit(`"bp": `)
+)
+
+// expect matches l at b[i] after white space; -1 when it is not there.
+func expect(b []byte, i int, l lit) int {
+	if i < 0 {
+		return -1
+	}
+	i = skipSpace(b, i)
+	if i+8 <= len(b) {
+		if binary.LittleEndian.Uint64(b[i:])&l.mask != l.word {
+			return -1
+		}
+		return i + len(l.s)
+	}
+	if i+len(l.s) > len(b) || string(b[i:i+len(l.s)]) != l.s {
+		return -1
+	}
+	return i + len(l.s)
+}
+
+// skipComma passes the ',' after a member; -1 when there is none.
+func skipComma(b []byte, i int) int {
+	if i < 0 {
+		return -1
+	}
+	if i+1 < len(b) && b[i] == ',' && b[i+1] == ' ' {
+		return i + 2 // the usual ", "
+	}
+	i = skipSpace(b, i)
+	if i >= len(b) || b[i] != ',' {
+		return -1
+	}
+	return i + 1
+}
+
+// stringMember reads `, "key": "value"` (the comma only when i is past a
+// value) and returns the index past it and the value between the quotes.
+func stringMember(b []byte, i int, key lit) (int, []byte) {
+	if i = expect(b, skipComma(b, i), key); i < 0 || i >= len(b) || b[i] != '"' {
+		return -1, nil
+	}
+	e := stringEnd(b, i)
+	if e < 0 {
+		return -1, nil
+	}
+	return e, b[i+1 : e-1]
+}
+
+// scalarMember reads `, "key": value` for a number or a string and returns
+// the index past it and the value as written.
+func scalarMember(b []byte, i int, key lit) (int, []byte) {
+	if i = expect(b, skipComma(b, i), key); i < 0 || i >= len(b) {
+		return -1, nil
+	}
+	var e int
+	if b[i] == '"' {
+		e = stringEnd(b, i)
+	} else {
+		e = scalarEnd(b, i)
+	}
+	if e < 0 {
+		return -1, nil
+	}
+	return e, b[i:e]
 }

@@ -36,7 +36,7 @@ func stringEnd(b []byte, i int) int {
 		x := binary.LittleEndian.Uint64(b[j:])
 		q := x ^ (lsb * '"')
 		e := x ^ (lsb * '\\')
-		if m := ((q - lsb) &^ q | (e - lsb) &^ e) & msb; m != 0 {
+		if m := ((q-lsb)&^q | (e-lsb)&^e) & msb; m != 0 {
 			// The lowest flag is exact (a borrow only flags bytes above it).
 			k := j + bits.TrailingZeros64(m)/8
 			if b[k] == '"' {
@@ -102,85 +102,93 @@ func compositeEnd(b []byte, i int) int {
 
 // nestedEnd returns the index past the bracket that closes the innermost
 // of open (the brackets open at b[i], outermost first), reading outside any
-// string from b[i]. Eight bytes at a time: quotes and brackets are flagged
-// in a word, the bytes inside strings found by the parity of the quotes
-// before them; a word with a backslash is read byte by byte.
+// string from b[i]. Quotes and brackets are flagged 64 bytes at a time
+// (eight near the end), the bytes inside strings found by the parity of the
+// quotes before them; where a backslash is, bytes are read one by one.
 func nestedEnd(b []byte, i int, open []byte) int {
 	var stack [16]byte
 	st := append(stack[:0], open...)
+	// bracket applies the bracket b[k]: the index past the value when it
+	// closes the outermost, invalid on a mismatch, 0 to go on.
+	bracket := func(k int) int {
+		c := b[k]
+		if c == '{' || c == '[' {
+			st = append(st, c)
+			return 0
+		}
+		if st[len(st)-1]+2 != c { // '{'+2 == '}', '['+2 == ']'
+			return invalid
+		}
+		if st = st[:len(st)-1]; len(st) == 0 {
+			return k + 1
+		}
+		return 0
+	}
 	j := i
-	var in uint8 // 0xff while inside a string at the start of the word
+	var in uint64 // all ones while inside a string at j
 	for {
-		for ; j+8 <= len(b); j += 8 {
-			x := binary.LittleEndian.Uint64(b[j:])
-			if eqBytes(x, '\\') != 0 {
+		for ; j+64 <= len(b); j += 64 {
+			q, bs, br := structMasks((*[64]byte)(b[j : j+64]))
+			if bs != 0 {
 				break
 			}
-			y := x | 0x2020202020202020 // '[' ']' fold onto '{' '}'
-			qm, bm := eqBytes(x, '"'), eqBytes(y, '{')|eqBytes(y, '}')
-			if qm|bm == 0 {
-				continue
-			}
-			q := gather(qm)
-			inside := prefixXor8(q) ^ in
-			for out := gather(bm) &^ inside; out != 0; out &= out - 1 {
-				k := j + bits.TrailingZeros8(out)
-				switch c := b[k]; c {
-				case '{', '[':
-					st = append(st, c)
-				default:
-					if st[len(st)-1]+2 != c { // '{'+2 == '}', '['+2 == ']'
-						return invalid
-					}
-					if st = st[:len(st)-1]; len(st) == 0 {
-						return k + 1
-					}
+			inside := prefixXor64(q) ^ in
+			for out := br &^ inside; out != 0; out &= out - 1 {
+				if r := bracket(j + bits.TrailingZeros64(out)); r != 0 {
+					return r
 				}
 			}
-			if bits.OnesCount8(q)&1 == 1 {
-				in = ^in
+			in = uint64(int64(inside) >> 63)
+		}
+		// Up to 64 bytes eight at a time: the end of the buffer, or a
+		// block with a backslash.
+		for lim := min(j+64, len(b)); j < lim; {
+			if j+8 <= len(b) {
+				x := binary.LittleEndian.Uint64(b[j:])
+				if eqBytes(x, '\\') == 0 {
+					y := x | 0x2020202020202020 // '[' ']' fold onto '{' '}'
+					inside := prefixXor8(gather(eqBytes(x, '"'))) ^ uint8(in)
+					for out := gather(eqBytes(y, '{')|eqBytes(y, '}')) &^ inside; out != 0; out &= out - 1 {
+						if r := bracket(j + bits.TrailingZeros8(out)); r != 0 {
+							return r
+						}
+					}
+					in = uint64(int64(int8(inside)) >> 7)
+					j += 8
+					continue
+				}
 			}
-		}
-		if j >= len(b) {
-			return incomplete
-		}
-		// A backslash, or the last few bytes: one word byte by byte
-		// (inside a string, no escape is pending at a word start: the
-		// words before had no backslash).
-		lim := min(j+8, len(b))
-		if in != 0 {
-			e := longStringEnd(b, j-1)
-			if e < 0 {
-				return e
-			}
-			j, in = e, 0
-			continue
-		}
-		for j < lim {
-			switch c := b[j]; c {
-			case '"':
-				e := longStringEnd(b, j)
+			// Byte by byte to the end of the word; inside a string no
+			// escape is pending at a word start (the bytes before had no
+			// backslash, or were read here).
+			if in != 0 {
+				e := longStringEnd(b, j-1)
 				if e < 0 {
 					return e
 				}
-				j = e
+				j, in = e, 0
 				continue
-			case '{', '[':
-				st = append(st, c)
-			case '}', ']':
-				if st[len(st)-1]+2 != c {
-					return invalid
-				}
-				if st = st[:len(st)-1]; len(st) == 0 {
-					return j + 1
-				}
 			}
-			j++
+			for end := min(j+8, len(b)); j < end; {
+				switch b[j] {
+				case '"':
+					e := longStringEnd(b, j)
+					if e < 0 {
+						return e
+					}
+					j = e
+					continue
+				case '{', '[', '}', ']':
+					if r := bracket(j); r != 0 {
+						return r
+					}
+				}
+				j++
+			}
 		}
 		if j >= len(b) {
 			return incomplete
 		}
-		j = max(j, lim)
 	}
 }
 
@@ -275,52 +283,72 @@ func parseMicros(s []byte) (int64, bool) {
 }
 
 // microsAt reads the number at b[i] as microseconds and returns it in
-// nanoseconds with the index past it (incomplete or invalid when it is
-// cut or is not a number); ok is false for a value that is not a number
-// of microseconds (a string, say).
+// nanoseconds with the index past it (incomplete or invalid when it is cut
+// or is not JSON); ok is false for a value that is not a number of
+// microseconds (a string, say).
 func microsAt(b []byte, i int) (ns int64, end int, ok bool) {
-	// The usual case, digits with up to three decimals, in one loop.
+	// The usual case, up to 16 integer digits (eight at a time) and up to
+	// three decimals.
 	j := i
-	var us, frac int64
-	n, dot := 0, -1
-	for ; j < len(b); j++ {
-		c := b[j]
-		if c >= '0' && c <= '9' {
-			if dot < 0 {
-				us = us*10 + int64(c-'0')
-				n++
-			} else if j-dot <= 3 {
-				frac = frac*10 + int64(c-'0')
-			} else {
-				break
-			}
-			continue
+	var us int64
+	for n := 0; n < 2 && j+8 <= len(b); n++ {
+		x := binary.LittleEndian.Uint64(b[j:])
+		if !eightDigits(x) {
+			break
 		}
-		if c == '.' && dot < 0 && n > 0 {
-			dot = j
-			continue
+		us = us*1e8 + int64(digits8(x))
+		j += 8
+	}
+	for ; j < len(b) && j-i < 16 && b[j] >= '0' && b[j] <= '9'; j++ {
+		us = us*10 + int64(b[j]-'0')
+	}
+	if j == i {
+		return general(b, i)
+	}
+	var frac int64
+	if j < len(b) && b[j] == '.' {
+		d := j + 1
+		for j = d; j < len(b) && j-d < 3 && b[j] >= '0' && b[j] <= '9'; j++ {
+			frac = frac*10 + int64(b[j]-'0')
 		}
-		break
+		if j == d {
+			return general(b, i)
+		}
+		for k := j - d; k < 3; k++ {
+			frac *= 10
+		}
 	}
 	if j >= len(b) {
 		return 0, incomplete, false
 	}
-	if c := b[j]; n > 0 && n <= 16 && (dot < 0 || j-dot > 1) && (c == ',' || c == '}' || c == ']' || isSpace(c)) {
-		if dot >= 0 {
-			for k := j - dot - 1; k < 3; k++ {
-				frac *= 10
-			}
-		}
+	switch b[j] {
+	case ',', '}', ']', ' ', '\n', '\r', '\t':
 		return us*1000 + frac, j, true
 	}
-	// Anything else (a sign, an exponent, more decimals, a string): the
-	// general path.
-	end = valueEnd(b, i)
+	// A sign, an exponent, more digits: the general path.
+	return general(b, i)
+}
+
+func general(b []byte, i int) (int64, int, bool) {
+	end := valueEnd(b, i)
 	if end < 0 {
 		return 0, end, false
 	}
-	ns, ok = parseMicros(b[i:end])
+	ns, ok := parseMicros(b[i:end])
 	return ns, end, ok
+}
+
+// eightDigits says whether the eight bytes of x are all ASCII digits.
+func eightDigits(x uint64) bool {
+	return (x&0xF0F0F0F0F0F0F0F0)|(((x+0x0606060606060606)&0xF0F0F0F0F0F0F0F0)>>4) == 0x3333333333333333
+}
+
+// digits8 converts eight ASCII digits (the first in the low byte) to their
+// value, with three multiplications.
+func digits8(x uint64) uint64 {
+	x -= 0x3030303030303030
+	x = x*10 + x>>8
+	return ((x&0x000000FF000000FF)*(100+1000000<<32) + (x>>16&0x000000FF000000FF)*(1+10000<<32)) >> 32
 }
 
 // parseInt reads an integer id (a fractional part, which old traces write

@@ -273,7 +273,11 @@ func (s *splitter) step() (it item, key, val []byte, done bool, err error) {
 			s.r = i
 			return 0, nil, nil, true, s.syntax("an event is not a JSON object")
 		}
-		n, msg := parseEvent(b[i:], &s.ev)
+		n, ok := fastEvent(b[i:], &s.ev)
+		var msg string
+		if !ok {
+			n, msg = parseEvent(b[i:], &s.ev)
+		}
 		if n == incomplete {
 			return 0, nil, nil, false, nil
 		}

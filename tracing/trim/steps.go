@@ -53,7 +53,7 @@ func stepOf(ev *event) (Step, bool) {
 	}
 	return Step{
 		Kind: st.Kind, Label: st.Label, BS: st.BS,
-		StartNS: ev.ts, EndNS: ev.end(), ext: ev.ext,
+		StartNS: ev.ts, EndNS: ev.end(), ext: ev.externalID(),
 		track: track{string(ev.pid), string(ev.tid)},
 	}, true
 }

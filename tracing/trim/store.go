@@ -13,7 +13,8 @@ import (
 // limit and in a temporary file beyond it, so that memory stays bounded
 // whatever the trace's size.
 type store struct {
-	mem   []byte // length-prefixed records
+	mem   [][]byte // chunks of length-prefixed records
+	size  int      // bytes in mem
 	limit int
 	dir   string
 	f     *os.File
@@ -26,9 +27,15 @@ func newStore(limit int, dir string) *store { return &store{limit: limit, dir: d
 
 func (s *store) add(raw []byte) error {
 	s.n++
-	if s.f == nil && len(s.mem)+len(raw)+4 <= s.limit {
-		s.mem = binary.LittleEndian.AppendUint32(s.mem, uint32(len(raw)))
-		s.mem = append(s.mem, raw...)
+	if s.f == nil && s.size+len(raw)+4 <= s.limit {
+		// Chunks of 1 MB: no copying as the store grows.
+		if len(s.mem) == 0 || cap(s.mem[len(s.mem)-1])-len(s.mem[len(s.mem)-1]) < len(raw)+4 {
+			s.mem = append(s.mem, make([]byte, 0, max(1<<20, len(raw)+4)))
+		}
+		c := &s.mem[len(s.mem)-1]
+		*c = binary.LittleEndian.AppendUint32(*c, uint32(len(raw)))
+		*c = append(*c, raw...)
+		s.size += len(raw) + 4
 		return nil
 	}
 	if s.f == nil {
@@ -52,12 +59,14 @@ func (s *store) add(raw []byte) error {
 // each calls fn with every record in the order added; the bytes are valid
 // during the call only.
 func (s *store) each(fn func(raw []byte) error) error {
-	for b := s.mem; len(b) > 0; {
-		n := int(binary.LittleEndian.Uint32(b))
-		if err := fn(b[4 : 4+n]); err != nil {
-			return err
+	for _, b := range s.mem {
+		for len(b) > 0 {
+			n := int(binary.LittleEndian.Uint32(b))
+			if err := fn(b[4 : 4+n]); err != nil {
+				return err
+			}
+			b = b[4+n:]
 		}
-		b = b[4+n:]
 	}
 	if s.f == nil {
 		return nil

@@ -24,7 +24,8 @@ type Options struct {
 	Window *Window
 	// MaxLag is how far the GPU may run behind the CPU: GPU events that
 	// late after the chosen steps are still matched to their launches.
-	// 0: 100 ms or the length of the kept window, whichever is longer.
+	// 0: the length of the kept window (at least 10 ms): an engine runs
+	// at most a step or so ahead of its GPU.
 	MaxLag time.Duration
 	// MemoryLimit bounds the bytes of events held for a later decision
 	// before they go to a temporary file in TempDir (0: 64 MB).
@@ -250,7 +251,7 @@ func (t *trimmer) setWindow(ws, we int64) {
 	t.ws, t.we = ws, we
 	lag := t.opts.MaxLag.Nanoseconds()
 	if lag <= 0 {
-		lag = max(int64(100*time.Millisecond), we-ws)
+		lag = max(int64(10*time.Millisecond), we-ws)
 	}
 	t.lo, t.hi = ws-lag, we+lag
 	t.res.StartNS, t.res.EndNS = ws, we
@@ -351,8 +352,8 @@ func (t *trimmer) decide() error {
 	t.setWindow(chosen[0].StartNS, we)
 	var ev event
 	return t.early.each(func(raw []byte) error {
-		if n, msg := parseEvent(raw, &ev); n < 0 {
-			return fmt.Errorf("re-reading a held event: %s", msg)
+		if err := reparse(raw, &ev); err != nil {
+			return err
 		}
 		return t.route(&ev)
 	})
@@ -369,6 +370,17 @@ func (t *trimmer) endEvents() error {
 		return err
 	}
 	t.out.endEvents()
+	return nil
+}
+
+// reparse reads an event held in a store.
+func reparse(raw []byte, ev *event) error {
+	if _, ok := fastEvent(raw, ev); ok {
+		return nil
+	}
+	if n, msg := parseEvent(raw, ev); n < 0 {
+		return fmt.Errorf("re-reading a held event: %s", msg)
+	}
 	return nil
 }
 
@@ -406,8 +418,8 @@ func (t *trimmer) route(ev *event) error {
 				// nested in them, or inspect would find other steps.
 				if t.isChosen(&st) {
 					t.keep(ev)
-					if ev.ext != 0 {
-						t.stepExt[ev.ext], t.annExt[ev.ext] = true, true
+					if x := ev.externalID(); x != 0 {
+						t.stepExt[x], t.annExt[x] = true, true
 					}
 				}
 				return nil
@@ -415,32 +427,38 @@ func (t *trimmer) route(ev *event) error {
 		}
 		if t.overlapsCPU(ev) {
 			t.keep(ev)
-			if ev.ext != 0 && string(ev.cat) == "user_annotation" {
-				t.annExt[ev.ext] = true
+			if string(ev.cat) == "user_annotation" {
+				if x := ev.externalID(); x != 0 {
+					t.annExt[x] = true
+				}
 			}
 		}
 	case classRuntime:
+		c := ev.correlation()
 		switch {
 		case ev.hasTS && ev.ts >= t.ws && ev.ts < t.we:
 			t.keep(ev)
-			if ev.corr != 0 {
-				t.launched[ev.corr] = t.launched[ev.corr] || launchesWork(ev.name)
+			if c != 0 {
+				t.launched[c] = t.launched[c] || launchesWork(ev.name)
 			}
-		case ev.corr != 0 && t.ran[ev.corr]:
+		case c != 0 && t.ran[c]:
 			t.keep(ev)
-		case ev.corr != 0 && t.inRange(ev):
+		case c != 0 && t.inRange(ev):
 			return t.heldLaunch.add(ev.raw)
 		}
 	case classGPU:
+		// GPU work more than MaxLag away from the window is not looked
+		// at further (its args are not even read).
 		switch {
 		case t.opts.Window != nil:
 			if t.overlapsCPU(ev) {
 				t.keepGPU(ev)
 			}
-		case ev.corr != 0 && t.launched[ev.corr] && t.opts.Window == nil:
+		case !t.inRange(ev):
+		case t.launched[ev.correlation()]:
 			t.keepGPU(ev)
 			t.hullOf(ev).add(ev.ts, ev.end())
-		case t.inRange(ev):
+		default:
 			return t.heldGPU.add(ev.raw)
 		}
 	case classGPUAnn:
@@ -462,8 +480,8 @@ func (t *trimmer) route(ev *event) error {
 func (t *trimmer) keepGPU(ev *event) {
 	t.keep(ev)
 	t.res.KernelsOut++
-	if ev.corr != 0 {
-		t.ran[ev.corr] = true
+	if c := ev.correlation(); c != 0 {
+		t.ran[c] = true
 	}
 }
 
@@ -498,12 +516,7 @@ func launchesWork(name []byte) bool {
 // event of the window has been seen.
 func (t *trimmer) resolve() error {
 	ev := &t.ev
-	parse := func(raw []byte) error {
-		if n, msg := parseEvent(raw, ev); n < 0 {
-			return fmt.Errorf("re-reading a held event: %s", msg)
-		}
-		return nil
-	}
+	parse := func(raw []byte) error { return reparse(raw, ev) }
 	steps := t.opts.Window == nil
 	// 1. The GPU span of the chosen steps: their GPU annotations and the
 	// GPU work their launches made.
@@ -514,7 +527,7 @@ func (t *trimmer) resolve() error {
 			}
 			switch classify(ev) {
 			case classGPU:
-				if ev.corr != 0 && t.launched[ev.corr] {
+				if c := ev.correlation(); c != 0 && t.launched[c] {
 					t.hullOf(ev).add(ev.ts, ev.end())
 				}
 			case classGPUAnn:
@@ -537,7 +550,7 @@ func (t *trimmer) resolve() error {
 		inHull := h != nil && ev.ts >= h.lo && ev.ts < h.hi
 		switch classify(ev) {
 		case classGPU:
-			if (ev.corr != 0 && t.launched[ev.corr]) || inHull {
+			if c := ev.correlation(); (c != 0 && t.launched[c]) || inHull {
 				t.keepGPU(ev)
 			}
 		case classGPUAnn:
@@ -545,7 +558,7 @@ func (t *trimmer) resolve() error {
 				if t.isStepTwin(ev) {
 					t.keep(ev)
 				}
-			} else if (ev.ext != 0 && t.annExt[ev.ext]) || (h != nil && ev.ts < h.hi && ev.end() > h.lo) {
+			} else if x := ev.externalID(); (x != 0 && t.annExt[x]) || (h != nil && ev.ts < h.hi && ev.end() > h.lo) {
 				t.keep(ev)
 			}
 		}
@@ -559,7 +572,7 @@ func (t *trimmer) resolve() error {
 		if err := parse(raw); err != nil {
 			return err
 		}
-		if t.ran[ev.corr] {
+		if c := ev.correlation(); c != 0 && t.ran[c] {
 			t.keep(ev)
 		}
 		return nil
@@ -605,8 +618,8 @@ func (t *trimmer) isStepTwin(ev *event) bool {
 	if _, ok := t.stepLabel(ev); !ok {
 		return false
 	}
-	if ev.ext != 0 {
-		return t.stepExt[ev.ext]
+	if x := ev.externalID(); x != 0 {
+		return t.stepExt[x]
 	}
 	name := nameString(ev.name)
 	for _, c := range t.chosen {
