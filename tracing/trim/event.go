@@ -207,13 +207,12 @@ func parseEvent(b []byte, ev *event) (int, string) {
 				}
 			}
 		case keyTS:
-			var ok bool
-			ev.ts, e, ok = microsAt(b, i)
-			if e >= 0 {
-				if !ok && b[i] != '"' {
-					return invalid, fmt.Sprintf("bad time %q", b[i:e])
-				}
-				ev.hasTS = ok
+			// A ts that is not a number of microseconds leaves the event
+			// without a time (it is then dropped, as viewers would).
+			if c := b[i]; c == '-' || (c >= '0' && c <= '9') {
+				ev.ts, e, ev.hasTS = microsAt(b, i)
+			} else {
+				e = valueEnd(b, i)
 			}
 		case keyDur:
 			if e = valueEnd(b, i); e >= 0 {

@@ -447,18 +447,19 @@ func (t *trimmer) route(ev *event) error {
 			return t.heldLaunch.add(ev.raw)
 		}
 	case classGPU:
-		// GPU work more than MaxLag away from the window is not looked
-		// at further (its args are not even read).
 		switch {
 		case t.opts.Window != nil:
 			if t.overlapsCPU(ev) {
 				t.keepGPU(ev)
 			}
-		case !t.inRange(ev):
+		case ev.ts < t.lo:
+			// Before the window: no chosen launch made it (its args are
+			// not even read).
 		case t.launched[ev.correlation()]:
+			// Launched in the window, however late it ran.
 			t.keepGPU(ev)
 			t.hullOf(ev).add(ev.ts, ev.end())
-		default:
+		case t.inRange(ev):
 			return t.heldGPU.add(ev.raw)
 		}
 	case classGPUAnn:
