@@ -118,7 +118,7 @@ func listSteps(ctx context.Context, path string, w io.Writer) error {
 
 func printSteps(w io.Writer, steps []trim.Step) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "  step\tkind\tbs\tstart_us\tdur_us\tlabel")
+	fmt.Fprintln(tw, "  step\tkind\tbs\tstart_us\tcpu_dur_us\tlabel")
 	for _, s := range steps {
 		fmt.Fprintf(tw, "  %d\t%s\t%d\t%s\t%s\t%s\n", s.Index, s.Kind, s.BS, trim.FormatMicros(s.StartNS), trim.FormatMicros(s.EndNS-s.StartNS), s.Label)
 	}

@@ -27,7 +27,7 @@ func TestTrimCommand(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
 	require.Regexp(t, `^wrote .*cut\.json\.gz: \d+ of \d+ events \(\d+ GPU kernels and copies\), [0-9.]+ MB \(from [0-9.]+ MB\) in [0-9.]+ s$`, lines[0])
 	require.Equal(t, "kept 2 of 21 steps:", lines[1])
-	require.Regexp(t, `^\s+step\s+kind\s+bs\s+start_us\s+dur_us\s+label$`, lines[2])
+	require.Regexp(t, `^\s+step\s+kind\s+bs\s+start_us\s+cpu_dur_us\s+label$`, lines[2])
 	step := regexp.MustCompile(`^\s+(\d+)\s+decode\s+8\s+[0-9.]+\s+[0-9.]+\s+decode\[bs=8 `)
 	require.Regexp(t, step, lines[3])
 	require.Regexp(t, step, lines[4])

@@ -375,9 +375,10 @@ func inCPUSection(ev *event) bool {
 //	{"ph": "X", "cat": C, "name": N, "pid": P, "tid": T, "ts": TS, "dur": D, "args": {...}}
 //	{"ph": "f", "id": I, "pid": P, "tid": T, "ts": TS, "cat": C, "name": N, "bp": "e"}
 //
-// (on one line or several). fastEvent reads events of those shapes with
-// one comparison per key instead of a lookup; ok is false for any other
-// shape, which parseEvent reads.
+// (on one line, or with "ts" and "args" or "cat" on lines of their own).
+// fastEvent reads events of those shapes with a word compare or two per
+// member instead of a key lookup; ok is false for any other shape, which
+// parseEvent reads.
 func fastEvent(b []byte, ev *event) (n int, ok bool) {
 	*ev = event{}
 	i := skipSpace(b, 1)
@@ -389,56 +390,56 @@ func fastEvent(b []byte, ev *event) (n int, ok bool) {
 	var e int
 	switch ev.ph {
 	case 'X':
-		if i, ev.cat = stringMember(b, i, litCat); i < 0 {
+		if i, ev.cat = stringMember(b, i, &sepCat); i < 0 {
 			return 0, false
 		}
-		if i, ev.name = stringMember(b, i, litName); i < 0 {
+		if i, ev.name = stringMember(b, i, &sepName); i < 0 {
 			return 0, false
 		}
-		if i, ev.pid = scalarMember(b, i, litPid); i < 0 {
+		if i, ev.pid = scalarMember(b, i, &sepPid); i < 0 {
 			return 0, false
 		}
-		if i, ev.tid = scalarMember(b, i, litTid); i < 0 {
+		if i, ev.tid = scalarMember(b, i, &sepTid); i < 0 {
 			return 0, false
 		}
-		if i = expect(b, skipComma(b, i), litTS); i < 0 {
+		if i = member(b, i, &sepTS); i < 0 {
 			return 0, false
 		}
 		if ev.ts, e, ev.hasTS = microsAt(b, i); e < 0 || !ev.hasTS {
 			return 0, false
 		}
-		if i, ev.durRaw = scalarMember(b, e, litDur); i < 0 {
+		if i, ev.durRaw = scalarMember(b, e, &sepDur); i < 0 {
 			return 0, false
 		}
-		if j := expect(b, skipComma(b, i), litArgs); j >= 0 && j < len(b) && b[j] == '{' {
+		if j := member(b, i, &sepArgs); j >= 0 && j < len(b) && b[j] == '{' {
 			if e = compositeEnd(b, j); e < 0 {
 				return 0, false
 			}
 			ev.argsRaw, i = b[j:e], e
 		}
 	case 's', 'f', 't':
-		if i, ev.id = scalarMember(b, i, litID); i < 0 {
+		if i, ev.id = scalarMember(b, i, &sepID); i < 0 {
 			return 0, false
 		}
-		if i, ev.pid = scalarMember(b, i, litPid); i < 0 {
+		if i, ev.pid = scalarMember(b, i, &sepPid); i < 0 {
 			return 0, false
 		}
-		if i, ev.tid = scalarMember(b, i, litTid); i < 0 {
+		if i, ev.tid = scalarMember(b, i, &sepTid); i < 0 {
 			return 0, false
 		}
-		if i = expect(b, skipComma(b, i), litTS); i < 0 {
+		if i = member(b, i, &sepTS); i < 0 {
 			return 0, false
 		}
 		if ev.ts, e, ev.hasTS = microsAt(b, i); e < 0 || !ev.hasTS {
 			return 0, false
 		}
-		if i, ev.cat = stringMember(b, e, litCat); i < 0 {
+		if i, ev.cat = stringMember(b, e, &sepCat); i < 0 {
 			return 0, false
 		}
-		if i, ev.name = stringMember(b, i, litName); i < 0 {
+		if i, ev.name = stringMember(b, i, &sepName); i < 0 {
 			return 0, false
 		}
-		if j, _ := stringMember(b, i, litBP); j >= 0 {
+		if j, _ := stringMember(b, i, &sepBP); j >= 0 {
 			i = j
 		}
 	default:
@@ -451,30 +452,54 @@ func fastEvent(b []byte, ev *event) (n int, ok bool) {
 	return i + 1, true
 }
 
-// lit is a literal of at most eight bytes (a key with its quotes, colon
-// and space) and the word it loads as.
+// lit is a literal of at most sixteen bytes and the two words it loads as.
 type lit struct {
-	s          string
-	word, mask uint64
+	s    string
+	w, m [2]uint64
 }
 
 func newLit(s string) lit {
-	var w [8]byte
-	copy(w[:], s)
-	return lit{s, binary.LittleEndian.Uint64(w[:]), uint64(1)<<(8*len(s)) - 1}
+	var b [16]byte
+	copy(b[:], s)
+	l := lit{s: s}
+	for k := range 2 {
+		l.w[k] = binary.LittleEndian.Uint64(b[8*k:])
+		if n := len(s) - 8*k; n >= 8 {
+			l.m[k] = ^uint64(0)
+		} else if n > 0 {
+			l.m[k] = uint64(1)<<(8*n) - 1
+		}
+	}
+	return l
+}
+
+// at says whether l is at b[i].
+func (l *lit) at(b []byte, i int) bool {
+	if i+16 <= len(b) {
+		return binary.LittleEndian.Uint64(b[i:])&l.m[0] == l.w[0] && binary.LittleEndian.Uint64(b[i+8:])&l.m[1] == l.w[1]
+	}
+	return i+len(l.s) <= len(b) && string(b[i:i+len(l.s)]) == l.s
+}
+
+// sepKey is a member key with the separator and key Kineto writes before a
+// value: `, "key": ` on one line, or `,\n    "key": ` on a new one.
+type sepKey struct{ bare, line, newline lit }
+
+func newSepKey(k string) sepKey {
+	return sepKey{newLit(`"` + k + `": `), newLit(`, "` + k + `": `), newLit(",\n    \"" + k + `": `)}
 }
 
 var (
 	litPh   = newLit(`"ph": "`)
-	litCat  = newLit(`"cat": `)
-	litName = newLit(`"name": `)
-	litPid  = newLit(`"pid": `)
-	litTid  = newLit(`"tid": `)
-	litTS   = newLit(`"ts": `)
-	litDur  = newLit(`"dur": `)
-	litArgs = newLit(`"args": `)
-	litID   = newLit(`"id": `)
-	litBP   = newLit(`"bp": `)
+	sepCat  = newSepKey("cat")
+	sepName = newSepKey("name")
+	sepPid  = newSepKey("pid")
+	sepTid  = newSepKey("tid")
+	sepTS   = newSepKey("ts")
+	sepDur  = newSepKey("dur")
+	sepArgs = newSepKey("args")
+	sepID   = newSepKey("id")
+	sepBP   = newSepKey("bp")
 )
 
 // expect matches l at b[i] after white space; -1 when it is not there.
@@ -482,38 +507,33 @@ func expect(b []byte, i int, l lit) int {
 	if i < 0 {
 		return -1
 	}
-	i = skipSpace(b, i)
-	if i+8 <= len(b) {
-		if binary.LittleEndian.Uint64(b[i:])&l.mask != l.word {
-			return -1
-		}
-		return i + len(l.s)
-	}
-	if i+len(l.s) > len(b) || string(b[i:i+len(l.s)]) != l.s {
+	if i = skipSpace(b, i); !l.at(b, i) {
 		return -1
 	}
 	return i + len(l.s)
 }
 
-// skipComma passes the ',' after a member; -1 when there is none.
-func skipComma(b []byte, i int) int {
-	if i < 0 {
-		return -1
+// member passes the separator and key k after a value ending at b[i] and
+// returns where the member's value starts; -1 when k is not next.
+func member(b []byte, i int, k *sepKey) int {
+	switch {
+	case k.line.at(b, i):
+		return i + len(k.line.s)
+	case k.newline.at(b, i):
+		return i + len(k.newline.s)
 	}
-	if i+1 < len(b) && b[i] == ',' && b[i+1] == ' ' {
-		return i + 2 // the usual ", "
-	}
+	// Other white space.
 	i = skipSpace(b, i)
 	if i >= len(b) || b[i] != ',' {
 		return -1
 	}
-	return i + 1
+	return expect(b, i+1, k.bare)
 }
 
-// stringMember reads `, "key": "value"` (the comma only when i is past a
-// value) and returns the index past it and the value between the quotes.
-func stringMember(b []byte, i int, key lit) (int, []byte) {
-	if i = expect(b, skipComma(b, i), key); i < 0 || i >= len(b) || b[i] != '"' {
+// stringMember reads the member k with a string value after b[i] and
+// returns the index past it and the value between the quotes.
+func stringMember(b []byte, i int, k *sepKey) (int, []byte) {
+	if i = member(b, i, k); i < 0 || i >= len(b) || b[i] != '"' {
 		return -1, nil
 	}
 	e := stringEnd(b, i)
@@ -523,10 +543,10 @@ func stringMember(b []byte, i int, key lit) (int, []byte) {
 	return e, b[i+1 : e-1]
 }
 
-// scalarMember reads `, "key": value` for a number or a string and returns
-// the index past it and the value as written.
-func scalarMember(b []byte, i int, key lit) (int, []byte) {
-	if i = expect(b, skipComma(b, i), key); i < 0 || i >= len(b) {
+// scalarMember reads the member k with a number or a string after b[i] and
+// returns the index past it and the value as written.
+func scalarMember(b []byte, i int, k *sepKey) (int, []byte) {
+	if i = member(b, i, k); i < 0 || i >= len(b) {
 		return -1, nil
 	}
 	var e int

@@ -34,21 +34,25 @@ func File(ctx context.Context, in, out string, force bool, opts Options) (*Resul
 	}
 	defer f.Close()
 	var res *Result
+	var trimErr error
 	err = atomicfile.WriteFunc(out, func(w io.Writer) error {
 		var zw *gzip.Writer
 		if strings.HasSuffix(out, ".gz") {
 			zw = gzip.NewWriter(w)
 			w = zw
 		}
-		var err error
-		res, err = Trim(ctx, f, w, opts)
-		if err != nil {
-			return fmt.Errorf("%s: %w", in, err)
+		res, trimErr = Trim(ctx, f, w, opts)
+		if trimErr != nil {
+			return trimErr
 		}
 		if zw != nil {
 			return zw.Close()
 		}
 		return nil
 	})
+	if trimErr != nil {
+		// About the input, not the output (which is not written).
+		return nil, fmt.Errorf("%s: %w", in, trimErr)
+	}
 	return res, err
 }

@@ -32,7 +32,7 @@ func skipSpace(b []byte, i int) int {
 // takes over.
 func stringEnd(b []byte, i int) int {
 	j := i + 1
-	for lim := min(len(b)-8, j+64); j <= lim; j += 8 {
+	for lim := min(len(b)-8, j+16); j <= lim; j += 8 {
 		x := binary.LittleEndian.Uint64(b[j:])
 		q := x ^ (lsb * '"')
 		e := x ^ (lsb * '\\')

@@ -2,6 +2,7 @@ package trim
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -118,10 +119,12 @@ func describe(steps []Step) string {
 	return fmt.Sprintf("%d %s (%s), numbered 0 to %d", len(steps), noun, strings.Join(parts, ", "), len(steps)-1)
 }
 
+var errNoSteps = errors.New("the trace has no step annotations on the CPU side (engine labels such as decode[...], or ProfilerStep#N): cut it by time with --window t0:t1 instead")
+
 // choose picks the steps the options ask for.
 func choose(steps []Step, opts *Options) ([]Step, error) {
 	if len(steps) == 0 {
-		return nil, fmt.Errorf("the trace has no step annotations on the CPU side (engine labels such as decode[...], or ProfilerStep#N): cut it by time with --window t0:t1 instead")
+		return nil, errNoSteps
 	}
 	if r := opts.Steps; r != nil {
 		if r.From < 0 || r.To <= r.From || r.To > len(steps) {

@@ -206,7 +206,8 @@ type trimmer struct {
 	ws, we  int64 // CPU window
 	lo, hi  int64 // the window widened by MaxLag: what may still matter
 	early   *store
-	late    int // step annotations seen after the steps were chosen
+	seen    span // the time span of the events read before the choice
+	late    int  // step annotations seen after the steps were chosen
 
 	heldGPU, heldLaunch, heldFlow *store
 
@@ -316,7 +317,13 @@ func (t *trimmer) run(ctx context.Context, sp *splitter) error {
 // event takes one event of the stream.
 func (t *trimmer) event(ev *event) error {
 	if !t.decided {
-		if inCPUSection(ev) {
+		if ev.hasTS && ev.ph != 'M' {
+			t.seen.add(ev.ts, ev.end())
+		}
+		// The step annotations are all in the first section. Should none
+		// be there (a trace in another order), hold on a while longer.
+		held := len(t.finder.engine) + len(t.finder.profiler)
+		if inCPUSection(ev) || (held == 0 && t.early.size < t.opts.MemoryLimit && t.early.f == nil) {
 			t.finder.add(ev)
 			return t.early.add(ev.raw)
 		}
@@ -337,6 +344,9 @@ func (t *trimmer) decide() error {
 	steps := t.finder.steps()
 	t.res.TraceSteps = steps
 	chosen, err := choose(steps, t.opts)
+	if errors.Is(err, errNoSteps) && t.seen.hi > t.seen.lo {
+		return fmt.Errorf("%w (its first events span %s:%s µs)", err, formatMicros(t.seen.lo), formatMicros(t.seen.hi))
+	}
 	if err != nil {
 		return err
 	}
