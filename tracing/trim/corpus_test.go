@@ -3,6 +3,7 @@ package trim_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -80,4 +81,49 @@ func TestCorpusGzipAndPlainAgree(t *testing.T) {
 	require.NoError(t, gunzip(src, &unzipped))
 	b, _ := doTrim(t, unzipped.Bytes(), trim.Options{Steps: &trim.StepRange{From: 0, To: 1}})
 	require.Equal(t, string(a), string(b))
+}
+
+// A CUDA trace writes each kernel before its launch: the arrows between
+// them are kept all the same, every one whose two ends the trimmed trace
+// holds (here, the only step: all of them).
+func TestCorpusCUDAFlowsKept(t *testing.T) {
+	t.Parallel()
+	src, err := os.ReadFile(corpus.Path(t, "traces/qwen1.5-0.5b-forward-h100.json.gz"))
+	require.NoError(t, err)
+	out, res := doTrim(t, src, trim.Options{Steps: &trim.StepRange{From: 0, To: 1}})
+	require.Len(t, res.TraceSteps, 1)
+	var plain bytes.Buffer
+	require.NoError(t, gunzip(src, &plain))
+	want, got := pairedFlows(t, plain.Bytes()), pairedFlows(t, out)
+	require.NotZero(t, want)
+	require.Equal(t, want, got)
+}
+
+// pairedFlows counts the flow ids that have both a start and an end.
+func pairedFlows(t *testing.T, data []byte) int {
+	t.Helper()
+	var doc struct {
+		TraceEvents []struct {
+			Ph  string          `json:"ph"`
+			Cat string          `json:"cat"`
+			ID  json.RawMessage `json:"id"`
+		} `json:"traceEvents"`
+	}
+	require.NoError(t, json.Unmarshal(data, &doc))
+	ends := map[string]int{}
+	for _, e := range doc.TraceEvents {
+		switch e.Ph {
+		case "s":
+			ends[e.Cat+string(e.ID)] |= 1
+		case "f":
+			ends[e.Cat+string(e.ID)] |= 2
+		}
+	}
+	n := 0
+	for _, v := range ends {
+		if v == 3 {
+			n++
+		}
+	}
+	return n
 }

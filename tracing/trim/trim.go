@@ -481,8 +481,15 @@ func (t *trimmer) route(ev *event) error {
 			return t.heldGPU.add(ev.raw)
 		}
 	case classFlow:
+		// Near the window, or the arrow of GPU work launched in it that
+		// ran late (a flow id is the launch's correlation id).
 		if t.inRange(ev) {
 			return t.heldFlow.add(ev.raw)
+		}
+		if ev.hasTS && ev.ts >= t.hi && len(ev.id) > 0 {
+			if c, ok := parseInt(ev.id); ok && t.launched[c] {
+				return t.heldFlow.add(ev.raw)
+			}
 		}
 	}
 	return nil
