@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/klauspost/compress/gzip"
 )
 
@@ -39,9 +41,20 @@ func checkChromeTrace(data []byte) error {
 	if !ok {
 		return fmt.Errorf("no traceEvents")
 	}
-	var events []map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &events); err != nil {
-		return fmt.Errorf("traceEvents is not an array of objects: %w", err)
+	// Typed fields, json v2: a 60 MB trace checks in seconds, not tens.
+	var events []struct {
+		Ph   *string        `json:"ph"`
+		Name *string        `json:"name"`
+		Pid  jsontext.Value `json:"pid"`
+		Tid  jsontext.Value `json:"tid"`
+		ID   jsontext.Value `json:"id"`
+		TS   *float64       `json:"ts"`
+		Dur  *float64       `json:"dur"`
+		Cat  string         `json:"cat"`
+		Args jsontext.Value `json:"args"`
+	}
+	if err := jsonv2.Unmarshal(raw, &events); err != nil {
+		return fmt.Errorf("traceEvents is not an array of well-typed events: %w", err)
 	}
 	type slice struct {
 		pid, tid string
@@ -56,54 +69,50 @@ func checkChromeTrace(data []byte) error {
 	}
 	flows := map[flowKey][]flowEnd{}
 	for i, ev := range events {
-		var ph string
-		if err := json.Unmarshal(ev["ph"], &ph); err != nil || len(ph) != 1 {
-			return fmt.Errorf("traceEvents[%d]: ph %s is not a one-letter string", i, ev["ph"])
+		if ev.Ph == nil || len(*ev.Ph) != 1 {
+			return fmt.Errorf("traceEvents[%d]: ph is not a one-letter string", i)
 		}
-		var name string
-		if err := json.Unmarshal(ev["name"], &name); err != nil {
-			return fmt.Errorf("traceEvents[%d]: name %s is not a string", i, ev["name"])
+		ph := *ev.Ph
+		if ev.Name == nil {
+			return fmt.Errorf("traceEvents[%d]: no name", i)
 		}
-		pid, tid := string(ev["pid"]), string(ev["tid"])
-		if !isID(ev["pid"]) || (ph != "M" && !isID(ev["tid"])) {
+		pid, tid := string(ev.Pid), string(ev.Tid)
+		if !isID(ev.Pid) || (ph != "M" && !isID(ev.Tid)) {
 			return fmt.Errorf("traceEvents[%d]: pid %s / tid %s is not a number or a string", i, pid, tid)
 		}
 		var ts float64
 		if ph != "M" {
-			if err := json.Unmarshal(ev["ts"], &ts); err != nil {
-				return fmt.Errorf("traceEvents[%d]: ts %s is not a number", i, ev["ts"])
+			if ev.TS == nil {
+				return fmt.Errorf("traceEvents[%d]: no ts", i)
 			}
+			ts = *ev.TS
 		}
 		switch ph {
 		case "X":
-			var dur float64
-			if err := json.Unmarshal(ev["dur"], &dur); err != nil || dur < 0 {
-				return fmt.Errorf("traceEvents[%d]: X event with dur %s (want a number >= 0)", i, ev["dur"])
+			if ev.Dur == nil || *ev.Dur < 0 {
+				return fmt.Errorf("traceEvents[%d]: X event with dur %v (want a number >= 0)", i, ev.Dur)
 			}
 			starts[slice{pid, tid, ts}] = true
 		case "M":
 			var args map[string]json.RawMessage
-			if err := json.Unmarshal(ev["args"], &args); err != nil {
+			if err := json.Unmarshal(ev.Args, &args); err != nil {
 				return fmt.Errorf("traceEvents[%d]: M event without args", i)
 			}
 			key := map[string]string{
 				"process_name": "name", "thread_name": "name", "process_labels": "labels",
 				"process_sort_index": "sort_index", "thread_sort_index": "sort_index",
-			}[name]
+			}[*ev.Name]
 			if key == "" {
-				return fmt.Errorf("traceEvents[%d]: M event %q is not a process or thread property", i, name)
+				return fmt.Errorf("traceEvents[%d]: M event %q is not a process or thread property", i, *ev.Name)
 			}
 			if _, ok := args[key]; !ok {
-				return fmt.Errorf("traceEvents[%d]: M event %q without args.%s", i, name, key)
+				return fmt.Errorf("traceEvents[%d]: M event %q without args.%s", i, *ev.Name, key)
 			}
 		case "s", "t", "f":
-			id, ok := ev["id"]
-			if !ok || !isID(id) {
+			if !isID(ev.ID) {
 				return fmt.Errorf("traceEvents[%d]: flow event without an id", i)
 			}
-			var cat string
-			json.Unmarshal(ev["cat"], &cat)
-			k := flowKey{cat, string(id)}
+			k := flowKey{ev.Cat, string(ev.ID)}
 			flows[k] = append(flows[k], flowEnd{ph, slice{pid, tid, ts}, i})
 		}
 	}
@@ -123,16 +132,9 @@ func checkChromeTrace(data []byte) error {
 	return nil
 }
 
-func isID(raw json.RawMessage) bool {
-	var v any
-	if json.Unmarshal(raw, &v) != nil {
-		return false
-	}
-	switch v.(type) {
-	case float64, string:
-		return true
-	}
-	return false
+// isID says whether a pid, tid or flow id is a number or a string.
+func isID(raw jsontext.Value) bool {
+	return len(raw) > 0 && (raw.Kind() == '"' || raw.Kind() == '0')
 }
 
 func gunzip(data []byte, w io.Writer) error {

@@ -27,8 +27,9 @@ type Options struct {
 	// 0: the length of the kept window (at least 10 ms): an engine runs
 	// at most a step or so ahead of its GPU.
 	MaxLag time.Duration
-	// MemoryLimit bounds the bytes of events held for a later decision
-	// before they go to a temporary file in TempDir (0: 64 MB).
+	// MemoryLimit bounds the bytes of events held in memory for a later
+	// decision; past it they go to a temporary file in TempDir (0: 64 MB;
+	// "" is the system's temporary directory).
 	MemoryLimit int
 	TempDir     string
 }
@@ -174,12 +175,15 @@ type startKey struct {
 	ts       int64
 }
 
-// span is a time interval [lo, hi].
-type span struct{ lo, hi int64 }
+// span is a time interval [lo, hi], empty until the first add.
+type span struct {
+	lo, hi int64
+	set    bool
+}
 
 func (s *span) add(lo, hi int64) {
-	if s.hi == 0 && s.lo == 0 {
-		s.lo, s.hi = lo, hi
+	if !s.set {
+		s.lo, s.hi, s.set = lo, hi, true
 		return
 	}
 	s.lo, s.hi = min(s.lo, lo), max(s.hi, hi)
@@ -225,7 +229,7 @@ func newTrimmer(opts *Options, w *bufio.Writer) *trimmer {
 		opts:       opts,
 		out:        output{w: w},
 		early:      newStore(opts.MemoryLimit, opts.TempDir),
-		heldGPU:    newStore(opts.MemoryLimit, opts.TempDir),
+		heldGPU:    newStore(opts.MemoryLimit/2, opts.TempDir),
 		heldLaunch: newStore(opts.MemoryLimit/4, opts.TempDir),
 		heldFlow:   newStore(opts.MemoryLimit/4, opts.TempDir),
 		launched:   map[int64]bool{},
@@ -344,7 +348,7 @@ func (t *trimmer) decide() error {
 	steps := t.finder.steps()
 	t.res.TraceSteps = steps
 	chosen, err := choose(steps, t.opts)
-	if errors.Is(err, errNoSteps) && t.seen.hi > t.seen.lo {
+	if errors.Is(err, errNoSteps) && t.seen.set {
 		return fmt.Errorf("%w (its first events span %s:%s µs)", err, formatMicros(t.seen.lo), formatMicros(t.seen.hi))
 	}
 	if err != nil {
@@ -361,12 +365,14 @@ func (t *trimmer) decide() error {
 	}
 	t.setWindow(chosen[0].StartNS, we)
 	var ev event
-	return t.early.each(func(raw []byte) error {
+	err = t.early.each(func(raw []byte) error {
 		if err := reparse(raw, &ev); err != nil {
 			return err
 		}
 		return t.route(&ev)
 	})
+	t.early.close() // the held events' memory is for the rest now
+	return err
 }
 
 // endEvents decides the held events and closes traceEvents.
