@@ -334,7 +334,7 @@ func (t *trimmer) event(ev *event) error {
 		if err := t.decide(); err != nil {
 			return err
 		}
-	} else if t.opts.Window == nil && inCPUSection(ev) {
+	} else if t.opts.Window == nil && mayBeStep(ev) {
 		if _, ok := stepOf(ev); ok {
 			t.late++
 		}
@@ -428,7 +428,7 @@ func (t *trimmer) route(ev *event) error {
 			t.keep(ev)
 		}
 	case classCPU:
-		if t.opts.Window == nil {
+		if t.opts.Window == nil && mayBeStep(ev) {
 			if st, ok := stepOf(ev); ok && (st.Kind == tracing.StepProfiler) == t.finder.profilerTier() {
 				// A step annotation: only the chosen steps and labels
 				// nested in them, or inspect would find other steps.
