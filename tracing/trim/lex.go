@@ -97,7 +97,29 @@ func prefixXor8(q uint8) uint8 {
 // b[i]. It checks that brackets nest (the grammar between them is not
 // checked: skipped values are copied or dropped, never interpreted).
 func compositeEnd(b []byte, i int) int {
+	if e := flatObjectEnd(b, i); e > 0 {
+		return e
+	}
 	return nestedEnd(b, i+1, []byte{b[i]})
+}
+
+// flatObjectEnd is the common case of compositeEnd, an object of numbers and
+// plain strings (the args of Python frames and most kernels): the first '}'
+// ends it when nothing before it opens a value or escapes a quote, and the
+// quotes before it pair up. 0 when that is not so.
+func flatObjectEnd(b []byte, i int) int {
+	if b[i] != '{' {
+		return 0
+	}
+	k := bytes.IndexByte(b[i+1:min(len(b), i+1024)], '}')
+	if k < 0 {
+		return 0
+	}
+	body := b[i+1 : i+1+k]
+	if bytes.IndexByte(body, '{') >= 0 || bytes.IndexByte(body, '[') >= 0 || bytes.IndexByte(body, ']') >= 0 || bytes.IndexByte(body, '\\') >= 0 || bytes.Count(body, []byte{'"'})&1 != 0 {
+		return 0
+	}
+	return i + 2 + k
 }
 
 // nestedEnd returns the index past the bracket that closes the innermost

@@ -48,6 +48,23 @@ var splitSeeds = []string{
   "traceName": "x",
   "baseTimeNanoseconds": 1768568067000000000
 }`,
+	// Python frames and kernels as Kineto writes them, one with a brace
+	// in its name, one with a nested args value, one with a string pid.
+	`{"traceEvents": [
+  {
+    "ph": "X", "cat": "python_function", "name": "a.py(1): f {x}", "pid": 2451, "tid": 2451,
+    "ts": 4912346934909.575, "dur": 4.266,
+    "args": {
+      "Python parent id": 51139, "Python id": 52871, "Python thread": 0
+    }
+  },
+  {
+    "ph": "X", "cat": "kernel", "name": "void k<{lambda()#1}>(int)", "pid": 0, "tid": 7, "ts": 1428625781193.13, "dur": 1.568, "args": {"External id": 22613, "device": 0, "stream": 7, "correlation": 699188, "grid": [18, 1, 1], "block": [128, 1, 1]}
+  },
+  {
+    "ph": "X", "cat": "kernel", "name": "k", "pid": "GPU 0", "tid": 7, "ts": 3, "dur": 1, "args": {}
+  }
+  ]}`,
 	// Compact, string pids, legacy categories, an escaped name, nested args.
 	`{"traceEvents": [{"ph": "X", "cat": "Kernel", "name": "a\\b\"c", "pid": 0, "tid": "stream 7", "ts": 1623142623531625, "dur": 2, "args": {"correlation": 34441, "external id": 544, "x": {"y": [1, {"z": "}"}]}}}, {"ph": "s", "id": 34417, "pid": 25738, "tid": 25738, "ts": 1623142623529088, "cat": "async", "name": "launch"}], "schemaVersion": 1}`,
 	// Members in another order, exponents, an empty event, odd whitespace.
@@ -148,7 +165,7 @@ func view(e *event) eventView {
 // Events cut anywhere by the read-ahead chunks split the same.
 func TestSplitAcrossReads(t *testing.T) {
 	t.Parallel()
-	for i, s := range splitSeeds[:3] {
+	for i, s := range splitSeeds[:4] {
 		whole, err := splitAll(t, bytes.NewReader([]byte(s)))
 		require.NoError(t, err, "seed %d", i)
 		bytewise, err := splitAll(t, iotest.OneByteReader(bytes.NewReader([]byte(s))))
