@@ -23,6 +23,7 @@ func runTrim(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	steps := fs.String("steps", "", "keep steps `a:b` (a to b-1, numbered from 0 in start order as --list shows)")
 	window := fs.String("window", "", "keep what overlaps `t0:t1`, in microseconds as the trace writes ts")
 	force := fs.Bool("force", false, "replace OUT when it exists")
+	maxLag := fs.Duration("max-lag", 0, "how far the GPU may run behind the chosen steps (default: their length, at least 10ms)")
 	list := fs.Bool("list", false, "print the trace's steps (index, kind, batch size, start, duration, label) and stop")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: profile-model trim TRACE -o OUT (--decode N | --steps a:b | --window t0:t1) [--force]\n       profile-model trim TRACE --list\n\nWrite a small valid trace holding chosen steps of a large one (metadata, the steps'\nCPU and GPU events, their launches, flows and annotations), reading it once.")
@@ -35,7 +36,7 @@ func runTrim(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if *list {
 		return listSteps(ctx, trace, stdout)
 	}
-	var opts trim.Options
+	opts := trim.Options{MaxLag: *maxLag}
 	chosen := 0
 	if *decode != 0 {
 		chosen++

@@ -617,9 +617,10 @@ func (t *trimmer) resolve() error {
 			}
 		}
 	}
-	if lost > 0 {
+	// (A time window cuts GPU work launched in it that runs after it.)
+	if lost > 0 && t.opts.Window == nil {
 		lag := time.Duration(t.hi - t.we)
-		t.res.Warnings = append(t.res.Warnings, fmt.Sprintf("%d of the %d GPU launches in the window have no GPU event in the trimmed trace: the profiler dropped them, or they ran more than %v after the window (raise the lag allowance)", lost, total, lag))
+		t.res.Warnings = append(t.res.Warnings, fmt.Sprintf("%d of the %d GPU launches of the chosen steps have no GPU event in the trimmed trace: the profiler dropped them, or (in a trace that writes kernels before their launches) they ran more than %v after the steps: raise --max-lag", lost, total, lag))
 	}
 	return nil
 }

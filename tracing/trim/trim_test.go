@@ -118,7 +118,7 @@ func TestTrimKeepsChosenStepsExactly(t *testing.T) {
 		{"steps 0:3 with the first prefill", synth.GenerateOptions{DecodeSteps: 10, PrefillSteps: 1}, trim.Options{Steps: &trim.StepRange{From: 0, To: 3}}, map[string]int{"prefill": 1, "decode": 2}},
 		{"the last steps", synth.GenerateOptions{DecodeSteps: 10}, trim.Options{Steps: &trim.StepRange{From: 8, To: 10}}, map[string]int{"decode": 2}},
 		{"every step", synth.GenerateOptions{DecodeSteps: 6, PrefillSteps: 1}, trim.Options{Steps: &trim.StepRange{From: 0, To: 7}}, map[string]int{"decode": 6, "prefill": 1}},
-		{"steps that lost their GPU events", synth.GenerateOptions{DecodeSteps: 20, GPUWindow: 60 * time.Millisecond}, trim.Options{Steps: &trim.StepRange{From: 0, To: 2}}, map[string]int{"decode": 2}},
+		{"steps that lost their GPU events", synth.GenerateOptions{DecodeSteps: 20, GPUWindow: 10 * time.Millisecond}, trim.Options{Steps: &trim.StepRange{From: 0, To: 2}}, map[string]int{"decode": 2}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -378,4 +378,22 @@ func TestCheckChromeTraceCatches(t *testing.T) {
 			require.ErrorContains(t, err, c.want)
 		})
 	}
+}
+
+// Steps whose GPU events the profiler dropped are kept, and a warning says
+// so; a time window, which cuts GPU work by time, does not warn.
+func TestTrimWarnsOfLostGPUEvents(t *testing.T) {
+	t.Parallel()
+	src := generate(t, synth.GenerateOptions{DecodeSteps: 20, GPUWindow: 10 * time.Millisecond})
+	require.Empty(t, read(t, src).Steps[0].Kernels, "the profiler buffer dropped the first steps' GPU events")
+	_, res := doTrim(t, src, trim.Options{Steps: &trim.StepRange{From: 0, To: 2}})
+	require.Len(t, res.Warnings, 1)
+	require.Contains(t, res.Warnings[0], "GPU launches of the chosen steps have no GPU event")
+	kept, res := doTrim(t, src, trim.Options{Steps: &trim.StepRange{From: 18, To: 20}})
+	require.Empty(t, res.Warnings)
+	require.NotEmpty(t, read(t, kept).Kernels)
+	full := read(t, src)
+	w := trim.Window{StartNS: full.Steps[18].Start - full.BaseNS, EndNS: full.Steps[18].Start - full.BaseNS + 1000}
+	_, res = doTrim(t, src, trim.Options{Window: &w})
+	require.Empty(t, res.Warnings)
 }
