@@ -91,27 +91,23 @@ func Analyze(ctx context.Context, tr *tracing.Trace, opt Options) (*Result, erro
 	}
 	r := &Result{Path: tr.Path, Trace: tr, Summary: tr.Summarize()}
 	r.Warnings = append(r.Warnings, r.Summary.Warnings...)
-	lopt := inventory.LayerOptions{Mode: inventory.ModeRobust, Anchor: opt.Anchor, NumLayers: opt.NumLayers, Rules: opt.Rules}
+	cl := inventory.NewClassifier(tr, opt.Rules)
+	lopt := inventory.LayerOptions{Mode: inventory.ModeRobust, Anchor: opt.Anchor, NumLayers: opt.NumLayers, Rules: opt.Rules, Classes: cl}
 	fail := func(err error) (*Result, error) { return nil, fmt.Errorf("%s: %w", tr.Path, err) }
 
-	// The robust decode table is also the inventory's per-layer column.
-	var decode *inventory.LayerTable
+	// The robust decode table is also the inventory's per-layer column, and
+	// with the prefill table it gives the classifier its position hints, so
+	// that every command categorises a kernel alike.
+	var decode, prefill *inventory.LayerTable
 	if opt.Parts&(Layers|Inventory) != 0 {
 		var err error
 		if decode, err = inventory.DecodeLayers(ctx, tr, lopt); err != nil {
 			return fail(err)
 		}
-	}
-	if opt.Parts&Layers != 0 {
-		r.Decode = decode
-		prefill, err := inventory.PrefillLayers(ctx, tr, lopt)
-		if err != nil {
+		if prefill, err = inventory.PrefillLayers(ctx, tr, lopt); err != nil {
 			return fail(err)
 		}
-		if prefill.Steps > 0 {
-			r.Prefill = prefill
-		}
-		if decode.Steps == 0 && r.Prefill == nil {
+		if decode.Steps == 0 && prefill.Steps == 0 {
 			// No engine steps (a plain model forward): the profiler's
 			// steps, or graph replays, are the steps.
 			other, err := inventory.StepLayers(ctx, tr, []tracing.StepKind{tracing.StepProfiler, tracing.StepGraph}, lopt)
@@ -119,8 +115,15 @@ func Analyze(ctx context.Context, tr *tracing.Trace, opt Options) (*Result, erro
 				return fail(err)
 			}
 			if other.Steps > 0 {
-				r.Decode = other
+				decode = other
 			}
+		}
+		cl.Learn(decode, prefill)
+	}
+	if opt.Parts&Layers != 0 {
+		r.Decode = decode
+		if prefill.Steps > 0 {
+			r.Prefill = prefill
 		}
 		r.addWarnings(r.Decode.Warnings)
 		if r.Prefill != nil {
@@ -148,7 +151,7 @@ func Analyze(ctx context.Context, tr *tracing.Trace, opt Options) (*Result, erro
 		}
 	}
 	if opt.Parts&Inventory != 0 {
-		inv, err := inventory.BuildInventory(ctx, tr, opt.Rules, decode)
+		inv, err := inventory.BuildInventory(ctx, tr, cl, decode)
 		if err != nil {
 			return fail(err)
 		}

@@ -182,12 +182,12 @@ func WriteKernelsText(w io.Writer, path string, inv *inventory.Inventory, top in
 	fmt.Fprintf(w, "%s: %d distinct kernels, %s µs kernel time, %.2f%% in %s (rules: %s)\n",
 		path, len(inv.Kernels), inv.KernelTime, inv.OtherPct, inventory.Other, inv.Rules)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "total_us\tpct\tcount\tavg_us\tcategory\tprovider\tshort_name")
+	fmt.Fprintln(tw, "total_us\tpct\tcount\tavg_us\tcategory\tby\tprovider\tshort_name")
 	for i, r := range inv.Kernels {
 		if i == top {
 			break
 		}
-		fmt.Fprintf(tw, "%s\t%.2f\t%d\t%.1f\t%s\t%s\t%s\n", r.Total, r.Pct, r.Count, r.AvgUS, r.Category, r.Provider, r.ShortName)
+		fmt.Fprintf(tw, "%s\t%.2f\t%d\t%.1f\t%s\t%s\t%s\t%s\n", r.Total, r.Pct, r.Count, r.AvgUS, r.Category, r.Source, r.Provider, r.ShortName)
 	}
 	tw.Flush()
 	if n := len(inv.Kernels) - top; n > 0 && top >= 0 {
@@ -200,4 +200,21 @@ func WriteKernelsText(w io.Writer, path string, inv *inventory.Inventory, top in
 		fmt.Fprintf(tw, "%s\t%s\t%.2f\t%.1f\t%.1f\t%s\n", c.Category, c.Total, c.Pct, c.DecodeStepUS, c.LayerUS, c.Providers)
 	}
 	tw.Flush()
+	fmt.Fprintf(w, "\ncategorised by:")
+	for _, s := range []inventory.Source{inventory.SourceRule, inventory.SourceLaunchOp, inventory.SourceName, inventory.SourcePosition, inventory.SourceNone} {
+		if d, ok := inv.BySource[s]; ok {
+			pct := 0.0
+			if inv.KernelTime > 0 {
+				pct = 100 * float64(d) / float64(inv.KernelTime)
+			}
+			fmt.Fprintf(w, " %s %.2f%%", s, pct)
+		}
+	}
+	fmt.Fprintln(w, " (of kernel time)")
+	if len(inv.Uncategorised) > 0 {
+		fmt.Fprintln(w, "largest uncategorised kernels (write a rule for them with --rules):")
+		for _, r := range inv.Uncategorised {
+			fmt.Fprintf(w, "  %s µs %.2f%% %s\n", r.Total, r.Pct, r.ShortName)
+		}
+	}
 }

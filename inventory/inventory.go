@@ -18,6 +18,7 @@ type KernelRow struct {
 	Kernel    string         `json:"kernel"`
 	ShortName string         `json:"short_name"`
 	Category  string         `json:"category"`
+	Source    Source         `json:"category_source"` // which evidence decided Category
 	Provider  string         `json:"provider"`
 	Kind      string         `json:"kind"` // kernel, memcpy or memset
 	Count     int            `json:"count"`
@@ -43,14 +44,20 @@ type CategoryRow struct {
 
 // Inventory is every distinct kernel of a trace with its category.
 type Inventory struct {
-	Rules       string                    `json:"rules"`
-	KernelTime  units.Duration            `json:"kernel_time_us"` // kernels only, as inspect counts them
-	GPUTime     units.Duration            `json:"gpu_time_us"`    // kernels, copies and memsets
-	OtherPct    float64                   `json:"other_pct"`      // share of kernel time in no category
-	Categories  map[string]units.Duration `json:"categories"`     // category -> total µs
-	DecodeSteps int                       `json:"decode_steps"`
-	Kernels     []KernelRow               `json:"kernels"`
-	ByCategory  []CategoryRow             `json:"by_category"`
+	Rules      string         `json:"rules"`
+	KernelTime units.Duration `json:"kernel_time_us"` // kernels only, as inspect counts them
+	GPUTime    units.Duration `json:"gpu_time_us"`    // kernels, copies and memsets
+	OtherPct   float64        `json:"other_pct"`      // share of kernel time in no category
+	// BySource is the kernel time each kind of evidence categorised
+	// (rule, launch_op, name, position, none), kernels only.
+	BySource map[Source]units.Duration `json:"category_sources"`
+	// Uncategorised are the largest kernels left in Other (at most
+	// UncategorisedMax), so that a rule can be written for them.
+	Uncategorised []KernelRow               `json:"uncategorised"`
+	Categories    map[string]units.Duration `json:"categories"` // category -> total µs
+	DecodeSteps   int                       `json:"decode_steps"`
+	Kernels       []KernelRow               `json:"kernels"`
+	ByCategory    []CategoryRow             `json:"by_category"`
 }
 
 type acc struct {
@@ -63,12 +70,16 @@ type acc struct {
 	name     string
 }
 
-// BuildInventory aggregates the kernels of tr by name and categorises them.
-// layers (the robust decode table, may be nil) gives the per-layer column of
-// the category totals.
-func BuildInventory(ctx context.Context, tr *tracing.Trace, rules *Rules, layers *LayerTable) (*Inventory, error) {
-	if rules == nil {
-		rules = DefaultRules()
+// UncategorisedMax is how many of the largest Other kernels an Inventory lists.
+const UncategorisedMax = 10
+
+// BuildInventory aggregates the kernels of tr by name and categorises them
+// with cl (nil: a Classifier of tr with the built-in rules). layers (the
+// robust decode table, may be nil) gives the per-layer column of the
+// category totals.
+func BuildInventory(ctx context.Context, tr *tracing.Trace, cl *Classifier, layers *LayerTable) (*Inventory, error) {
+	if cl == nil {
+		cl = NewClassifier(tr, nil)
 	}
 	inDecode := make([]bool, len(tr.Kernels))
 	decodeSteps := 0
@@ -106,7 +117,7 @@ func BuildInventory(ctx context.Context, tr *tracing.Trace, rules *Rules, layers
 			a.decode += k.Dur
 		}
 	}
-	inv := &Inventory{Rules: rules.Source, Categories: map[string]units.Duration{}, DecodeSteps: decodeSteps}
+	inv := &Inventory{Rules: cl.rules.Source, Categories: map[string]units.Duration{}, BySource: map[Source]units.Duration{}, DecodeSteps: decodeSteps, Uncategorised: []KernelRow{}}
 	var kernelNS, gpuNS, otherNS int64
 	for _, a := range order {
 		gpuNS += a.total
@@ -117,14 +128,18 @@ func BuildInventory(ctx context.Context, tr *tracing.Trace, rules *Rules, layers
 	cats := map[string]*CategoryRow{}
 	provs := map[string]map[string]bool{}
 	for _, a := range order {
-		c := rules.Classify(a.name)
-		if a.kind != tracing.KindKernel && c.Category == Other {
-			c = Class{Category: "Memcpy / memset", Provider: "runtime", ShortName: a.name}
+		var c Class
+		if a.kind == tracing.KindKernel {
+			c = cl.Classify(a.name)
+			inv.BySource[c.Source] += units.Duration(a.total)
+		} else if c = cl.rules.Classify(a.name); c.Source != SourceRule {
+			// A copy or memset is one by what it is, not by its name.
+			c = Class{Category: "Memcpy / memset", Provider: "runtime", ShortName: a.name, Source: SourceRule}
 		}
 		if a.kind == tracing.KindKernel && c.Category == Other {
 			otherNS += a.total
 		}
-		row := KernelRow{Kernel: a.name, ShortName: c.ShortName, Category: c.Category, Provider: c.Provider,
+		row := KernelRow{Kernel: a.name, ShortName: c.ShortName, Category: c.Category, Source: c.Source, Provider: c.Provider,
 			Kind: a.kind.String(), Count: a.n, Total: units.Duration(a.total), AvgUS: a.mean,
 			MinUS: float64(a.min) / 1000, MaxUS: float64(a.max) / 1000}
 		if a.n > 1 {
@@ -153,6 +168,11 @@ func BuildInventory(ctx context.Context, tr *tracing.Trace, rules *Rules, layers
 	slices.SortStableFunc(inv.Kernels, func(a, b KernelRow) int {
 		return cmp.Or(cmp.Compare(b.Total, a.Total), cmp.Compare(a.Kernel, b.Kernel))
 	})
+	for _, r := range inv.Kernels {
+		if r.Category == Other && len(inv.Uncategorised) < UncategorisedMax {
+			inv.Uncategorised = append(inv.Uncategorised, r)
+		}
+	}
 	inv.KernelTime, inv.GPUTime = units.Duration(kernelNS), units.Duration(gpuNS)
 	if kernelNS > 0 {
 		inv.OtherPct = float64(otherNS) / float64(kernelNS) * 100
@@ -208,7 +228,7 @@ func layerTimeByCategory(t *LayerTable) map[string]float64 {
 }
 
 // KernelsHeader is the column list of conc{bs}_kernels.csv.
-var KernelsHeader = []string{"kernel", "short_name", "category", "provider", "count", "total_us", "avg_us", "min_us", "max_us", "std_us", "pct"}
+var KernelsHeader = []string{"kernel", "short_name", "category", "provider", "count", "total_us", "avg_us", "min_us", "max_us", "std_us", "pct", "category_source"}
 
 // CategoriesHeader is the column list of conc{bs}_categories.csv.
 var CategoriesHeader = []string{"category", "providers", "kernels", "count", "total_us", "pct", "decode_step_us", "layer_us"}
@@ -223,7 +243,7 @@ func (inv *Inventory) KernelsCSV() []byte {
 	_ = w.Write(KernelsHeader)
 	for _, r := range inv.Kernels {
 		_ = w.Write([]string{r.Kernel, r.ShortName, r.Category, r.Provider, strconv.Itoa(r.Count), r.Total.String(),
-			f3(r.AvgUS), f3(r.MinUS), f3(r.MaxUS), f3(r.StdUS), f2(r.Pct)})
+			f3(r.AvgUS), f3(r.MinUS), f3(r.MaxUS), f3(r.StdUS), f2(r.Pct), string(r.Source)})
 	}
 	w.Flush()
 	return buf.Bytes()

@@ -25,6 +25,16 @@ type LayerOptions struct {
 	Anchor    string // compat: substring of the kernel that starts a layer (DefaultAnchor when empty)
 	NumLayers int    // robust: num_hidden_layers of the model config, 0 when unknown
 	Rules     *Rules // categories of the positions; DefaultRules when nil
+	// Classes categorises the positions; nil: a Classifier of the trace
+	// with Rules. Pass one to share what it learns (analysis does).
+	Classes *Classifier
+}
+
+func (o *LayerOptions) classes(tr *tracing.Trace) *Classifier {
+	if o.Classes == nil {
+		o.Classes = NewClassifier(tr, o.Rules)
+	}
+	return o.Classes
 }
 
 // Position is one kernel position of a layer (one row of the table).
@@ -35,6 +45,7 @@ type Position struct {
 	Kernel    string  `json:"kernel"`
 	Stream    int32   `json:"stream"`
 	Category  string  `json:"category"`
+	Source    Source  `json:"category_source"` // which evidence decided Category
 	Provider  string  `json:"provider"`
 	AvgUS     float64 `json:"avg_us"`
 	StdUS     float64 `json:"std_us"` // sample standard deviation
@@ -83,6 +94,11 @@ type LayerTable struct {
 	Epilogue        []string         `json:"epilogue,omitempty"` // kernels after the last layer (first step)
 	Anchor          string           `json:"anchor,omitempty"`
 	Warnings        []diag.Warning   `json:"warnings,omitempty"`
+
+	// pairs are kernel names that run at the same layer position as
+	// another kernel name (irregular layers, alternating kinds): the
+	// position hints of Classifier.Learn.
+	pairs [][2]string
 }
 
 // Rows returns the table in the compatible CSV's row type.
@@ -193,7 +209,7 @@ func positions(kinds [][]stats, classify func(string) Class, short func(string) 
 			s := &ps[i]
 			c := classify(s.name)
 			p := Position{Pos: pos, LayerKind: kind, ShortName: short(s.name), Kernel: s.name, Stream: s.stream,
-				Category: c.Category, Provider: c.Provider,
+				Category: c.Category, Provider: c.Provider, Source: c.Source,
 				AvgUS: s.mean, StdUS: s.std(), MinUS: s.min, MaxUS: s.max, Count: s.n}
 			if sum > 0 {
 				p.Pct = s.mean / sum * 100
@@ -274,6 +290,6 @@ func compatLayers(ctx context.Context, tr *tracing.Trace, opt LayerOptions) (*La
 	}
 	t.Layers = layers
 	t.KernelsPerLayer = []int{n}
-	t.Positions = positions([][]stats{ps}, opt.Rules.memo(), CompatShortName)
+	t.Positions = positions([][]stats{ps}, opt.classes(tr).Classify, CompatShortName)
 	return t, nil
 }

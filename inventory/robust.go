@@ -75,7 +75,7 @@ type rawLayer struct {
 func robustLayers(ctx context.Context, tr *tracing.Trace, kinds []tracing.StepKind, opt LayerOptions) (*LayerTable, error) {
 	t := &LayerTable{Mode: ModeRobust, StepKind: string(kinds[0]), Irregular: []IrregularLayer{}, LayersHist: map[int]int{}, KernelsPerLayer: []int{}, Positions: []Position{}}
 	in := &interner{ids: map[string]int32{}}
-	classOf := opt.Rules.memo()
+	classOf := opt.classes(tr).Classify
 	cache := map[string]*structure{}
 	kCount := map[int]int{}
 	var all []rawLayer
@@ -327,6 +327,9 @@ func classify(t *LayerTable, all []rawLayer, k int, in *interner, tr *tracing.Tr
 					ld.Stream = st[kind][d.pos].stream
 				}
 			}
+			if d.op == "differs" {
+				t.pairs = append(t.pairs, [2]string{tr.Kernels[l.kernels[d.got]].Name, in.names[cons[kind][d.pos]]})
+			}
 			if d.op != "extra" && d.op != "missing" && ld.Kernel == ld.Want {
 				// Same short name, another instance (e.g. a GEMM tuned for
 				// another batch size): only the full names tell them apart.
@@ -336,6 +339,17 @@ func classify(t *LayerTable, all []rawLayer, k int, in *interner, tr *tracing.Tr
 		}
 		t.Irregular = append(t.Irregular, irr)
 		extraAt = append(extraAt, later)
+	}
+	// Alternating kinds run the same layer with some kernels swapped
+	// (sliding and full attention): what one runs where the other runs a
+	// known kernel is a position hint.
+	for c := 1; c < len(cons); c++ {
+		for _, d := range diffs(align(cons[c], cons[0]), len(cons[0])) {
+			if d.op == "differs" {
+				a, b := in.names[cons[c][d.got]], in.names[cons[0][d.pos]]
+				t.pairs = append(t.pairs, [2]string{a, b}, [2]string{b, a})
+			}
+		}
 	}
 	// Show each kind's positions in the order they start on the GPU (mean
 	// offset from the layer's start), which interleaves the streams.

@@ -33,11 +33,24 @@ type Rule struct {
 	re *regexp.Regexp
 }
 
-// Class is what the rule table says about one kernel name.
+// Source says which evidence decided a kernel's category, in the order
+// they are tried.
+type Source string
+
+const (
+	SourceRule     Source = "rule"      // a line of the rule table
+	SourceLaunchOp Source = "launch_op" // the CPU op that launched the kernel
+	SourceName     Source = "name"      // the words of the name (library family, GEMM, attention, ...)
+	SourcePosition Source = "position"  // the layer position it shares with categorised kernels
+	SourceNone     Source = "none"      // nothing did: Other
+)
+
+// Class is what the analysis says about one kernel name.
 type Class struct {
 	Category  string
 	Provider  string
 	ShortName string // the rule's short name, else ShortName(name)
+	Source    Source // which evidence decided Category
 }
 
 // Rules is a parsed rule table. It is read-only after parsing and safe for
@@ -127,6 +140,18 @@ func ParseRules(r io.Reader, name string) (*Rules, error) {
 	return rs, nil
 }
 
+// Filter returns the rules keep accepts, as a new table (to see what the
+// fallbacks make of kernels without their rules).
+func (rs *Rules) Filter(keep func(Rule) bool) *Rules {
+	out := &Rules{Source: rs.Source + " (filtered)"}
+	for _, r := range rs.rules {
+		if keep(r) {
+			out.rules = append(out.rules, r)
+		}
+	}
+	return out
+}
+
 // Len is the number of rules.
 func (rs *Rules) Len() int { return len(rs.rules) }
 
@@ -154,29 +179,24 @@ func (rs *Rules) Match(name string) *Rule {
 	return best
 }
 
-// Classify returns the category, provider and short name of a kernel name.
+// Classify returns the category, provider and short name of a kernel name
+// from its name alone: the rule table, else the words of the name (see
+// fallback.go), else Other.
 func (rs *Rules) Classify(name string) Class {
 	r := rs.Match(name)
 	if r == nil {
-		return Class{Category: Other, ShortName: ShortName(name)}
+		if c, ok := classifyByName(name); ok {
+			if c.Category == AttentionUnknown {
+				// Without a trace to say where it runs: prefill.
+				c.Category = "Flash attention (prefill)"
+			}
+			return c
+		}
+		return Class{Category: Other, ShortName: ShortName(name), Source: SourceNone}
 	}
-	c := Class{Category: r.Category, Provider: r.Provider, ShortName: r.ShortName}
+	c := Class{Category: r.Category, Provider: r.Provider, ShortName: r.ShortName, Source: SourceRule}
 	if c.ShortName == "" {
 		c.ShortName = ShortName(name)
 	}
 	return c
-}
-
-// memo returns Classify remembering its answers, for one analysis (not safe
-// for concurrent use): the regular expressions are the costly part.
-func (rs *Rules) memo() func(string) Class {
-	seen := map[string]Class{}
-	return func(name string) Class {
-		c, ok := seen[name]
-		if !ok {
-			c = rs.Classify(name)
-			seen[name] = c
-		}
-		return c
-	}
 }

@@ -89,6 +89,6 @@ func TestRulePriority(t *testing.T) {
 		"10,gemm,Low,a,\n20,re:^my_gemm,High,b,mine\n20,my_,Later,c,\n"), "t.csv")
 	require.NoError(t, err)
 	c := rs.Classify("my_gemm_kernel")
-	require.Equal(t, Class{Category: "High", Provider: "b", ShortName: "mine"}, c, "highest priority, earlier line on a tie")
+	require.Equal(t, Class{Category: "High", Provider: "b", ShortName: "mine", Source: SourceRule}, c, "highest priority, earlier line on a tie")
 	require.Equal(t, "Low", rs.Classify("other_gemm").Category)
 }

@@ -174,6 +174,9 @@ type Trace struct {
 	Graphs      []GraphLaunch
 	Annotations []Annotation
 	Steps       []Step
+	// Ops names the CPU ops that launched GPU work, by External id (the
+	// id a launch and its kernels carry); nil when the trace has none.
+	Ops map[int64]string
 
 	DecodeBS     int         // most frequent decode batch size (each step counted once), 0 when no decode step
 	DecodeBSHist map[int]int // decode batch size -> steps
