@@ -26,7 +26,7 @@ func (r *Result) Write(f results.TraceFiles) ([]string, error) {
 		if path == "" || lt == nil || len(lt.Positions) == 0 {
 			return nil
 		}
-		if err := write(path, inventory.FormatLayerCSV(lt.Rows())); err != nil {
+		if err := write(path, lt.CSV()); err != nil {
 			return err
 		}
 		wrote = append(wrote, path)

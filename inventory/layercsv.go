@@ -89,13 +89,53 @@ func ParseLayerCSV(r io.Reader) ([]LayerRow, error) {
 	return rows, nil
 }
 
-// FormatLayerCSV renders rows in the compatible format: fixed column order,
-// one decimal, as the trace-layer script writes them.
+// CSV renders the table: a compatible-mode table byte for byte as the
+// hand-run trace-layer script writes it (FormatCompatLayerCSV), a robust
+// one in the project's own convention (FormatLayerCSV).
+func (t *LayerTable) CSV() []byte {
+	if t.Mode == ModeCompat {
+		return FormatCompatLayerCSV(t.Rows())
+	}
+	return FormatLayerCSV(t.Rows())
+}
+
+// FormatCompatLayerCSV renders rows as the hand-run trace-layer script
+// does with Python's csv module: CRLF line ends, a field quoted only when
+// it holds a comma, a quote or a line break (quotes doubled), one decimal.
+func FormatCompatLayerCSV(rows []LayerRow) []byte {
+	var b bytes.Buffer
+	line := func(fields ...string) {
+		for i, f := range fields {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			if strings.ContainsAny(f, ",\"\r\n") {
+				b.WriteByte('"')
+				b.WriteString(strings.ReplaceAll(f, `"`, `""`))
+				b.WriteByte('"')
+			} else {
+				b.WriteString(f)
+			}
+		}
+		b.WriteString("\r\n")
+	}
+	line(LayerHeader...)
+	for _, r := range rows {
+		line(strconv.Itoa(r.Pos), r.ShortName, r.Kernel, f1(r.AvgUS), f1(r.StdUS), f1(r.MinUS), f1(r.MaxUS), f1(r.Pct), strconv.Itoa(r.Count))
+	}
+	return b.Bytes()
+}
+
+// f1 prints one decimal, correctly rounded as Python's round(x, 1) prints.
+func f1(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
+
+// FormatLayerCSV renders rows in the robust tables' convention: the
+// compatible columns and one decimal, written by Go's encoding/csv (LF line
+// ends; kernel names as the trace writes them).
 func FormatLayerCSV(rows []LayerRow) []byte {
 	var buf bytes.Buffer
 	w := csv.NewWriter(&buf)
 	_ = w.Write(LayerHeader)
-	f1 := func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
 	for _, r := range rows {
 		_ = w.Write([]string{strconv.Itoa(r.Pos), r.ShortName, r.Kernel, f1(r.AvgUS), f1(r.StdUS), f1(r.MinUS), f1(r.MaxUS), f1(r.Pct), strconv.Itoa(r.Count)})
 	}

@@ -41,3 +41,21 @@ func TestLayerCSVErrors(t *testing.T) {
 		})
 	}
 }
+
+// The compatible CSV is written as Python's csv module writes it: CRLF,
+// quotes only around a comma, a quote or a line break, quotes doubled, a
+// leading space left alone (Go's encoding/csv would quote it).
+func TestFormatCompatLayerCSVQuoting(t *testing.T) {
+	t.Parallel()
+	rows := []LayerRow{
+		{Pos: 0, ShortName: "PA (paged_attn)", Kernel: "aiter::pa<1, 2>", AvgUS: 10.25, StdUS: 0.05, MinUS: 9, MaxUS: 11, Pct: 50, Count: 3},
+		{Pos: 1, ShortName: " lead", Kernel: `say "hi"`, AvgUS: 0.04, Count: 3},
+	}
+	want := "pos,short_name,kernel,avg_us,std_us,min_us,max_us,pct,count\r\n" +
+		"0,PA (paged_attn),\"aiter::pa<1, 2>\",10.2,0.1,9.0,11.0,50.0,3\r\n" +
+		"1, lead,\"say \"\"hi\"\"\",0.0,0.0,0.0,0.0,0.0,3\r\n"
+	require.Equal(t, want, string(FormatCompatLayerCSV(rows)))
+	back, err := ParseLayerCSV(strings.NewReader(want))
+	require.NoError(t, err)
+	require.Equal(t, `say "hi"`, back[1].Kernel)
+}

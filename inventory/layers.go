@@ -290,6 +290,11 @@ func compatLayers(ctx context.Context, tr *tracing.Trace, opt LayerOptions) (*La
 	}
 	t.Layers = layers
 	t.KernelsPerLayer = []int{n}
-	t.Positions = positions([][]stats{ps}, opt.classes(tr).Classify, CompatShortName)
+	// The script strips "void " from names before it names and prints them.
+	short := func(name string) string { return CompatShortName(strings.TrimPrefix(name, "void ")) }
+	t.Positions = positions([][]stats{ps}, opt.classes(tr).Classify, short)
+	for i := range t.Positions {
+		t.Positions[i].Kernel = strings.TrimPrefix(t.Positions[i].Kernel, "void ")
+	}
 	return t, nil
 }

@@ -490,3 +490,12 @@ func writeModelData(w io.Writer, header string, layers int, refCtx float64, spec
 	_, err := w.Write(b.Bytes())
 	return err
 }
+
+// LayerTable returns the rows of the model's compatible per-layer table when
+// it was made from exactly one (FromLayerCSV with one path), else nil.
+func (m *Model) LayerTable() []inventory.LayerRow {
+	if len(m.tables) != 1 {
+		return nil
+	}
+	return slices.Clone(m.tables[0].rows)
+}

@@ -35,6 +35,13 @@ type GenerateOptions struct {
 	TwoStreams   bool   // run the post-attention copy and the router GEMM on a second, overlapping stream
 	Alternate    bool   // odd layers are dense (an MLP instead of the MoE block): two kernel sequences
 	EagerDecode  bool   // decode steps launched eagerly and labelled prefill[bs=N tok=N ...]
+
+	// Exact reproduces the model's one compatible per-layer table
+	// (kernelmodel.FromLayerCSV with one file): compatible mode on the
+	// trace gives that table back, byte for byte. Layers and DecodeSteps
+	// are chosen from the table's count; signature names are written with
+	// the "void " a demangler gives them.
+	Exact bool
 }
 
 // defaultStart is the profiler start of generated traces when none is given.
@@ -71,6 +78,14 @@ func NewRecording(ctx context.Context, opts GenerateOptions) (*Recorder, error) 
 		start = defaultStart
 	}
 	rng := rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x5851F42D4C957F2D))
+	var exact *exactPlan
+	if opts.Exact {
+		var err error
+		if exact, err = planExact(m.LayerTable(), mm.Layers, rng); err != nil {
+			return nil, err
+		}
+		mm.Layers, opts.DecodeSteps = exact.layers, exact.steps
+	}
 	rec := NewRecorder(RecorderOptions{Model: opts.ModelName, GPUWindow: opts.GPUWindow, GPUWindowExact: opts.GPUWindowExact, PythonPerStep: opts.PythonPerStep})
 	rec.Start(start.UnixNano())
 	clock := start.UnixNano() + int64(200*time.Microsecond) // trace clock, ns
@@ -110,6 +125,9 @@ func NewRecording(ctx context.Context, opts GenerateOptions) (*Recorder, error) 
 		}
 		runs := mm.DecodeStep(bs, bs*ctxPerSeq, rng)
 		runs = applyVariants(runs, &opts, rng)
+		if exact != nil {
+			exact.apply(runs)
+		}
 		rec.Record(Step{Kind: tracing.StepDecode, BS: bs, Tokens: bs, Start: clock, Kernels: runs, Eager: opts.EagerDecode})
 		clock += int64(kernelmodel.StepTime(runs)) + int64(300*time.Microsecond)
 		ctxPerSeq++

@@ -60,7 +60,7 @@ func runLayers(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		lt = res.Compat
 	}
 	if *csvPath == "-" {
-		_, err := stdout.Write(inventory.FormatLayerCSV(lt.Rows()))
+		_, err := stdout.Write(lt.CSV())
 		return err
 	}
 	var files results.TraceFiles

@@ -5,10 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/require"
 
 	"github.com/profile-model/profile-model/internal/corpus"
 	"github.com/profile-model/profile-model/synth"
@@ -133,5 +137,31 @@ func TestSynthCommandATOMDir(t *testing.T) {
 	}
 	if left, _ := filepath.Glob(filepath.Join(dir, "rank_0", "*.json")); len(left) != 0 {
 		t.Errorf("the .json was left behind: %v", left)
+	}
+}
+
+// The compatible layer CSV byte for byte: a trace regenerated from each
+// corpus conc{N}_layer.csv with synth --exact gives that file back from
+// layers --mode compat, CRLF line ends, Python's quoting and "void "
+// stripped included.
+func TestSynthExactCompatByteForByte(t *testing.T) {
+	for _, bs := range []int{4, 8, 16, 32} {
+		t.Run(fmt.Sprintf("conc%d", bs), func(t *testing.T) {
+			src := corpus.Path(t, fmt.Sprintf("atom-minimax-m2.5/conc%d_layer.csv", bs))
+			dir := t.TempDir()
+			trace := filepath.Join(dir, "trace.json")
+			var out, errb bytes.Buffer
+			require.NoError(t, run(context.Background(), []string{"synth", "--exact", "--layer-csv", src, "--bs", fmt.Sprint(bs), "--python-per-step", "-1", "--prefill-steps", "1", "--out", trace}, &out, &errb), errb.String())
+			raw, err := os.ReadFile(trace)
+			require.NoError(t, err)
+			require.Contains(t, string(raw), `"name": "void `, "the trace names kernels as a demangler does")
+			got := filepath.Join(dir, "compat.csv")
+			require.NoError(t, run(context.Background(), []string{"layers", trace, "--mode", "compat", "--csv", got}, &out, &errb), errb.String())
+			want, err := os.ReadFile(src)
+			require.NoError(t, err)
+			have, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("conc%d_compat.csv", bs)))
+			require.NoError(t, err)
+			require.True(t, bytes.Equal(want, have), "cmp %s %s: differ\n%s", src, got, cmp.Diff(string(want), string(have)))
+		})
 	}
 }
