@@ -59,7 +59,7 @@ func TestClassifyByNameUnseenKernels(t *testing.T) {
 func TestNameWords(t *testing.T) {
 	t.Parallel()
 	for in, want := range map[string]string{
-		"fmhaSm100Kernel_QkvE4m3":     "_fmha_sm100_kernel_qkv_e4m3_",
+		"fmhaSm100Kernel_QkvE4m3":      "_fmha_sm100_kernel_qkv_e4m3_",
 		"ck_tile::MoeSortingKernel<2>": "_ck_tile_moe_sorting_kernel_2_",
 		"Cijk_Alik_Bljk_BBS":           "_cijk_alik_bljk_bbs_",
 		"":                             "_",
