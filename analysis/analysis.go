@@ -74,7 +74,13 @@ func (r *Result) DecodeBS() int { return r.Trace.DecodeBS }
 
 // Load reads the trace at path and analyses it.
 func Load(ctx context.Context, path string, opt Options) (*Result, error) {
-	tr, err := tracing.Load(ctx, path, tracing.Options{Progress: opt.Progress})
+	// The CPU ops are the launch_op evidence of categories: only the
+	// parts that categorise pay for reading them.
+	parts := opt.Parts
+	if parts == 0 {
+		parts = All
+	}
+	tr, err := tracing.Load(ctx, path, tracing.Options{Progress: opt.Progress, Ops: parts&(Layers|Compat|Inventory) != 0})
 	if err != nil {
 		return nil, err
 	}

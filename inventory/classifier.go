@@ -103,23 +103,26 @@ func (c *Classifier) classify(name string) Class {
 		}
 		return cl
 	}
-	byName, named := classifyByName(name)
+	// A name that says what the kernel computes comes first: the launching
+	// op describes the op, and an op launches helper kernels too (a copy
+	// inside addmm, an sgemm inside a convolution). Then the op, then a
+	// name that only says elementwise, then the layer position.
+	byName, strength := nameClass(name)
+	if strength == nameStrong {
+		byName.Category = c.resolveAttention(name, byName.Category)
+		return byName
+	}
 	if op := c.ops[name]; op != "" {
-		if cat, ok := categoryOfOp(op); ok {
+		if cat, ok := categoryOfOp(op, name); ok {
 			cl := Class{Category: cat, ShortName: ShortName(name), Source: SourceLaunchOp, Provider: providerOf(Demangle(name))}
-			switch {
-			case cat == AttentionUnknown && named && isAttention(byName.Category):
-				// The op says attention, the name which kind.
-				cl.Category = byName.Category
-			case cat == gemmOp:
+			if cat == gemmOp {
 				cl.Category = gemmPrecision(nameWords(Demangle(name)) + nameWords(op))
 			}
 			cl.Category = c.resolveAttention(name, cl.Category)
 			return cl
 		}
 	}
-	if named {
-		byName.Category = c.resolveAttention(name, byName.Category)
+	if strength == nameWeak {
 		return byName
 	}
 	if pc, ok := c.position[name]; ok {
@@ -226,42 +229,71 @@ func tablePairs(a, b *LayerTable) [][2]string {
 // the kernel's and the op's names.
 const gemmOp = "Dense GEMM"
 
-// opFamilies map the name of the CPU op that launched a kernel to a
-// category: ATen ops, torch custom ops of vLLM (_C::, vllm::), SGLang
-// (sgl_kernel::) and aiter (aiter::), collectives. Matched on the op's
-// words (see nameWords), first match wins.
-var opFamilies = []struct {
+// atenOps are the ATen ops (aten::NAME) that say what their kernels
+// compute, by NAME.
+var atenOps = func() map[string]string {
+	m := map[string]string{}
+	add := func(cat string, names ...string) {
+		for _, n := range names {
+			m[n] = cat
+		}
+	}
+	add(gemmOp, "mm", "addmm", "bmm", "baddbmm", "matmul", "linear", "addmv", "mv", "dot", "_scaled_mm", "_int_mm", "_addmm_activation", "addbmm", "einsum")
+	add("Convolution", "convolution", "_convolution", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
+		"cudnn_convolution", "cudnn_convolution_transpose", "miopen_convolution", "miopen_depthwise_convolution", "convolution_backward", "_convolution_mode", "mkldnn_convolution")
+	add(AttentionUnknown, "scaled_dot_product_attention", "_scaled_dot_product_flash_attention", "_scaled_dot_product_efficient_attention",
+		"_scaled_dot_product_cudnn_attention", "_scaled_dot_product_flash_attention_for_cpu", "_flash_attention_forward", "_efficient_attention_forward",
+		"_scaled_dot_product_attention_math", "_flash_attention_backward", "_efficient_attention_backward")
+	add("RMSNorm / LayerNorm", "layer_norm", "native_layer_norm", "native_layer_norm_backward", "rms_norm", "_fused_rms_norm")
+	add("GroupNorm", "group_norm", "native_group_norm", "native_group_norm_backward", "instance_norm")
+	add("BatchNorm", "batch_norm", "native_batch_norm", "cudnn_batch_norm", "miopen_batch_norm", "_batch_norm_impl_index", "native_batch_norm_backward", "cudnn_batch_norm_backward", "miopen_batch_norm_backward")
+	add("Softmax", "softmax", "_softmax", "log_softmax", "_log_softmax", "_softmax_backward_data")
+	add("Embedding", "embedding", "embedding_bag", "_embedding_bag", "embedding_dense_backward", "index_select")
+	add("Activation (SiLU/GELU and mul)", "silu", "silu_", "gelu", "gelu_", "relu", "relu_", "sigmoid", "tanh", "mish", "hardswish", "silu_backward", "gelu_backward")
+	add("Reduction / scan / sort", "sort", "argsort", "topk", "cumsum", "cumprod", "sum", "mean", "amax", "amin", "argmax", "argmin", "max", "min", "prod", "norm", "linalg_vector_norm", "var_mean", "std", "var", "nonzero", "unique", "_unique2", "all", "any")
+	add("Elementwise / copy", "copy_", "_to_copy", "to", "clone", "contiguous", "cat", "stack", "fill_", "zero_", "zeros", "ones", "full", "empty",
+		"add", "add_", "sub", "sub_", "mul", "mul_", "div", "div_", "where", "index", "index_put_", "_index_put_impl_", "gather", "scatter", "scatter_", "scatter_add_",
+		"masked_fill_", "masked_fill", "clamp", "clamp_", "clamp_min", "clamp_max", "neg", "exp", "pow", "sqrt", "rsqrt", "abs", "arange", "pad", "constant_pad_nd",
+		"repeat", "repeat_interleave", "flip", "roll", "tril", "triu", "lt", "gt", "le", "ge", "eq", "ne", "bitwise_and", "bitwise_or", "bitwise_not", "logical_and", "logical_not",
+		"floor", "ceil", "round", "remainder", "fmod", "dropout", "native_dropout", "uniform_", "normal_", "bernoulli_", "rand", "randn", "lerp_", "addcmul_", "addcdiv_",
+		"max_pool2d_with_indices", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "upsample_nearest2d", "upsample_bilinear2d", "grid_sampler_2d",
+		"_foreach_copy_", "_foreach_add_", "_foreach_mul_", "mse_loss", "nll_loss", "cross_entropy_loss")
+	return m
+}()
+
+// customOps map the words of an op that is not ATen (vLLM's _C:: and
+// vllm::, SGLang's sgl_kernel::, aiter::, collectives) to a category;
+// first match wins.
+var customOps = []struct {
 	re       *regexp.Regexp
 	category string
 }{
-	{regexp.MustCompile(`_(c10d|nccl|rccl|allreduce|all_reduce|all_reduce_\w*|allgather|all_gather\w*|reduce_scatter\w*|all_to_all\w*|alltoall\w*|broadcast_?|custom_ar|record_param_comms|gloo)_|_c10d_functional_|all_reduce|all_gather|reduce_scatter`), "All-reduce / collectives"},
-	{regexp.MustCompile(`_(convolution|_convolution|conv\d?d|conv_transpose\d?d|cudnn_convolution\w*|miopen_convolution\w*|convolution_backward\w*|mkldnn_convolution)_`), "Convolution"},
+	{regexp.MustCompile(`_(c10d|nccl|rccl|allreduce|all_reduce\w*|allgather|all_gather\w*|reduce_scatter\w*|all_to_all\w*|alltoall\w*|custom_ar|record_param_comms|gloo)_|_c10d_functional_|all_reduce|all_gather|reduce_scatter`), "All-reduce / collectives"},
 	{regexp.MustCompile(`_(fused_moe\w*|moe_gemm|fused_experts\w*|grouped_gemm\w*|moe_mlp|ck_moe\w*|fmoe\w*|asm_moe\w*|cutlass_moe\w*|moe_wna16\w*|matmul_ogs)_`), "MoE expert GEMM"},
 	{regexp.MustCompile(`_(moe_align\w*|moe_sum|moe_sort\w*|moe_permute|moe_unpermute|moe_finalize\w*|moe_combine|moe_dispatch|permute_rows|shuffle_rows)_`), "MoE sort / align"},
 	{regexp.MustCompile(`_(topk_softmax|topk_sigmoid|grouped_topk\w*|biased_grouped_topk\w*|moe_gate|moe_topk\w*|fused_topk\w*|router\w*)_`), "MoE gate"},
-	{regexp.MustCompile(`_(scaled_dot_product\w*|sdpa\w*|flash_attn\w*|flash_attention\w*|efficient_attention\w*|_flash_attention_forward|_efficient_attention_forward|fmha\w*|mha\w*|mla\w*|paged_attention\w*|unified_attention\w*|attention\w*|attn\w*|pa_fwd\w*|decode_attention\w*|extend_attention\w*|prefill_attention\w*)_|attention|flash_attn`), AttentionUnknown},
 	{regexp.MustCompile(`_(reshape_and_cache\w*|concat_and_cache\w*|store_kv\w*|set_kv_buffer|kv_cache\w*|write_to_kv_cache)_`), "KV cache"},
+	{regexp.MustCompile(`_(flash_attn\w*|flash_attention\w*|fmha\w*|mha\w*|mla\w*|paged_attention\w*|unified_attention\w*|attention\w*|attn\w*|pa_fwd\w*|decode_attention\w*|extend_attention\w*|prefill_attention\w*|sdpa\w*)_|attention|flash_attn`), AttentionUnknown},
 	{regexp.MustCompile(`_(rotary_embedding\w*|rotary\w*|rope\w*|apply_rotary\w*|mrope\w*)_`), "RoPE"},
-	{regexp.MustCompile(`_(mm|addmm|bmm|baddbmm|matmul|linear|addmv|mv|dot|_scaled_mm|scaled_mm|gemm\w*|gemv\w*|cutlass_scaled_mm\w*|w8a8\w*|fp8_gemm\w*|int8_gemm\w*|wvsplitk\w*|llmm\w*|skinny_gemm\w*|tgemm\w*|_int_mm|mm_\w*|bmm_\w*)_`), gemmOp},
-	{regexp.MustCompile(`_(group_norm|native_group_norm\w*|instance_norm)_`), "GroupNorm"},
-	{regexp.MustCompile(`_(batch_norm|native_batch_norm\w*|cudnn_batch_norm\w*|miopen_batch_norm\w*|_batch_norm_impl_index)_`), "BatchNorm"},
-	{regexp.MustCompile(`_(layer_norm|native_layer_norm\w*|rms_norm\w*|fused_add_rms_norm\w*|rmsnorm\w*|layernorm\w*|_fused_rms_norm)_`), "RMSNorm / LayerNorm"},
+	{regexp.MustCompile(`_(\w*gemm\w*|\w*gemv\w*|\w*matmul\w*|scaled_mm\w*|w8a8\w*|wvsplitk\w*|llmm\w*)_`), gemmOp},
+	{regexp.MustCompile(`_(rms_norm\w*|fused_add_rms_norm\w*|rmsnorm\w*|layernorm\w*|layer_norm\w*)_`), "RMSNorm / LayerNorm"},
 	{regexp.MustCompile(`_(\w*quant\w*|\w*dequant\w*)_`), "Activation quant"},
-	{regexp.MustCompile(`_(silu_and_mul|gelu_and_mul|gelu_tanh_and_mul|act_and_mul|silu|gelu|relu|swiglu|sigmoid|tanh|mish|hardswish)_`), "Activation (SiLU/GELU and mul)"},
-	{regexp.MustCompile(`_(softmax|_softmax|log_softmax|_log_softmax)_`), "Softmax"},
-	{regexp.MustCompile(`_(embedding|embedding_bag|_embedding_bag|embedding_dense_backward)_`), "Embedding"},
-	{regexp.MustCompile(`_(sample|sampler|sampling\w*|top_k_top_p\w*|top_p\w*|min_p\w*|multinomial|apply_penalties\w*|gumbel\w*)_`), "Sampling"},
-	{regexp.MustCompile(`_(sort|argsort|topk|cumsum|cumprod|sum|mean|amax|amin|max|min|argmax|argmin|prod|norm|var|std|var_mean|any|all|nonzero|unique\w*)_`), "Reduction / scan / sort"},
-	{regexp.MustCompile(`_(max_pool\w*|avg_pool\w*|adaptive_avg_pool\w*|adaptive_max_pool\w*|upsample\w*|grid_sampler\w*)_`), "Elementwise / copy"},
-	{regexp.MustCompile(`_(copy|copy_|_to_copy|to|clone|contiguous|cat|stack|fill|fill_|zero|zero_|zeros|ones|add|add_|sub|mul|mul_|div|div_|where|index|index_select|index_put\w*|gather|scatter\w*|masked_fill\w*|clamp\w*|neg|exp|pow|sqrt|rsqrt|abs|cast|_to_dtype|arange|full|empty|pad|constant_pad_nd|repeat\w*|expand|flip|roll|tril|triu|lt|gt|le|ge|eq|ne|bitwise\w*|logical\w*|floor\w*|ceil|round|remainder|fmod|dropout\w*|native_dropout\w*|uniform_|normal_|bernoulli_|rand\w*|lerp\w*|addcmul\w*|addcdiv\w*|_foreach\w*)_`), "Elementwise / copy"},
+	{regexp.MustCompile(`_(silu_and_mul|gelu_and_mul|gelu_tanh_and_mul|act_and_mul|swiglu\w*)_`), "Activation (SiLU/GELU and mul)"},
+	{regexp.MustCompile(`_(sample|sampler|sampling\w*|top_k_top_p\w*|top_p\w*|min_p\w*|apply_penalties\w*|gumbel\w*)_`), "Sampling"},
 }
 
-// categoryOfOp maps a launching op's name to a category.
-func categoryOfOp(op string) (string, bool) {
-	// Keep only the op's own name: "aten::addmm" -> "_aten_addmm_";
-	// vLLM's "_C::rms_norm" and "vllm::unified_attention" alike.
+// categoryOfOp maps the op that launched kernel to a category. An op named
+// like the kernel (inductor's Triton wrappers) says nothing new.
+func categoryOfOp(op, kernel string) (string, bool) {
+	if op == kernel || strings.HasPrefix(op, "triton_") {
+		return "", false
+	}
+	if base, ok := strings.CutPrefix(op, "aten::"); ok {
+		cat, ok := atenOps[base]
+		return cat, ok
+	}
 	w := nameWords(op)
-	for _, f := range opFamilies {
+	for _, f := range customOps {
 		if f.re.MatchString(w) {
 			return f.category, true
 		}

@@ -197,6 +197,19 @@ var providers = []struct {
 // (template arguments say what a generic kernel computes), the elementwise
 // family last of all. ok is false when no family matches.
 func classifyByName(name string) (Class, bool) {
+	c, strength := nameClass(name)
+	return c, strength > nameNone
+}
+
+// How much a name says: nothing, only that it is elementwise (the last
+// family, the fallback of generic words), or what it computes.
+const (
+	nameNone = iota
+	nameWeak
+	nameStrong
+)
+
+func nameClass(name string) (Class, int) {
 	short := ShortName(name)
 	full := Demangle(name)
 	ws, wf := nameWords(short), nameWords(full)
@@ -213,27 +226,35 @@ func classifyByName(name string) (Class, bool) {
 		}
 		return ""
 	}
+	strength := nameStrong
 	cat := try(ws, 0, last)
 	if cat == "" {
 		cat = try(wf, 0, last)
 	}
 	if cat == "" {
+		strength = nameWeak
 		cat = try(ws, last, last+1)
 	}
 	if cat == "" {
 		cat = try(wf, last, last+1)
 	}
 	if cat == "" {
-		return Class{}, false
+		return Class{}, nameNone
 	}
-	return Class{Category: cat, Provider: providerOf(full), ShortName: short, Source: SourceName}, true
+	if cat == "Elementwise / copy" {
+		// An inductor fusion with nothing but pointwise ops says only that.
+		strength = nameWeak
+	}
+	return Class{Category: cat, Provider: providerOf(full), ShortName: short, Source: SourceName}, strength
 }
+
+var fusedNorm = regexp.MustCompile(`_(native_layer_norm|layer_norm|rms_norm|group_norm|native_group_norm|rsqrt|var_mean)_`)
 
 // tritonFused names an inductor fusion by the reductions it holds.
 func tritonFused(w string) string {
 	red := strings.HasPrefix(w, "_triton_red_") || strings.HasPrefix(w, "_triton_per_")
 	switch {
-	case red && regexp.MustCompile(`_(native_layer_norm|layer_norm|rms_norm|group_norm|native_group_norm|rsqrt|var_mean)_`).MatchString(w):
+	case red && fusedNorm.MatchString(w):
 		if strings.Contains(w, "_group_norm_") {
 			return "GroupNorm"
 		}

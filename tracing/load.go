@@ -24,6 +24,10 @@ type Options struct {
 	// read (compressed bytes for gzip) and the input's size (-1 when
 	// unknown: Read of a stream), and once at the end.
 	Progress func(done, total int64)
+	// Ops keeps the names of the CPU ops that launched kernels
+	// (Trace.Ops, which categories use); it costs parse time on traces
+	// with many CPU ops, so only the analyses that categorise ask for it.
+	Ops bool
 }
 
 // Load reads the trace file at path (JSON or gzip) into a Trace.
@@ -54,6 +58,7 @@ func read(ctx context.Context, r io.Reader, name string, opts Options, size int6
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	defer closeFn()
+	sc.KeepOps = opts.Ops
 	var b builder
 	for n := 0; sc.Scan(); n++ {
 		if n&4095 == 0 {
@@ -136,6 +141,7 @@ type builder struct {
 	dimIndex map[Dims]int32
 	launches []Launch
 	anns     []Annotation
+	ops      opLog
 	legacy   bool // 2021 category names seen
 	cuda     bool
 	hip      bool
@@ -215,6 +221,12 @@ func (b *builder) add(ev *Event) {
 		if ev.Cat == "Runtime" {
 			b.legacy = true
 		}
+	case EventOp:
+		b.ops.add(ev.External, ev.Name)
+		if ev.Cat == "Operator" {
+			b.legacy = true
+		}
+		return // CPU ops do not widen the trace's span
 	case EventAnnotation, EventGPUAnnotation:
 		b.anns = append(b.anns, Annotation{
 			Name: ev.Name, Start: ev.TS, Dur: ev.Dur, GPU: ev.Type == EventGPUAnnotation,
@@ -269,6 +281,8 @@ func (b *builder) finish(sc *Scanner, name string) *Trace {
 	sortByStart(t.Kernels, func(k *Kernel) int64 { return k.Start })
 	sortByStart(t.Launches, func(l *Launch) int64 { return l.Start })
 	sortByStart(t.Annotations, func(a *Annotation) int64 { return a.Start })
+	t.Ops = b.ops.resolve(t.Kernels)
+	b.ops = opLog{}
 	idx := newCorrIndex(t.Kernels)
 	linkGraphs(t, idx)
 	segmentSteps(t, idx)

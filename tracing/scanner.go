@@ -21,10 +21,11 @@ const (
 	EventLaunch                         // runtime or driver call that launches GPU work
 	EventAnnotation                     // CPU user_annotation, or a ProfilerStep#N op
 	EventGPUAnnotation                  // gpu_user_annotation
+	EventOp                             // CPU op (cpu_op) other than ProfilerStep#N: what launched GPU work
 )
 
 func (t EventType) String() string {
-	return [...]string{"kernel", "memcpy", "memset", "launch", "annotation", "gpu_annotation"}[t]
+	return [...]string{"kernel", "memcpy", "memset", "launch", "annotation", "gpu_annotation", "op"}[t]
 }
 
 // Event is one kept trace event. Times are integer nanoseconds as written
@@ -143,6 +144,10 @@ type catCount struct {
 // scanning stopped. Gzip input is detected by its magic bytes. Skipped
 // events are counted (Events, Categories) but never decoded.
 type Scanner struct {
+	// KeepOps keeps every CPU op (EventOp), not only ProfilerStep#N: what
+	// launched each kernel, for categories. Set it before the first Scan.
+	KeepOps bool
+
 	rd    io.Reader
 	ra    *readAhead      // when set, chunks come from it (rd is unused)
 	chunk bool            // buf is a read-ahead chunk, to give back
@@ -679,7 +684,7 @@ const (
 	clRuntime
 	clAnnotation
 	clGPUAnnotation
-	clOp // cpu_op / Operator: kept only for ProfilerStep#N
+	clOp // cpu_op / Operator: ProfilerStep#N, and the ops that launch (ops.go)
 )
 
 func classify(cat []byte) class {
@@ -751,7 +756,7 @@ func isLaunch(name []byte) (launch, graph bool) {
 
 // keep decides from cat, ph and name; decided is false while a needed field
 // is still unknown.
-func keep(cl class, ph, name []byte, havePh, haveName bool) (kept, decided bool) {
+func keep(cl class, ph, name []byte, havePh, haveName, ops bool) (kept, decided bool) {
 	switch cl {
 	case clSkip:
 		return false, true
@@ -767,6 +772,9 @@ func keep(cl class, ph, name []byte, havePh, haveName bool) (kept, decided bool)
 		l, _ := isLaunch(name)
 		return l, true
 	case clOp:
+		if ops {
+			return true, true
+		}
 		if !haveName {
 			return false, false
 		}
@@ -901,7 +909,7 @@ func (s *Scanner) parseEvent(b []byte) (end int, kept bool, msg string) {
 		case "args":
 			if haveCat {
 				// Kept (cat came first, as Kineto writes it): read args in place.
-				if kept, decided := keep(cl, ph, name, havePh, haveName); decided && kept {
+				if kept, decided := keep(cl, ph, name, havePh, haveName, s.KeepOps); decided && kept {
 					s.ev = Event{Device: -1, Stream: -1}
 					if msg := parseArgs(&s.ev, &l); msg != "" {
 						return s.bad(b, msg)
@@ -921,7 +929,7 @@ func (s *Scanner) parseEvent(b []byte) (end int, kept bool, msg string) {
 			}
 		}
 		if haveCat {
-			if kept, decided := keep(cl, ph, name, havePh, haveName); decided && !kept {
+			if kept, decided := keep(cl, ph, name, havePh, haveName, s.KeepOps); decided && !kept {
 				// Skipped: find the end without reading the rest.
 				e := objectRest(b, l.i)
 				if e < 0 {
@@ -946,7 +954,7 @@ func (s *Scanner) parseEvent(b []byte) (end int, kept bool, msg string) {
 	if !haveCat {
 		return end, false, ""
 	}
-	if kept, _ := keep(cl, ph, name, havePh, haveName); !kept {
+	if kept, _ := keep(cl, ph, name, havePh, haveName, s.KeepOps); !kept {
 		return end, false, ""
 	}
 	return end, true, s.build(cl, cat, name, pid, tid, ts, dur, args, pidQ, tidQ, argsDone)
@@ -987,8 +995,10 @@ func (s *Scanner) build(cl class, cat, name, pid, tid, ts, dur, args []byte, pid
 	case clRuntime:
 		ev.Type = EventLaunch
 		_, ev.Graph = isLaunch(name)
-	case clAnnotation, clOp:
+	case clAnnotation:
 		ev.Type = EventAnnotation
+	case clOp:
+		ev.Type = opEvent(name)
 	case clGPUAnnotation:
 		ev.Type = EventGPUAnnotation
 	}
