@@ -143,10 +143,6 @@ func (c *Classifier) resolveAttention(name, cat string) string {
 	return "Flash attention (prefill)"
 }
 
-func isAttention(cat string) bool {
-	return strings.Contains(cat, "attention") || cat == AttentionUnknown
-}
-
 // Learn takes the position hints of a robust layer table: kernels the
 // rules, ops and names leave in Other that run where other layers run a
 // categorised kernel. It relabels the table's positions and reports how
