@@ -32,6 +32,12 @@ func WriteSummaryText(w io.Writer, s tracing.Summary) error {
 	p("trace        %s\n", s.Path)
 	p("device       %s\n", dev)
 	p("format       %s\n", s.Era)
+	switch s.TraceKind {
+	case tracing.KindCapture:
+		p("trace kind   graph capture: kernels recorded into graphs, not run (no steps, layers or timings of serving)\n")
+	case tracing.KindGPUOnly:
+		p("trace kind   GPU only: no CPU ops or annotations (inventory and categories only; no steps or layers)\n")
+	}
 	p("events       %d\n", s.Events)
 	cats := slices.Collect(maps.Keys(s.EventsByCategory))
 	slices.SortFunc(cats, func(a, b string) int {

@@ -44,6 +44,11 @@ const (
 	Trace Code = "trace"
 	// Failures: some requests of a level failed.
 	Failures Code = "failures"
+	// CaptureTrace: the trace was recorded while graphs were captured: the
+	// launches were recorded, not run; no step or layer table applies.
+	CaptureTrace Code = "capture_trace"
+	// GPUOnly: the trace has kernels but no CPU side: no steps can be told.
+	GPUOnly Code = "gpu_only"
 )
 
 // Warning is one thing a user should know about a result.

@@ -288,6 +288,7 @@ func (b *builder) finish(sc *Scanner, name string) *Trace {
 	segmentSteps(t, idx)
 	decodeBS(t)
 	measureCoverage(t, b.minTS, b.maxTS)
+	classifyTrace(t)
 	if len(t.Kernels) == 0 {
 		t.Warnings = append(t.Warnings, diag.New(diag.NoKernels, "no GPU kernels in the trace: was the profiler started with CUDA/ROCm activities (ProfilerActivity.CUDA)?"))
 	}

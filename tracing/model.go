@@ -163,6 +163,7 @@ type Trace struct {
 	Device string // deviceProperties[0].name, "" when absent
 	Era    string // format era, e.g. "kineto-2024-ns", "legacy-2021", "roctracer", "rocprofiler-sdk"
 	Vendor string // "amd", "nvidia" or ""
+	Kind   string // KindExecution, KindCapture or KindGPUOnly
 	Events int64  // every entry of traceEvents
 	ByCat  map[string]int64
 	Meta   map[string]string // scalar top-level keys (schemaVersion, displayTimeUnit, ...)

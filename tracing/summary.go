@@ -14,6 +14,7 @@ type Summary struct {
 	Device           string           `json:"device"`
 	Vendor           string           `json:"vendor,omitempty"`
 	Era              string           `json:"era"`
+	TraceKind        string           `json:"trace_kind"` // execution, capture or gpu_only
 	Events           int64            `json:"events"`
 	EventsByCategory map[string]int64 `json:"events_by_category"`
 	Kernels          int              `json:"kernels"` // complete kernel events, no memcpy/memset
@@ -50,7 +51,7 @@ type CoverageSummary struct {
 // Summarize computes the inspect summary of t.
 func (t *Trace) Summarize() Summary {
 	s := Summary{
-		Path: t.Path, Device: t.Device, Vendor: t.Vendor, Era: t.Era,
+		Path: t.Path, Device: t.Device, Vendor: t.Vendor, Era: t.Era, TraceKind: t.Kind,
 		Events: t.Events, EventsByCategory: t.ByCat,
 		GraphLaunches: len(t.Graphs), Steps: map[string]int{},
 		DecodeBS: t.DecodeBS, DecodeBSHist: map[string]int{},
