@@ -1,8 +1,10 @@
 package inventory
 
 import (
+	"bytes"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // FuzzParseRules: any rule file either parses or gets an error naming its
@@ -26,7 +28,9 @@ func FuzzParseRules(f *testing.F) {
 	})
 }
 
-// FuzzNames: demangling and short names never panic, whatever the name.
+// FuzzNames: demangling, short names and the name fallback never panic,
+// whatever the name; the words of a name are wrapped in '_'; a kernel name
+// written to the compatible CSV reads back unchanged.
 func FuzzNames(f *testing.F) {
 	for _, s := range []string{
 		"_ZN5aiter24add_rmsnorm_quant_kernelIDF16bDF16bLi256ELi16ELb0ELb0ELb1ELi1EEEvPT0_PT_PfS4_S4_S4_diiiiiiib",
@@ -39,5 +43,18 @@ func FuzzNames(f *testing.F) {
 		_ = Demangle(name)
 		_ = CompatShortName(name)
 		_ = ShortName(name)
+		w := nameWords(name)
+		if !strings.HasPrefix(w, "_") || !strings.HasSuffix(w, "_") {
+			t.Fatalf("nameWords(%q) = %q: not wrapped in '_'", name, w)
+		}
+		if c, ok := classifyByName(name); ok && (c.Category == "" || c.Source != SourceName) {
+			t.Fatalf("classifyByName(%q) = %+v", name, c)
+		}
+		if !strings.ContainsAny(name, "\r") && utf8.ValidString(name) {
+			back, err := ParseLayerCSV(bytes.NewReader(FormatCompatLayerCSV([]LayerRow{{Kernel: name, ShortName: "s", Count: 1}})))
+			if err != nil || back[0].Kernel != name {
+				t.Fatalf("compat CSV round trip of %q: %v %+v", name, err, back)
+			}
+		}
 	})
 }

@@ -33,6 +33,10 @@ const (
 	// SectionSample: the sampler, launched eagerly after the forward pass,
 	// outside the step annotation, with its own correlation.
 	SectionSample
+	// SectionAttention: the attention of a forward pass replayed piecewise
+	// (vLLM's piecewise graphs): launched eagerly between the graph pieces
+	// that hold the rest of each layer.
+	SectionAttention
 )
 
 // KernelRun is one kernel a step runs.

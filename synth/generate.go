@@ -6,8 +6,10 @@ import (
 	"io"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/profile-model/profile-model/inventory"
 	"github.com/profile-model/profile-model/kernelmodel"
 	"github.com/profile-model/profile-model/tracing"
 	"github.com/profile-model/profile-model/tracing/kineto"
@@ -35,6 +37,14 @@ type GenerateOptions struct {
 	TwoStreams   bool   // run the post-attention copy and the router GEMM on a second, overlapping stream
 	Alternate    bool   // odd layers are dense (an MLP instead of the MoE block): two kernel sequences
 	EagerDecode  bool   // decode steps launched eagerly and labelled prefill[bs=N tok=N ...]
+	// Piecewise: decode steps replayed as vLLM's piecewise graphs (one
+	// graph per piece between attention kernels, attention launched
+	// eagerly, no step annotation), N+1 graph launches for N layers.
+	Piecewise bool
+	// TPAllReduce: a tensor-parallel rank's kernels: an all-reduce before
+	// each norm inside the layers (inside the graph pieces) and an
+	// all-gather of the logits before the sampler.
+	TPAllReduce bool
 
 	// Exact reproduces the model's one compatible per-layer table
 	// (kernelmodel.FromLayerCSV with one file): compatible mode on the
@@ -111,7 +121,7 @@ func NewRecording(ctx context.Context, opts GenerateOptions) (*Recorder, error) 
 			}
 			runs := mm.PrefillStep(opts.BS, tokens, rng)
 			runs = applyVariants(runs, &opts, rng)
-			rec.Record(Step{Kind: tracing.StepPrefill, BS: opts.BS, Tokens: tokens, Start: clock, Kernels: runs})
+			rec.Record(Step{Kind: tracing.StepPrefill, BS: opts.BS, Tokens: tokens, Start: clock, Kernels: runs, Piecewise: opts.Piecewise})
 			clock += int64(kernelmodel.StepTime(runs)) + int64(300*time.Microsecond)
 			nextPrefill++
 			ctxPerSeq = int(0.9 * float64(opts.PromptLen))
@@ -128,7 +138,7 @@ func NewRecording(ctx context.Context, opts GenerateOptions) (*Recorder, error) 
 		if exact != nil {
 			exact.apply(runs)
 		}
-		rec.Record(Step{Kind: tracing.StepDecode, BS: bs, Tokens: bs, Start: clock, Kernels: runs, Eager: opts.EagerDecode})
+		rec.Record(Step{Kind: tracing.StepDecode, BS: bs, Tokens: bs, Start: clock, Kernels: runs, Eager: opts.EagerDecode, Piecewise: opts.Piecewise})
 		clock += int64(kernelmodel.StepTime(runs)) + int64(300*time.Microsecond)
 		ctxPerSeq++
 	}
@@ -162,6 +172,16 @@ func applyVariants(runs []kernelmodel.KernelRun, o *GenerateOptions, rng *rand.R
 	if o.Alternate {
 		runs = alternate(runs, rng)
 	}
+	if o.TPAllReduce {
+		runs = withCollectives(runs, rng)
+	}
+	if o.Piecewise {
+		for i := range runs {
+			if runs[i].Layer >= 0 && runs[i].Section == kernelmodel.SectionForward && isAttention(runs[i].Name) {
+				runs[i].Section = kernelmodel.SectionAttention
+			}
+		}
+	}
 	for i := range runs {
 		r := &runs[i]
 		if o.RenameAnchor != "" && strings.Contains(r.Name, "pa_bf16") {
@@ -173,6 +193,52 @@ func applyVariants(runs []kernelmodel.KernelRun, o *GenerateOptions, rng *rand.R
 		}
 	}
 	return runs
+}
+
+// isAttention tells the attention kernels of a layer by their category.
+func isAttention(name string) bool {
+	return strings.Contains(builtinRules().Classify(name).Category, "attention")
+}
+
+var builtinRules = sync.OnceValue(inventory.DefaultRules)
+
+// The collectives of a tensor-parallel rank, as vLLM's custom all-reduce
+// and NCCL/RCCL name them.
+const (
+	allReduceKernel = "void vllm::cross_device_reduce_1stage<__hip_bfloat16, 8>(vllm::RankData*, vllm::RankSignals, vllm::Signal*, __hip_bfloat16*, int, int)"
+	allGatherKernel = "ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
+)
+
+// withCollectives inserts an all-reduce before each norm of a layer (the
+// reduction of the row-parallel GEMM before it) and an all-gather of the
+// logits before the sampler.
+func withCollectives(runs []kernelmodel.KernelRun, rng *rand.Rand) []kernelmodel.KernelRun {
+	out := make([]kernelmodel.KernelRun, 0, len(runs)+len(runs)/8)
+	gathered := false
+	for _, r := range runs {
+		if r.Layer >= 0 && r.Section == kernelmodel.SectionForward && strings.Contains(r.ShortName, "RMSNorm") {
+			ar := kernelmodel.DrawKernel(rng, "all_reduce", allReduceKernel, 9.0)
+			ar.Layer, ar.LayerKind, ar.Section = r.Layer, r.LayerKind, r.Section
+			out = append(out, ar)
+		}
+		if r.Section == kernelmodel.SectionSample && !gathered {
+			ag := kernelmodel.DrawKernel(rng, "all_gather", allGatherKernel, 12.0)
+			ag.Section, ag.Launch = kernelmodel.SectionSample, "hipExtModuleLaunchKernel"
+			out = append(out, ag)
+			gathered = true
+		}
+		out = append(out, r)
+	}
+	// Positions within each layer, counted again.
+	pos := map[[2]int]int{}
+	for i := range out {
+		if out[i].Layer >= 0 {
+			key := [2]int{out[i].Layer, out[i].LayerKind}
+			out[i].Pos = pos[key]
+			pos[key]++
+		}
+	}
+	return out
 }
 
 // denseMLP is the kernel sequence that replaces the MoE block (router GEMM

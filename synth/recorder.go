@@ -58,6 +58,11 @@ type Step struct {
 	// and label eager_decode[...]: its batch exceeds every captured graph,
 	// or graphs are off (--enforce-eager).
 	EagerOverflow bool
+	// Piecewise marks a step as vLLM writes it with piecewise graphs: no
+	// step annotation at all, and a decode step replayed as one graph
+	// launch per run of forward kernels between the attention kernels
+	// (SectionAttention), which are launched eagerly.
+	Piecewise bool
 }
 
 // RecorderOptions configures a Recorder.
@@ -282,8 +287,8 @@ const (
 type placed struct {
 	cpuStart, cpuEnd int64 // the step annotation on the CPU
 	stepEnd          int64 // when the host moves on (after syncing on the sampler)
-	graphLaunch      int64 // hipGraphLaunch time, 0 when eager
-	graphCorr        int64
+	graphLaunches    []int64 // hipGraphLaunch times, none when eager
+	graphCorrs       []int64 // their correlation ids
 	firstExt         int64   // External id of the step annotation
 	starts           []int64 // kernel start times, as Kernels
 	launches         []int64 // eager launch times, as Kernels (0 for replayed kernels)
@@ -304,6 +309,9 @@ func (s *Step) eagerForward() bool {
 // prefill[...] / eager_decode[bs=N tok=T ctx=...]; an Eager step keeps the
 // older releases' prefill[...] label in both forms.
 func stepLabel(s *Step, legacy bool) string {
+	if s.Piecewise {
+		return "" // vLLM writes no step annotation
+	}
 	if legacy {
 		switch {
 		case s.Kind == tracing.StepDecode && s.Eager:
@@ -435,7 +443,7 @@ func (r *Recorder) layout() []placed {
 		firstGPU := true
 		for k := range ks {
 			kr := &ks[k]
-			if kr.Section == kernelmodel.SectionSample || (!eager && kr.Section == kernelmodel.SectionForward) {
+			if kr.Section == kernelmodel.SectionSample || (!eager && (kr.Section == kernelmodel.SectionForward || kr.Section == kernelmodel.SectionAttention)) {
 				continue
 			}
 			cur += launchDurNS + 3_000
@@ -450,22 +458,42 @@ func (r *Recorder) layout() []placed {
 			}
 		}
 		if !eager {
-			cur += 10_000
-			p.graphLaunch = cur
-			corr++
-			p.graphCorr = corr
-			gpu = max(gpu, cur+15_000)
+			// One graph launch for the forward pass, or (piecewise) one per
+			// run of forward kernels, the attention between them eager.
+			launchGraph := func() int64 {
+				cur += 10_000
+				corr++
+				p.graphLaunches = append(p.graphLaunches, cur)
+				p.graphCorrs = append(p.graphCorrs, corr)
+				gpu = max(gpu, cur+15_000)
+				cur += 45_000 // hipGraphLaunch returns
+				return corr
+			}
+			var piece int64
 			for k := range ks {
-				if ks[k].Section == kernelmodel.SectionForward {
-					p.corrs[k] = corr
-					place(k, 0)
-					if firstGPU {
-						p.gpuStart = p.starts[k]
-						firstGPU = false
+				switch ks[k].Section {
+				case kernelmodel.SectionForward:
+					if piece == 0 {
+						piece = launchGraph()
 					}
+					p.corrs[k] = piece
+					place(k, 0)
+				case kernelmodel.SectionAttention:
+					piece = 0
+					cur += launchDurNS + 3_000
+					p.launches[k] = cur
+					ext++
+					corr++
+					p.exts[k], p.corrs[k] = ext, corr
+					place(k, cur+5_000)
+				default:
+					continue
+				}
+				if firstGPU {
+					p.gpuStart = p.starts[k]
+					firstGPU = false
 				}
 			}
-			cur += 45_000 // hipGraphLaunch returns
 		}
 		p.gpuEnd = max(gpu, side)
 		p.cpuEnd = cur + 5_000
@@ -629,7 +657,7 @@ func (e *emitter) all(first int64) {
 	// 5. GPU annotations.
 	for i := range steps {
 		p := &e.pl[i]
-		if p.dropped || p.gpuEnd <= p.gpuStart || p.gpuStart < p.cut {
+		if p.dropped || p.gpuEnd <= p.gpuStart || p.gpuStart < p.cut || p.label == "" {
 			continue
 		}
 		e.x("gpu_user_annotation", p.label, gpuPID, mainStream, p.gpuStart, p.gpuEnd-p.gpuStart)
@@ -714,10 +742,12 @@ func shortOp(s string) string {
 func (e *emitter) cpuOps(i int) {
 	ks := e.kernels(i)
 	p := &e.pl[i]
-	e.x("user_annotation", p.label, cpuPID, cpuTID, p.cpuStart, p.cpuEnd-p.cpuStart)
-	e.arg(kineto.IntArg("External id", p.firstExt))
-	e.arg(kineto.IntArg("Record function id", 0))
-	e.emit()
+	if p.label != "" {
+		e.x("user_annotation", p.label, cpuPID, cpuTID, p.cpuStart, p.cpuEnd-p.cpuStart)
+		e.arg(kineto.IntArg("External id", p.firstExt))
+		e.arg(kineto.IntArg("Record function id", 0))
+		e.emit()
+	}
 	for k := range ks {
 		if p.launches[k] == 0 {
 			continue
@@ -811,12 +841,12 @@ func (e *emitter) runtime(i int) {
 		e.ev = kineto.Event{Ph: 's', ID: p.corrs[k], PID: cpuPID, TID: cpuTID, TS: ts, Cat: "ac2g", Name: "ac2g", Args: e.ev.Args[:0]}
 		e.emit()
 	}
-	if p.graphLaunch != 0 {
-		e.x("cuda_runtime", "hipGraphLaunch", cpuPID, cpuTID, p.graphLaunch, 45_000)
+	for g, at := range p.graphLaunches {
+		e.x("cuda_runtime", "hipGraphLaunch", cpuPID, cpuTID, at, 45_000)
 		e.arg(kineto.IntArg("cid", 215))
-		e.arg(kineto.IntArg("correlation", p.graphCorr))
+		e.arg(kineto.IntArg("correlation", p.graphCorrs[g]))
 		e.emit()
-		e.ev = kineto.Event{Ph: 'f', ID: p.graphCorr, PID: cpuPID, TID: cpuTID, TS: p.graphLaunch, Cat: "ac2g", Name: "ac2g", BP: "e", Args: e.ev.Args[:0]}
+		e.ev = kineto.Event{Ph: 'f', ID: p.graphCorrs[g], PID: cpuPID, TID: cpuTID, TS: at, Cat: "ac2g", Name: "ac2g", BP: "e", Args: e.ev.Args[:0]}
 		e.emit()
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"os"
+	"slices"
 	"testing"
 
 	"github.com/klauspost/compress/gzip"
@@ -71,6 +72,14 @@ func FuzzRead(f *testing.F) {
 		}
 		s, s2 := tr.Summarize(), tr2.Summarize()
 		require.Equal(t, s, s2)
+		// Keeping the CPU ops changes nothing else, and keeps only ops a
+		// kernel points to.
+		tr3, err3 := tracing.Read(ctx, bytes.NewReader(data), "fuzz", tracing.Options{Ops: true})
+		require.NoError(t, err3)
+		require.Equal(t, s, tr3.Summarize())
+		for ext := range tr3.Ops {
+			require.True(t, slices.ContainsFunc(tr3.Kernels, func(k tracing.Kernel) bool { return k.External == ext }), "op %d launched no kernel", ext)
+		}
 		var sum int64
 		for _, n := range tr.ByCat {
 			sum += n

@@ -281,6 +281,9 @@ func segmentSteps(t *Trace, idx corrIndex) {
 			return
 		}
 	}
+	if structureSteps(t) {
+		return
+	}
 	for gi := range t.Graphs {
 		g := &t.Graphs[gi]
 		if len(g.Kernels) == 0 {

@@ -53,6 +53,8 @@ func runSynth(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		alternate    = fs.Bool("alternate", false, "variant: odd layers are dense (two alternating kernel sequences)")
 		eagerDecode  = fs.Bool("eager-decode", false, "variant: decode steps launched eagerly and labelled prefill[bs=N tok=N ...]")
 		metaFirst    = fs.Bool("meta-first", false, "write baseTimeNanoseconds and the other trailing keys before traceEvents")
+		piecewise    = fs.Bool("piecewise", false, "variant: decode steps replayed as vLLM's piecewise graphs (a graph per piece, attention launched eagerly between them, no step annotations)")
+		tpAllReduce  = fs.Bool("tp-allreduce", false, "variant: a tensor-parallel rank's kernels (an all-reduce before each norm, an all-gather before the sampler)")
 		exact        = fs.Bool("exact", false, "reproduce the one --layer-csv exactly: layers --mode compat on the trace writes that file back byte for byte (--layers and --decode-steps are chosen from its count)")
 	)
 	fs.Var(&layerCSVs, "layer-csv", "per-layer table(s) in the compatible CSV format (conc{N}_layer.csv); repeat or comma-separate; default: the built-in model")
@@ -80,6 +82,7 @@ func runSynth(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		GPUWindow: time.Duration(*gpuWindow * float64(time.Second)), GPUWindowExact: *gpuExact, PythonPerStep: *python, ModelName: *model,
 		RenameAnchor: *renameAnchor, TwoStreams: *twoStreams, Alternate: *alternate, EagerDecode: *eagerDecode,
 		Gzip: strings.HasSuffix(*out, ".gz"), MetaFirst: *metaFirst, Exact: *exact,
+		Piecewise: *piecewise, TPAllReduce: *tpAllReduce,
 	}
 	if *exact && len(layerCSVs) != 1 {
 		return usageError{"synth: --exact reproduces one --layer-csv; give exactly one"}
