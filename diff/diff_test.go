@@ -268,7 +268,7 @@ func TestLoadLevelErrors(t *testing.T) {
 	notNumber := filepath.Join(dir, "nan")
 	writeLayerCSV(t, filepath.Join(notNumber, "conc4_layer.csv"), baseLayer)
 	require.NoError(t, os.WriteFile(filepath.Join(notNumber, "conc4_kernels.csv"),
-		[]byte(strings.Join(inventory.KernelsHeader, ",")+"\nk,k,Other,,many,1,1,1,1,0,1\n"), 0o644))
+		[]byte(strings.Join(inventory.KernelsHeader, ",")+"\nk,k,Other,,many,1,1,1,1,0,1,none\n"), 0o644))
 	cases := []struct{ name, path, want string }{
 		{"several levels", several, "conc4_layer.csv, conc8_layer.csv"},
 		{"no table", none, "holds no conc{bs}_layer.csv"},

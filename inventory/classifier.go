@@ -30,7 +30,11 @@ type Classifier struct {
 	ops      map[string]string // kernel name -> the op that launched most of its time
 	decode   map[string]bool   // kernel name -> more than half its time inside decode steps
 	position map[string]Class  // kernel name -> what its layer position says
-	memo     map[string]Class
+	// pending are kernel names that run at the same layer position as
+	// another (irregular layers, alternating kinds), noted by the robust
+	// layer finder for Learn.
+	pending [][2]string
+	memo    map[string]Class
 }
 
 // NewClassifier prepares the categories of tr's kernels; rules nil is the
@@ -143,18 +147,19 @@ func (c *Classifier) resolveAttention(name, cat string) string {
 	return "Flash attention (prefill)"
 }
 
-// Learn takes the position hints of a robust layer table: kernels the
-// rules, ops and names leave in Other that run where other layers run a
-// categorised kernel. It relabels the table's positions and reports how
+// Learn takes the position hints of the robust layer tables made with this
+// classifier (and of the tables against each other): kernels the rules,
+// ops and names leave in Other that run where other layers run a
+// categorised kernel. It relabels the tables' positions and reports how
 // many kernel names it categorised.
 func (c *Classifier) Learn(tables ...*LayerTable) int {
 	n := 0
-	var pairs [][2]string
+	pairs := c.pending
+	c.pending = nil
 	for i, t := range tables {
 		if t == nil {
 			continue
 		}
-		pairs = append(pairs, t.pairs...)
 		// The decode and the prefill layers run the same layer with other
 		// kernels at some positions.
 		for _, u := range tables[i+1:] {

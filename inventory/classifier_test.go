@@ -59,10 +59,8 @@ func TestClassifierLearnsPositions(t *testing.T) {
 	t.Parallel()
 	none := DefaultRules().Filter(func(Rule) bool { return false })
 	c := NewClassifier(nil, none)
-	lt := &LayerTable{
-		Positions: []Position{{Kernel: "zq_kernel_7"}, {Kernel: "pa_decode_kernel"}},
-		pairs:     [][2]string{{"zq_kernel_7", "pa_decode_kernel"}, {"qq_kernel", "zz_kernel"}},
-	}
+	lt := &LayerTable{Positions: []Position{{Kernel: "zq_kernel_7"}, {Kernel: "pa_decode_kernel"}}}
+	c.pending = [][2]string{{"zq_kernel_7", "pa_decode_kernel"}, {"qq_kernel", "zz_kernel"}}
 	require.Equal(t, 1, c.Learn(lt))
 	got := c.Classify("zq_kernel_7")
 	require.Equal(t, "Paged attention (decode)", got.Category)

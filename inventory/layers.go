@@ -94,11 +94,6 @@ type LayerTable struct {
 	Epilogue        []string         `json:"epilogue,omitempty"` // kernels after the last layer (first step)
 	Anchor          string           `json:"anchor,omitempty"`
 	Warnings        []diag.Warning   `json:"warnings,omitempty"`
-
-	// pairs are kernel names that run at the same layer position as
-	// another kernel name (irregular layers, alternating kinds): the
-	// position hints of Classifier.Learn.
-	pairs [][2]string
 }
 
 // Rows returns the table in the compatible CSV's row type.

@@ -73,9 +73,10 @@ type rawLayer struct {
 }
 
 func robustLayers(ctx context.Context, tr *tracing.Trace, kinds []tracing.StepKind, opt LayerOptions) (*LayerTable, error) {
+	cl := opt.classes(tr)
 	t := &LayerTable{Mode: ModeRobust, StepKind: string(kinds[0]), Irregular: []IrregularLayer{}, LayersHist: map[int]int{}, KernelsPerLayer: []int{}, Positions: []Position{}}
 	in := &interner{ids: map[string]int32{}}
-	classOf := opt.classes(tr).Classify
+	classOf := cl.Classify
 	cache := map[string]*structure{}
 	kCount := map[int]int{}
 	var all []rawLayer
@@ -209,7 +210,7 @@ func robustLayers(ctx context.Context, tr *tracing.Trace, kinds []tracing.StepKi
 	if len(t.LayersHist) > 1 {
 		t.Warnings = append(t.Warnings, diag.New(diag.IrregularLayers, fmt.Sprintf("the number of layers differs between %s steps: %v (layers: steps)", t.StepKind, t.LayersHist)))
 	}
-	classify(t, all, mostCommon(kCount), in, tr, classOf)
+	classify(t, all, mostCommon(kCount), in, tr, cl)
 	return t, nil
 }
 
@@ -226,7 +227,8 @@ func mostCommon(h map[int]int) int {
 
 // classify finds the layer kinds (the k most common sequences), assigns
 // every layer to one, and fills positions and irregular layers.
-func classify(t *LayerTable, all []rawLayer, k int, in *interner, tr *tracing.Trace, classOf func(string) Class) {
+func classify(t *LayerTable, all []rawLayer, k int, in *interner, tr *tracing.Trace, cl *Classifier) {
+	classOf := cl.Classify
 	count := map[string]int{}
 	firstSeen := map[string]int{}
 	for i, l := range all {
@@ -328,7 +330,7 @@ func classify(t *LayerTable, all []rawLayer, k int, in *interner, tr *tracing.Tr
 				}
 			}
 			if d.op == "differs" {
-				t.pairs = append(t.pairs, [2]string{tr.Kernels[l.kernels[d.got]].Name, in.names[cons[kind][d.pos]]})
+				cl.pending = append(cl.pending, [2]string{tr.Kernels[l.kernels[d.got]].Name, in.names[cons[kind][d.pos]]})
 			}
 			if d.op != "extra" && d.op != "missing" && ld.Kernel == ld.Want {
 				// Same short name, another instance (e.g. a GEMM tuned for
@@ -347,7 +349,7 @@ func classify(t *LayerTable, all []rawLayer, k int, in *interner, tr *tracing.Tr
 		for _, d := range diffs(align(cons[c], cons[0]), len(cons[0])) {
 			if d.op == "differs" {
 				a, b := in.names[cons[c][d.got]], in.names[cons[0][d.pos]]
-				t.pairs = append(t.pairs, [2]string{a, b}, [2]string{b, a})
+				cl.pending = append(cl.pending, [2]string{a, b}, [2]string{b, a})
 			}
 		}
 	}
