@@ -66,6 +66,8 @@ type Result struct {
 	Inventory *inventory.Inventory
 	// Warnings of the trace and of every table, each once.
 	Warnings []diag.Warning
+
+	classes *inventory.Classifier // the categories of this trace's kernels
 }
 
 // DecodeBS is the decode batch size of the trace (0 when it has no decode
@@ -98,6 +100,7 @@ func Analyze(ctx context.Context, tr *tracing.Trace, opt Options) (*Result, erro
 	r := &Result{Path: tr.Path, Trace: tr, Summary: tr.Summarize()}
 	r.Warnings = append(r.Warnings, r.Summary.Warnings...)
 	cl := inventory.NewClassifier(tr, opt.Rules)
+	r.classes = cl
 	lopt := inventory.LayerOptions{Mode: inventory.ModeRobust, Anchor: opt.Anchor, NumLayers: opt.NumLayers, Rules: opt.Rules, Classes: cl}
 	fail := func(err error) (*Result, error) { return nil, fmt.Errorf("%s: %w", tr.Path, err) }
 

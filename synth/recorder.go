@@ -285,8 +285,8 @@ const (
 
 // placed is a step laid out on the trace clock.
 type placed struct {
-	cpuStart, cpuEnd int64 // the step annotation on the CPU
-	stepEnd          int64 // when the host moves on (after syncing on the sampler)
+	cpuStart, cpuEnd int64   // the step annotation on the CPU
+	stepEnd          int64   // when the host moves on (after syncing on the sampler)
 	graphLaunches    []int64 // hipGraphLaunch times, none when eager
 	graphCorrs       []int64 // their correlation ids
 	firstExt         int64   // External id of the step annotation

@@ -26,7 +26,7 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	asJSON := fs.Bool("json", false, "print the summary as JSON (an array of summaries for several traces)")
 	ndjson := fs.Bool("ndjson", false, "print one JSON summary per line")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: profile-model inspect TRACE... [--json | --ndjson]\n\nSummarise PyTorch profiler traces (.json or .json.gz; - reads standard input).")
+		fmt.Fprintln(stderr, "usage: profile-model inspect TRACE... [--json | --ndjson]\n\nSummarise PyTorch profiler traces (.json or .json.gz; - reads standard input;\na directory: the traces of its rank directories).")
 		fs.PrintDefaults()
 	}
 	// Accept flags after the trace names too.
@@ -45,6 +45,20 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		fs.Usage()
 		return usageError{"inspect: no trace given"}
 	}
+	// A directory is the traces of its ranks (rank_<r>/, dp<d>_tp<r>).
+	var expanded []string
+	for _, f := range files {
+		if fi, err := os.Stat(f); err == nil && fi.IsDir() {
+			ranks, err := analysis.RankFiles([]string{f})
+			if err != nil {
+				return fmt.Errorf("inspect: %w", err)
+			}
+			expanded = append(expanded, ranks...)
+			continue
+		}
+		expanded = append(expanded, f)
+	}
+	files = expanded
 	// A trace's kept kernels are most of the heap and live to the end: a
 	// lower GC target keeps peak memory near that instead of twice it.
 	defer debug.SetGCPercent(debug.SetGCPercent(25))

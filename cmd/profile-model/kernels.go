@@ -25,11 +25,12 @@ func runKernels(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	top := fs.Int("top", 25, "kernels to print (the CSV has them all)")
 	asJSON := fs.Bool("json", false, "print the inventory as JSON")
 	force := fs.Bool("force", false, "overwrite CSV files that exist")
+	rank := fs.Int("rank", 0, "with several rank traces (or a directory of them): the rank whose tables are printed and written")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: profile-model kernels TRACE [--csv FILE|- | --out DIR] [--rules FILE] [--json] [--force]\n\nKernel inventory of a trace: every distinct kernel with its category and provider.")
+		fmt.Fprintln(stderr, "usage: profile-model kernels TRACE... [--rank R] [--csv FILE|- | --out DIR] [--rules FILE] [--json] [--force]\n\nKernel inventory of a trace: every distinct kernel with its category and provider.")
 		fs.PrintDefaults()
 	}
-	trace, err := parseOneTrace(fs, args, "kernels")
+	files, err := parseTraces(fs, args, "kernels")
 	if err != nil {
 		return err
 	}
@@ -38,10 +39,11 @@ func runKernels(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	opt.Parts = analysis.Inventory
-	res, err := analysis.Load(ctx, trace, opt)
+	res, ranks, err := loadRanks(ctx, files, opt, *rank)
 	if err != nil {
 		return err
 	}
+	trace := res.Path
 	bs := res.DecodeBS()
 	if *csvPath == "-" {
 		_, err := stdout.Write(res.Inventory.KernelsCSV())
@@ -63,9 +65,13 @@ func runKernels(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			KernelsCSV    string `json:"kernels_csv"`
 			CategoriesCSV string `json:"categories_csv"`
 			*inventory.Inventory
-		}{trace, bs, kPath, cPath, inv})
+			Ranks *analysis.RankReport `json:"ranks,omitempty"`
+		}{trace, bs, kPath, cPath, inv, ranks})
 	}
 	analysis.WriteKernelsText(stdout, trace, inv, *top, kPath)
 	fmt.Fprintf(stdout, "\nwrote %s and %s\n", kPath, cPath)
+	if ranks != nil {
+		writeRanksText(stdout, ranks, trace)
+	}
 	return nil
 }

@@ -30,11 +30,12 @@ func runLayers(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	rulesPath := fs.String("rules", "", "category rule table `FILE` (default: the built-in one)")
 	asJSON := fs.Bool("json", false, "print the structure found as JSON")
 	force := fs.Bool("force", false, "overwrite CSV files that exist")
+	rank := fs.Int("rank", 0, "with several rank traces (or a directory of them): the rank whose tables are printed and written")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: profile-model layers TRACE [--csv FILE|- | --out DIR] [--mode compat|robust] [--anchor PATTERN] [--config config.json] [--json] [--force]\n\nPer-layer kernel table of the decode steps of a trace.")
+		fmt.Fprintln(stderr, "usage: profile-model layers TRACE... [--rank R] [--csv FILE|- | --out DIR] [--mode compat|robust] [--anchor PATTERN] [--config config.json] [--json] [--force]\n\nPer-layer kernel table of the decode steps of a trace. Several traces, or a directory\nof rank traces (rank_<r>/, dp<d>_tp<r>, pp<p>_), are the ranks of one tensor-parallel\nlevel: they are analysed in parallel, the tables are of --rank, and the ranks are\ncompared (step and layer time, skew, collective time and waiting).")
 		fs.PrintDefaults()
 	}
-	trace, err := parseOneTrace(fs, args, "layers")
+	traces, err := parseTraces(fs, args, "layers")
 	if err != nil {
 		return err
 	}
@@ -50,10 +51,11 @@ func runLayers(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *mode == inventory.ModeCompat {
 		opt.Parts = analysis.Compat
 	}
-	res, err := analysis.Load(ctx, trace, opt)
+	res, ranks, err := loadRanks(ctx, traces, opt, *rank)
 	if err != nil {
 		return err
 	}
+	trace := res.Path
 	bs := res.DecodeBS()
 	lt, prefill := res.Decode, res.Prefill
 	if *mode == inventory.ModeCompat {
@@ -93,7 +95,8 @@ func runLayers(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			PrefillCSV string `json:"prefill_csv,omitempty"`
 			*inventory.LayerTable
 			Prefill *inventory.LayerTable `json:"prefill,omitempty"`
-		}{trace, bs, out, prefillOut, lt, prefill})
+			Ranks   *analysis.RankReport  `json:"ranks,omitempty"`
+		}{trace, bs, out, prefillOut, lt, prefill, ranks})
 	}
 	fmt.Fprintf(stdout, "%s: decode batch size %d\n", trace, bs)
 	analysis.WriteLayersText(stdout, lt)
@@ -106,6 +109,9 @@ func runLayers(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	for _, f := range wrote {
 		fmt.Fprintf(stdout, "wrote %s\n", f)
+	}
+	if ranks != nil {
+		writeRanksText(stdout, ranks, trace)
 	}
 	return nil
 }
@@ -145,26 +151,6 @@ func analysisOptions(rulesPath, configPath string) (analysis.Options, error) {
 		opt.NumLayers = cfg.NumHiddenLayers
 	}
 	return opt, nil
-}
-
-// parseOneTrace parses flags given before or after the one trace argument.
-func parseOneTrace(fs *flag.FlagSet, args []string, cmd string) (string, error) {
-	var files []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return "", usageError{err.Error()}
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		files = append(files, fs.Arg(0))
-		args = fs.Args()[1:]
-	}
-	if len(files) != 1 {
-		fs.Usage()
-		return "", usageError{fmt.Sprintf("%s: want one trace, got %d", cmd, len(files))}
-	}
-	return files[0], nil
 }
 
 func writeJSON(w io.Writer, v any) error {

@@ -68,7 +68,7 @@ func TestLayersCommandErrors(t *testing.T) {
 		want string
 	}{
 		{"bad mode", []string{"layers", trace, "--mode", "magic"}, `--mode is "magic"`},
-		{"no trace", []string{"layers"}, "want one trace"},
+		{"no trace", []string{"layers"}, "no trace given"},
 		{"compat without anchor", []string{"layers", trace, "--mode", "compat", "--csv", filepath.Join(dir, "x.csv")}, `anchor "pa_bf16" occurs 0 times`},
 		{"bad rules", []string{"kernels", trace, "--rules", bad, "--csv", filepath.Join(dir, "k.csv")}, bad + ":2: priority"},
 		{"bad config", []string{"layers", trace, "--config", bad}, "not a model config.json"},

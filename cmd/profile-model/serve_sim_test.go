@@ -21,6 +21,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/profile-model/profile-model/analysis"
 	"github.com/profile-model/profile-model/inventory"
 	"github.com/profile-model/profile-model/kernelmodel"
 )
@@ -290,4 +291,78 @@ func TestServeSimRoundTrip(t *testing.T) {
 		require.Equal(t, table[i].Kernel, got[i].Kernel, "pos %d", i)
 		require.InEpsilon(t, table[i].AvgUS, got[i].AvgUS, 0.02, "pos %d (%s)", i, table[i].ShortName)
 	}
+}
+
+// TestServeSimTensorParallel: serve-sim -tp 4 with a rank skew writes one
+// trace per rank; `layers` on the trace directory analyses the ranks in
+// parallel and reports what the engine was told to produce: rank r's own
+// work 1 + skew·r/3 times rank 0's, every all-reduce's own time 9 µs, the
+// slowest rank never waiting, the others waiting for it.
+func TestServeSimTensorParallel(t *testing.T) {
+	t.Parallel()
+	const skew = 0.3
+	dir := t.TempDir()
+	profDir := filepath.Join(dir, "traces")
+	p := startSim(t, "--model", "org/Sim-Model", "--server-port", "0", "--torch-profiler-dir", profDir,
+		"-tp", "4", "--rank-skew", fmt.Sprint(skew), "--layers", "6", "--time-scale", "20", "--trace-python-per-step", "-1")
+	post := func(path, body string) string {
+		resp, err := http.Post(p.url+path, "application/json", strings.NewReader(body))
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		out, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, resp.StatusCode, path)
+		return string(out)
+	}
+	post("/start_profile", "")
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			post("/v1/completions", fmt.Sprintf(`{"model":"org/Sim-Model","prompt":"%s","max_tokens":12,"ignore_eos":true,"stream":true}`, strings.Repeat("w ", 20+i)))
+		}()
+	}
+	wg.Wait()
+	post("/stop_profile", "")
+	for r := range 4 {
+		m, err := filepath.Glob(filepath.Join(profDir, fmt.Sprintf("rank_%d", r), "*.pt.trace.json.gz"))
+		require.NoError(t, err)
+		require.Len(t, m, 1, "rank %d writes one trace", r)
+	}
+
+	var out strings.Builder
+	require.NoError(t, run(t.Context(), []string{"layers", profDir, "--rank", "2", "--json", "--out", filepath.Join(dir, "out")}, &out, io.Discard))
+	var got struct {
+		Trace           string               `json:"trace"`
+		Layers          int                  `json:"layers"`
+		KernelsPerLayer []int                `json:"kernels_per_layer"`
+		Positions       []inventory.Position `json:"positions"`
+		Ranks           analysis.RankReport  `json:"ranks"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out.String()), &got), out.String())
+	require.Contains(t, got.Trace, "rank_2", "--rank chooses the tables")
+	require.Equal(t, 6, got.Layers)
+	ars := 0
+	for _, pos := range got.Positions {
+		if pos.Category == "All-reduce / collectives" {
+			ars++
+		}
+	}
+	require.Positive(t, ars, "an all-reduce in every layer")
+	rep := got.Ranks
+	require.Len(t, rep.Ranks, 4)
+	require.Positive(t, rep.Steps)
+	base := rep.Ranks[0]
+	for r, st := range rep.Ranks {
+		require.Equal(t, fmt.Sprintf("rank %d", r), st.Rank)
+		// Own collective time: every all-reduce of a step at 9 µs.
+		require.InDelta(t, 9.0*float64(ars*got.Layers), st.OwnUS, 1e-6, "rank %d: all-reduces per step × 9 µs", r)
+		require.InDelta(t, st.CollectiveUS, st.OwnUS+st.WaitUS, 1e-6)
+		require.InEpsilon(t, 1+skew*float64(r)/3, (st.BusyUS-st.OwnUS)/(base.BusyUS-base.OwnUS), 1e-3, "rank %d's own work", r)
+	}
+	require.InDelta(t, 0, rep.Ranks[3].WaitUS, 1e-6, "the slowest rank never waits")
+	require.Greater(t, rep.Ranks[0].WaitUS, rep.Ranks[1].WaitUS, "the fastest rank waits longest")
+	require.Equal(t, rep.Steps, rep.Ranks[3].Slowest, "rank 3 is the slowest in every step")
+	require.InEpsilon(t, rep.Ranks[3].BusyUS-rep.Ranks[0].BusyUS, rep.SkewUS, 1e-6)
 }

@@ -106,17 +106,26 @@ func (b *synthBackend) StopProfile(ctx context.Context, at int64, write bool) ([
 		return nil, nil
 	}
 	// The export finishes even when the client that asked for it goes away.
-	path, err := b.export(context.WithoutCancel(ctx), rec)
-	if err != nil {
-		return nil, err
+	ranks := max(b.cfg.TP, 1)
+	dirs := make([]string, 0, ranks)
+	for rank := range ranks {
+		rr := rec
+		if ranks > 1 {
+			rr = rec.ForRank(rank, synth.TP{Size: ranks, Skew: b.cfg.RankSkew})
+		}
+		path, err := b.export(context.WithoutCancel(ctx), rr, rank)
+		if err != nil {
+			return nil, err
+		}
+		dirs = append(dirs, filepath.Dir(path))
 	}
-	return []string{filepath.Dir(path)}, nil
+	return dirs, nil
 }
 
-// export writes the trace as ATOM does: <dir>/rank_0/<name>.json first, then
-// (after ExportDelay) the .json.gz, then the .json is removed.
-func (b *synthBackend) export(ctx context.Context, rec *synth.Recorder) (string, error) {
-	rankDir := filepath.Join(b.dir, "rank_0")
+// export writes rank's trace as ATOM does: <dir>/rank_<r>/<name>.json first,
+// then (after ExportDelay) the .json.gz, then the .json is removed.
+func (b *synthBackend) export(ctx context.Context, rec *synth.Recorder, rank int) (string, error) {
+	rankDir := filepath.Join(b.dir, fmt.Sprintf("rank_%d", rank))
 	if err := os.MkdirAll(rankDir, 0o755); err != nil {
 		return "", fmt.Errorf("writing trace: %w", err)
 	}

@@ -38,6 +38,13 @@ type Config struct {
 	KernelCSVs []string // per-layer kernel tables (compatible CSV); none: the built-in model
 	Layers     int      // decoder layers per step; 0: the kernel model's own count
 
+	// TP is the tensor-parallel size: at stop, one trace per rank
+	// (<dir>/rank_<r>/), each layer with an all-reduce before each norm;
+	// 0 or 1: one rank. RankSkew slows rank r's kernels by
+	// 1 + RankSkew·r/(TP-1); the all-reduces wait for the slowest rank.
+	TP       int
+	RankSkew float64
+
 	// Tokenizer counts prompt tokens instead of the stand-in tokenizer (a
 	// model's tokenizer.json, loaded with tokenizer.Load); nil: stand-in.
 	Tokenizer tokenizer.Counter
