@@ -80,3 +80,23 @@ func writeRanksText(w io.Writer, rep *analysis.RankReport, chosen string) {
 		fmt.Fprintf(w, "warning: %s\n", wr.Message)
 	}
 }
+
+// parseOneTrace parses flags given before or after the one trace argument.
+func parseOneTrace(fs *flag.FlagSet, args []string, cmd string) (string, error) {
+	var files []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return "", usageError{err.Error()}
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		files = append(files, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	if len(files) != 1 {
+		fs.Usage()
+		return "", usageError{fmt.Sprintf("%s: want one trace, got %d", cmd, len(files))}
+	}
+	return files[0], nil
+}
