@@ -87,6 +87,14 @@ type RecorderOptions struct {
 	Rank int
 	// Gzip level for WriteATOM (default klauspost BestSpeed).
 	GzipLevel int
+	// BufferBytes bounds the GPU activity records the profiler holds, as
+	// Kineto's activity buffer does (KINETO_BUFFER_SIZE_MB): each kernel
+	// and each step's GPU annotation takes GPURecordBytes. When a step does
+	// not fit, the GPU events of the oldest steps are dropped until it does
+	// (their CPU side stays: annotations, launches, Python frames), so the
+	// trace shows steps without kernels, as a real buffer overflow does.
+	// 0: unbounded.
+	BufferBytes int64
 	// LegacyLabels writes step labels as ATOM releases of early 2026 did
 	// (decode[bs=N tok=N p=0 d=N], prefill[bs=N tok=T p=N d=0], and eager
 	// decodes labelled prefill[...]); by default they are written as
@@ -94,8 +102,17 @@ type RecorderOptions struct {
 	LegacyLabels bool
 }
 
+// GPURecordBytes is what one GPU activity record (a kernel, a memory copy,
+// a GPU annotation) takes in the profiler's buffer, as RecorderOptions.BufferBytes
+// counts it: about the size of Kineto's activity record with its name.
+const GPURecordBytes = 256
+
 // Recorder collects the steps an engine runs while profiling and writes them
 // as an ATOM-style Kineto trace. It is safe for concurrent use.
+//
+// Each step is laid out on the trace clock when it is recorded, so that its
+// kernels can be dropped later (a full buffer) without moving the steps
+// after it; per-kernel times are recomputed when the trace is written.
 type Recorder struct {
 	opts   RecorderOptions
 	mu     sync.Mutex
@@ -103,8 +120,17 @@ type Recorder struct {
 	stop   int64
 	steps  []Step        // Kernels nil: kept packed in kernels
 	packed [][]kernelRec // per step
+	pl     []placed      // per step
 	strs   []string      // interned names
 	strIdx map[string]int32
+
+	prevEnd, ext, corr int64  // layout state after the last step
+	scratch            kplace // per-kernel layout of the step being recorded
+	kbuf               []kernelmodel.KernelRun
+	bufUsed            int64 // bytes of GPU records held
+	oldest             int   // first step whose GPU records are held
+	droppedSteps       int
+	droppedRecs        int64
 }
 
 // kernelRec is a kernelmodel.KernelRun packed for storage (a long profile records
@@ -164,7 +190,7 @@ func NewRecorder(opts RecorderOptions) *Recorder {
 	if opts.PythonPerStep < 0 {
 		opts.PythonPerStep = 0
 	}
-	return &Recorder{opts: opts}
+	return &Recorder{opts: opts, ext: 1000, corr: 50000}
 }
 
 // Start marks the start of the profiled window (torch profiler start) at
@@ -185,6 +211,64 @@ func (r *Recorder) Record(s Step) {
 	r.packed = append(r.packed, r.pack(s.Kernels))
 	s.Kernels = nil
 	r.steps = append(r.steps, s)
+	i := len(r.steps) - 1
+	p := placed{label: stepLabel(&s, r.opts.LegacyLabels), ext0: r.ext, corr0: r.corr}
+	r.kbuf = r.expand(i, r.kbuf)
+	r.ext, r.corr = place(&s, r.kbuf, max(s.Start, r.prevEnd+hostGapNS), r.ext, r.corr, &p, &r.scratch)
+	r.prevEnd = p.stepEnd
+	p.gpuRecs = int64(len(r.kbuf) + 1)
+	r.pl = append(r.pl, p)
+	if b := r.opts.BufferBytes; b > 0 {
+		need := p.gpuRecs * GPURecordBytes
+		for r.bufUsed+need > b && r.oldest < i {
+			r.dropGPU(r.oldest)
+			r.oldest++
+		}
+		if r.bufUsed+need > b {
+			r.dropGPU(i) // the step alone does not fit
+			r.oldest = i + 1
+		} else {
+			r.bufUsed += need
+		}
+	}
+}
+
+// dropGPU drops step i's GPU records. Only the kernels that the CPU side
+// needs stay: those launched eagerly, for their launch events, and the
+// first kernel of each replayed graph, for its graph launch.
+func (r *Recorder) dropGPU(i int) {
+	p := &r.pl[i]
+	if p.bufDropped {
+		return
+	}
+	r.bufUsed = max(r.bufUsed-p.gpuRecs*GPURecordBytes, 0)
+	p.bufDropped = true
+	r.droppedSteps++
+	r.droppedRecs += p.gpuRecs
+	eager := r.steps[i].eagerForward()
+	var keep []kernelRec
+	inGraph := false
+	for _, k := range r.packed[i] {
+		switch {
+		case eager || k.section != kernelmodel.SectionForward:
+			if k.section == kernelmodel.SectionAttention {
+				inGraph = false
+			}
+			keep = append(keep, k)
+		case !inGraph:
+			inGraph = true
+			keep = append(keep, k)
+		}
+	}
+	r.packed[i] = keep
+}
+
+// Dropped reports what a full buffer (RecorderOptions.BufferBytes) dropped
+// so far: steps that lost their GPU events and the GPU records lost.
+func (r *Recorder) Dropped() (steps int, records int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.droppedSteps, r.droppedRecs
 }
 
 // Stop marks the end of the profiled window at trace time at.
@@ -285,19 +369,41 @@ const (
 
 // placed is a step laid out on the trace clock.
 type placed struct {
-	cpuStart, cpuEnd int64   // the step annotation on the CPU
-	stepEnd          int64   // when the host moves on (after syncing on the sampler)
-	graphLaunches    []int64 // hipGraphLaunch times, none when eager
-	graphCorrs       []int64 // their correlation ids
-	firstExt         int64   // External id of the step annotation
-	starts           []int64 // kernel start times, as Kernels
-	launches         []int64 // eager launch times, as Kernels (0 for replayed kernels)
-	corrs            []int64 // correlation ids, as Kernels (replayed kernels: the graph launch's)
-	exts             []int64 // External ids, as Kernels (0 for replayed kernels)
-	gpuStart, gpuEnd int64   // prep + forward kernels
-	dropped          bool    // GPU events dropped (profiler buffer)
-	cut              int64   // GPU events starting before this were dropped (exact cut); 0 none
+	cpuStart, cpuEnd int64 // the step annotation on the CPU
+	stepEnd          int64 // when the host moves on (after syncing on the sampler)
+	firstExt         int64 // External id of the step annotation
+	ext0, corr0      int64 // External and correlation ids before the step
+	gpuStart, gpuEnd int64 // prep + forward kernels
+	lastStart        int64 // the latest kernel start
+	gpuRecs          int64 // GPU records: kernels and the GPU annotation
+	bufDropped       bool  // GPU events dropped by a full buffer (BufferBytes)
+	dropped          bool  // GPU events dropped (buffer or GPUWindow)
+	cut              int64 // GPU events starting before this were dropped (exact cut); 0 none
 	label            string
+}
+
+// kplace is the per-kernel part of a step's layout, as its Kernels, and
+// its graph launches.
+type kplace struct {
+	starts        []int64 // kernel start times
+	launches      []int64 // eager launch times (0 for replayed kernels)
+	corrs         []int64 // correlation ids (replayed kernels: the graph launch's)
+	exts          []int64 // External ids (0 for replayed kernels)
+	graphLaunches []int64 // hipGraphLaunch times, none when eager
+	graphCorrs    []int64 // their correlation ids
+}
+
+func (kp *kplace) reset(n int) {
+	grow := func(s []int64) []int64 {
+		if cap(s) < n {
+			return make([]int64, n)
+		}
+		s = s[:n]
+		clear(s)
+		return s
+	}
+	kp.starts, kp.launches, kp.corrs, kp.exts = grow(kp.starts), grow(kp.launches), grow(kp.corrs), grow(kp.exts)
+	kp.graphLaunches, kp.graphCorrs = kp.graphLaunches[:0], kp.graphCorrs[:0]
 }
 
 func (s *Step) eagerForward() bool {
@@ -404,122 +510,130 @@ func appendCtx(b []byte, s *Step) []byte {
 	return b
 }
 
-// layout places every step on the trace clock: steps never overlap, the
-// GPU runs one stream in order (plus an overlapping side stream), and
-// every eager kernel starts after its launch.
-func (r *Recorder) layout() []placed {
-	out := make([]placed, len(r.steps))
-	var prevEnd, ext, corr int64 = 0, 1000, 50000
-	var ks []kernelmodel.KernelRun
-	for i := range r.steps {
-		s := &r.steps[i]
-		ks = r.expand(i, ks)
-		p := &out[i]
-		p.label = stepLabel(s, r.opts.LegacyLabels)
-		cpu := max(s.Start, prevEnd+hostGapNS)
-		p.cpuStart = cpu
-		ext++
-		p.firstExt = ext
-		cur := cpu + 60_000 // scheduling and input preparation on the host
-		n := len(ks)
-		p.starts, p.launches, p.corrs, p.exts = make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
-		gpu := cur
-		var lastMainStart, side int64
-		place := func(k int, notBefore int64) {
-			kr := &ks[k]
-			if kr.Stream != 0 {
-				st := max(lastMainStart+int64(kr.Gap), side)
-				p.starts[k] = st
-				side = st + int64(kr.Dur)
-				return
-			}
-			st := max(gpu+int64(kr.Gap), notBefore)
-			p.starts[k] = st
-			lastMainStart = st
-			gpu = st + int64(kr.Dur)
+// place lays step s with kernels ks out on the trace clock from cpu, its
+// External and correlation ids following ext and corr, into p and kp; it
+// returns the ids after the step. Steps never overlap, the GPU runs one
+// stream in order (plus an overlapping side stream), and every eager
+// kernel starts after its launch.
+func place(s *Step, ks []kernelmodel.KernelRun, cpu, ext, corr int64, p *placed, kp *kplace) (int64, int64) {
+	p.cpuStart = cpu
+	ext++
+	p.firstExt = ext
+	cur := cpu + 60_000 // scheduling and input preparation on the host
+	n := len(ks)
+	kp.reset(n)
+	gpu := cur
+	var lastMainStart, side int64
+	place := func(k int, notBefore int64) {
+		kr := &ks[k]
+		if kr.Stream != 0 {
+			st := max(lastMainStart+int64(kr.Gap), side)
+			kp.starts[k] = st
+			side = st + int64(kr.Dur)
+			return
 		}
-		eager := s.eagerForward()
-		// Prep and (eager) forward kernels: one launch each, 2-8 µs apart.
-		firstGPU := true
+		st := max(gpu+int64(kr.Gap), notBefore)
+		kp.starts[k] = st
+		lastMainStart = st
+		gpu = st + int64(kr.Dur)
+	}
+	eager := s.eagerForward()
+	// Prep and (eager) forward kernels: one launch each, 2-8 µs apart.
+	firstGPU := true
+	for k := range ks {
+		kr := &ks[k]
+		if kr.Section == kernelmodel.SectionSample || (!eager && (kr.Section == kernelmodel.SectionForward || kr.Section == kernelmodel.SectionAttention)) {
+			continue
+		}
+		cur += launchDurNS + 3_000
+		kp.launches[k] = cur
+		ext++
+		corr++
+		kp.exts[k], kp.corrs[k] = ext, corr
+		place(k, cur+5_000)
+		if firstGPU {
+			p.gpuStart = kp.starts[k]
+			firstGPU = false
+		}
+	}
+	if !eager {
+		// One graph launch for the forward pass, or (piecewise) one per
+		// run of forward kernels, the attention between them eager.
+		launchGraph := func() int64 {
+			cur += 10_000
+			corr++
+			kp.graphLaunches = append(kp.graphLaunches, cur)
+			kp.graphCorrs = append(kp.graphCorrs, corr)
+			gpu = max(gpu, cur+15_000)
+			cur += 45_000 // hipGraphLaunch returns
+			return corr
+		}
+		var piece int64
 		for k := range ks {
-			kr := &ks[k]
-			if kr.Section == kernelmodel.SectionSample || (!eager && (kr.Section == kernelmodel.SectionForward || kr.Section == kernelmodel.SectionAttention)) {
+			switch ks[k].Section {
+			case kernelmodel.SectionForward:
+				if piece == 0 {
+					piece = launchGraph()
+				}
+				kp.corrs[k] = piece
+				place(k, 0)
+			case kernelmodel.SectionAttention:
+				piece = 0
+				cur += launchDurNS + 3_000
+				kp.launches[k] = cur
+				ext++
+				corr++
+				kp.exts[k], kp.corrs[k] = ext, corr
+				place(k, cur+5_000)
+			default:
 				continue
 			}
-			cur += launchDurNS + 3_000
-			p.launches[k] = cur
-			ext++
-			corr++
-			p.exts[k], p.corrs[k] = ext, corr
-			place(k, cur+5_000)
 			if firstGPU {
-				p.gpuStart = p.starts[k]
+				p.gpuStart = kp.starts[k]
 				firstGPU = false
 			}
 		}
-		if !eager {
-			// One graph launch for the forward pass, or (piecewise) one per
-			// run of forward kernels, the attention between them eager.
-			launchGraph := func() int64 {
-				cur += 10_000
-				corr++
-				p.graphLaunches = append(p.graphLaunches, cur)
-				p.graphCorrs = append(p.graphCorrs, corr)
-				gpu = max(gpu, cur+15_000)
-				cur += 45_000 // hipGraphLaunch returns
-				return corr
-			}
-			var piece int64
-			for k := range ks {
-				switch ks[k].Section {
-				case kernelmodel.SectionForward:
-					if piece == 0 {
-						piece = launchGraph()
-					}
-					p.corrs[k] = piece
-					place(k, 0)
-				case kernelmodel.SectionAttention:
-					piece = 0
-					cur += launchDurNS + 3_000
-					p.launches[k] = cur
-					ext++
-					corr++
-					p.exts[k], p.corrs[k] = ext, corr
-					place(k, cur+5_000)
-				default:
-					continue
-				}
-				if firstGPU {
-					p.gpuStart = p.starts[k]
-					firstGPU = false
-				}
-			}
-		}
-		p.gpuEnd = max(gpu, side)
-		p.cpuEnd = cur + 5_000
-		// The sampler: launched after the annotation, runs after the forward pass.
-		cur = p.cpuEnd + 10_000
-		for k := range ks {
-			if ks[k].Section == kernelmodel.SectionSample {
-				cur += launchDurNS + 3_000
-				p.launches[k] = cur
-				ext++
-				corr++
-				p.exts[k], p.corrs[k] = ext, corr
-				place(k, cur+5_000)
-			}
-		}
-		if firstGPU {
-			p.gpuStart, p.gpuEnd = cur, cur
-		}
-		p.stepEnd = max(gpu, side, cur) + 30_000 // the host syncs on the sampled tokens
-		prevEnd = p.stepEnd
 	}
-	return out
+	p.gpuEnd = max(gpu, side)
+	p.cpuEnd = cur + 5_000
+	// The sampler: launched after the annotation, runs after the forward pass.
+	cur = p.cpuEnd + 10_000
+	for k := range ks {
+		if ks[k].Section == kernelmodel.SectionSample {
+			cur += launchDurNS + 3_000
+			kp.launches[k] = cur
+			ext++
+			corr++
+			kp.exts[k], kp.corrs[k] = ext, corr
+			place(k, cur+5_000)
+		}
+	}
+	if firstGPU {
+		p.gpuStart, p.gpuEnd = cur, cur
+	}
+	p.stepEnd = max(gpu, side, cur) + 30_000 // the host syncs on the sampled tokens
+	p.lastStart = 0
+	for _, st := range kp.starts {
+		p.lastStart = max(p.lastStart, st)
+	}
+	return ext, corr
+}
+
+// kernelsAt unpacks step i's kernels into ks and lays them out into kp as
+// they were when the step was recorded.
+func (r *Recorder) kernelsAt(i int, ks []kernelmodel.KernelRun, kp *kplace) []kernelmodel.KernelRun {
+	ks = r.expand(i, ks)
+	p := &r.pl[i]
+	var tmp placed
+	place(&r.steps[i], ks, p.cpuStart, p.ext0, p.corr0, &tmp, kp)
+	return ks
 }
 
 // applyWindow marks the steps whose GPU events a full profiler buffer lost.
 func (r *Recorder) applyWindow(pl []placed) {
+	for i := range pl {
+		pl[i].dropped, pl[i].cut = pl[i].bufDropped, 0
+	}
 	if r.opts.GPUWindow <= 0 || len(pl) == 0 {
 		return
 	}
@@ -531,14 +645,10 @@ func (r *Recorder) applyWindow(pl []placed) {
 	for i := range pl {
 		p := &pl[i]
 		if !r.opts.GPUWindowExact {
-			p.dropped = p.gpuStart < cut
+			p.dropped = p.dropped || p.gpuStart < cut
 			continue
 		}
-		var lastStart int64
-		for _, st := range p.starts {
-			lastStart = max(lastStart, st)
-		}
-		p.dropped = lastStart < cut
+		p.dropped = p.dropped || p.lastStart < cut
 		if !p.dropped && p.gpuStart < cut {
 			p.cut = cut
 		}
@@ -551,7 +661,7 @@ func (r *Recorder) applyWindow(pl []placed) {
 func (r *Recorder) WriteTrace(ctx context.Context, w io.Writer, opts kineto.WriterOptions) (*Truth, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	pl := r.layout()
+	pl := r.pl
 	r.applyWindow(pl)
 	if len(opts.Devices) == 0 {
 		opts.Devices = []kineto.DeviceProperties{kineto.MI355X(0)}
@@ -607,12 +717,13 @@ type emitter struct {
 	n     int
 	order []int32
 	kbuf  []kernelmodel.KernelRun
+	kp    kplace
 }
 
-// kernels unpacks step i's kernels into the emitter's buffer.
-func (e *emitter) kernels(i int) []kernelmodel.KernelRun {
-	e.kbuf = e.r.expand(i, e.kbuf)
-	return e.kbuf
+// kernels unpacks step i's kernels and their layout into the emitter's buffers.
+func (e *emitter) kernels(i int) ([]kernelmodel.KernelRun, *kplace) {
+	e.kbuf = e.r.kernelsAt(i, e.kbuf, &e.kp)
+	return e.kbuf, &e.kp
 }
 
 func (e *emitter) emit() {
@@ -740,7 +851,7 @@ func shortOp(s string) string {
 }
 
 func (e *emitter) cpuOps(i int) {
-	ks := e.kernels(i)
+	ks, kp := e.kernels(i)
 	p := &e.pl[i]
 	if p.label != "" {
 		e.x("user_annotation", p.label, cpuPID, cpuTID, p.cpuStart, p.cpuEnd-p.cpuStart)
@@ -749,12 +860,12 @@ func (e *emitter) cpuOps(i int) {
 		e.emit()
 	}
 	for k := range ks {
-		if p.launches[k] == 0 {
+		if kp.launches[k] == 0 {
 			continue
 		}
 		kr := &ks[k]
-		e.x("cpu_op", cpuOpName(kr), cpuPID, cpuTID, p.launches[k]-2_000, launchDurNS+3_000)
-		e.arg(kineto.IntArg("External id", p.exts[k]))
+		e.x("cpu_op", cpuOpName(kr), cpuPID, cpuTID, kp.launches[k]-2_000, launchDurNS+3_000)
+		e.arg(kineto.IntArg("External id", kp.exts[k]))
 		e.arg(kineto.IntArg("Record function id", 0))
 		e.emit()
 	}
@@ -817,36 +928,35 @@ func (e *emitter) python(i int) {
 }
 
 func (e *emitter) runtime(i int) {
-	ks := e.kernels(i)
-	p := &e.pl[i]
+	ks, kp := e.kernels(i)
 	for k := range ks {
-		if p.launches[k] == 0 {
+		if kp.launches[k] == 0 {
 			continue
 		}
 		kr := &ks[k]
-		ts := p.launches[k]
+		ts := kp.launches[k]
 		e.x("cuda_runtime", kr.Launch, cpuPID, cpuTID, ts, launchDurNS)
-		e.arg(kineto.IntArg("External id", p.exts[k]))
+		e.arg(kineto.IntArg("External id", kp.exts[k]))
 		if kr.Launch != "hipMemcpyAsync" {
 			e.arg(kineto.StrArg("kernel", kr.Name))
 		}
 		e.arg(kineto.IntArg("cid", cidOf(kr.Launch)))
-		e.arg(kineto.IntArg("correlation", p.corrs[k]))
+		e.arg(kineto.IntArg("correlation", kp.corrs[k]))
 		if kr.Launch != "hipMemcpyAsync" {
 			e.arg(kineto.IntsArg("grid", gridOf(kr)))
 			e.arg(kineto.IntsArg("block", []int64{256, 1, 1}))
 			e.arg(kineto.IntArg("shared memory", 0))
 		}
 		e.emit()
-		e.ev = kineto.Event{Ph: 's', ID: p.corrs[k], PID: cpuPID, TID: cpuTID, TS: ts, Cat: "ac2g", Name: "ac2g", Args: e.ev.Args[:0]}
+		e.ev = kineto.Event{Ph: 's', ID: kp.corrs[k], PID: cpuPID, TID: cpuTID, TS: ts, Cat: "ac2g", Name: "ac2g", Args: e.ev.Args[:0]}
 		e.emit()
 	}
-	for g, at := range p.graphLaunches {
+	for g, at := range kp.graphLaunches {
 		e.x("cuda_runtime", "hipGraphLaunch", cpuPID, cpuTID, at, 45_000)
 		e.arg(kineto.IntArg("cid", 215))
-		e.arg(kineto.IntArg("correlation", p.graphCorrs[g]))
+		e.arg(kineto.IntArg("correlation", kp.graphCorrs[g]))
 		e.emit()
-		e.ev = kineto.Event{Ph: 'f', ID: p.graphCorrs[g], PID: cpuPID, TID: cpuTID, TS: at, Cat: "ac2g", Name: "ac2g", BP: "e", Args: e.ev.Args[:0]}
+		e.ev = kineto.Event{Ph: 'f', ID: kp.graphCorrs[g], PID: cpuPID, TID: cpuTID, TS: at, Cat: "ac2g", Name: "ac2g", BP: "e", Args: e.ev.Args[:0]}
 		e.emit()
 	}
 }
@@ -869,7 +979,7 @@ func gridOf(k *kernelmodel.KernelRun) []int64 {
 }
 
 func (e *emitter) gpu(i int) {
-	ks := e.kernels(i)
+	ks, kp := e.kernels(i)
 	p := &e.pl[i]
 	order := e.order[:0]
 	side := false
@@ -878,27 +988,27 @@ func (e *emitter) gpu(i int) {
 		side = side || ks[k].Stream != 0
 	}
 	if side { // Kineto writes GPU activities in start order
-		slices.SortStableFunc(order, func(a, b int32) int { return cmp.Compare(p.starts[a], p.starts[b]) })
+		slices.SortStableFunc(order, func(a, b int32) int { return cmp.Compare(kp.starts[a], kp.starts[b]) })
 	}
 	e.order = order
 	for _, k := range order {
 		kr := &ks[k]
-		if p.starts[k] < p.cut {
+		if kp.starts[k] < p.cut {
 			continue
 		}
 		tid := int64(mainStream)
 		if kr.Stream != 0 {
 			tid = sideStream
 		}
-		corr := p.corrs[k]
-		e.x("kernel", kr.Name, gpuPID, tid, p.starts[k], int64(kr.Dur))
-		if p.exts[k] != 0 {
-			e.arg(kineto.IntArg("External id", p.exts[k]))
+		corr := kp.corrs[k]
+		e.x("kernel", kr.Name, gpuPID, tid, kp.starts[k], int64(kr.Dur))
+		if kp.exts[k] != 0 {
+			e.arg(kineto.IntArg("External id", kp.exts[k]))
 		}
 		e.arg(kineto.IntArg("device", gpuPID))
 		e.arg(kineto.IntArg("stream", tid))
 		e.arg(kineto.IntArg("correlation", corr))
-		if p.launches[k] != 0 {
+		if kp.launches[k] != 0 {
 			e.arg(kineto.StrArg("kind", "Dispatch Kernel"))
 			e.arg(kineto.IntsArg("grid", gridOf(kr)))
 			e.arg(kineto.IntsArg("block", []int64{256, 1, 1}))
@@ -906,7 +1016,7 @@ func (e *emitter) gpu(i int) {
 			e.arg(kineto.StrArg("kind", "Dispatch Task"))
 		}
 		e.emit()
-		e.ev = kineto.Event{Ph: 'f', ID: corr, PID: gpuPID, TID: tid, TS: p.starts[k], Cat: "ac2g", Name: "ac2g", BP: "e", Args: e.ev.Args[:0]}
+		e.ev = kineto.Event{Ph: 'f', ID: corr, PID: gpuPID, TID: tid, TS: kp.starts[k], Cat: "ac2g", Name: "ac2g", BP: "e", Args: e.ev.Args[:0]}
 		e.emit()
 	}
 }
@@ -979,6 +1089,7 @@ func (r *Recorder) truth(pl []placed) *Truth {
 	pre := map[[2]int]*posAcc{}
 	var gpuFirst, gpuLast int64 = math.MaxInt64, 0
 	var ks []kernelmodel.KernelRun
+	var kp kplace
 	// Layer lengths per kind: a step whose batch size picks other kernels can
 	// have layers of another length. As in `layers --mode compat` (the most
 	// common anchor-to-anchor distance wins), positions count only layers of
@@ -988,7 +1099,7 @@ func (r *Recorder) truth(pl []placed) *Truth {
 	layerLen := func(ks []kernelmodel.KernelRun, p *placed) map[int]int {
 		m := map[int]int{}
 		for k := range ks {
-			if ks[k].Layer >= 0 && p.starts[k] >= p.cut {
+			if ks[k].Layer >= 0 && kp.starts[k] >= p.cut {
 				m[ks[k].Layer]++
 			}
 		}
@@ -1004,11 +1115,11 @@ func (r *Recorder) truth(pl []placed) *Truth {
 		if pl[i].dropped {
 			continue
 		}
-		ks = r.expand(i, ks)
+		ks = r.kernelsAt(i, ks, &kp)
 		lens := layerLen(ks, &pl[i])
 		seen := map[int]bool{}
 		for k := range ks {
-			if l := ks[k].Layer; l >= 0 && !seen[l] && pl[i].starts[k] >= pl[i].cut {
+			if l := ks[k].Layer; l >= 0 && !seen[l] && kp.starts[k] >= pl[i].cut {
 				seen[l] = true
 				lengths[kindLen{isDecode(&r.steps[i]), ks[k].LayerKind, lens[l]}]++
 			}
@@ -1023,7 +1134,7 @@ func (r *Recorder) truth(pl []placed) *Truth {
 	}
 	for i := range r.steps {
 		s := &r.steps[i]
-		ks = r.expand(i, ks)
+		ks = r.kernelsAt(i, ks, &kp)
 		p := &pl[i]
 		t.Steps[string(s.Kind)]++
 		if s.Kind == tracing.StepDecode {
@@ -1033,7 +1144,7 @@ func (r *Recorder) truth(pl []placed) *Truth {
 		// written (the sampler runs outside it).
 		inStep := false
 		for k := range ks {
-			inStep = inStep || (!p.dropped && ks[k].Section != kernelmodel.SectionSample && p.starts[k] >= p.cut)
+			inStep = inStep || (!p.dropped && ks[k].Section != kernelmodel.SectionSample && kp.starts[k] >= p.cut)
 		}
 		if !inStep {
 			t.StepsWithoutKernels++
@@ -1058,13 +1169,13 @@ func (r *Recorder) truth(pl []placed) *Truth {
 		lens := layerLen(ks, p)
 		for k := range ks {
 			kr := &ks[k]
-			if p.starts[k] < p.cut {
+			if kp.starts[k] < p.cut {
 				continue
 			}
 			t.Kernels++
 			t.KernelTime += kr.Dur.US()
-			gpuFirst = min(gpuFirst, p.starts[k])
-			gpuLast = max(gpuLast, p.starts[k]+int64(kr.Dur))
+			gpuFirst = min(gpuFirst, kp.starts[k])
+			gpuLast = max(gpuLast, kp.starts[k]+int64(kr.Dur))
 			if kr.Layer < 0 || lens[kr.Layer] != dominant[[2]int{isDecode(s), kr.LayerKind}] {
 				continue
 			}
