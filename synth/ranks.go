@@ -44,7 +44,7 @@ func (tp TP) allReduce() units.Duration {
 func (r *Recorder) ForRank(rank int, tp TP) *Recorder {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := &Recorder{opts: r.opts, start: r.start, stop: r.stop, steps: r.steps}
+	out := &Recorder{opts: r.opts, start: r.start, stop: r.stop, ext: 1000, corr: 50000}
 	out.opts.Rank = rank
 	slowest := 0
 	for q := 0; q < tp.Size; q++ {
@@ -55,7 +55,12 @@ func (r *Recorder) ForRank(rank int, tp TP) *Recorder {
 	var ks []kernelmodel.KernelRun
 	for i := range r.steps {
 		ks = r.expand(i, ks)
-		out.packed = append(out.packed, out.pack(rankKernels(ks, tp.Factor(rank), tp.Factor(slowest), tp.allReduce())))
+		s := r.steps[i]
+		s.Kernels = rankKernels(ks, tp.Factor(rank), tp.Factor(slowest), tp.allReduce())
+		out.Record(s)
+		if r.pl[i].bufDropped { // each rank's buffer overflows as rank 0's did
+			out.dropGPU(i)
+		}
 	}
 	return out
 }

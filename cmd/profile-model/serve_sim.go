@@ -53,7 +53,9 @@ func runServeSim(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	tokFlag := fs.String("tokenizer", "", "count prompt tokens with this `tokenizer.json` (or its directory) instead of the stand-in tokenizer")
 	fs.IntVar(&cfg.Layers, "layers", 0, "decoder layers per step (0: the kernel model's count)")
 	fs.IntVar(&cfg.MaxNumSeqs, "max-num-seqs", sim.DefaultMaxNumSeqs, "most sequences in one decode batch")
-	fs.IntVar(&cfg.MaxNumBatchedTokens, "max-num-batched-tokens", sim.DefaultMaxNumBatchedTokens, "prompt-token budget of one prefill step")
+	fs.IntVar(&cfg.MaxNumBatchedTokens, "max-num-batched-tokens", sim.DefaultMaxNumBatchedTokens, "token budget of one step: longer prompts are prefilled in chunks of it")
+	fs.IntVar(&cfg.MaxModelLen, "max-model-len", sim.DefaultMaxModelLen, "context length: a longer prompt gets 400, output stops there; request bodies are limited to what such a prompt needs")
+	bufMB := fs.Int("profiler-buffer-mb", 0, "GPU events the profiler holds, in MB; once full the oldest steps lose their kernels, as Kineto's buffer does (default $KINETO_BUFFER_SIZE_MB, else "+strconv.Itoa(sim.DefaultProfilerBufferMB)+"; -1: unbounded)")
 	fs.Float64Var(&cfg.TimeScale, "time-scale", 1, "run the wall clock this many times faster than the GPU time in the trace")
 	seed := fs.Uint64("seed", 1, "seed of kernel-time jitter and of the stream-error draw")
 	fs.IntVar(&cfg.CrashAfterRequests, "crash-after-requests", 0, "fault: exit with status 3 once N requests have completed (0: never)")
@@ -69,7 +71,7 @@ func runServeSim(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	// ATOM flags a launcher may pass; accepted and ignored.
 	fs.IntVar(&cfg.TP, "tp", 1, "tensor-parallel size: one trace per rank (DIR/rank_<r>/), an all-reduce before each norm of every layer")
 	fs.Float64Var(&cfg.RankSkew, "rank-skew", 0, "with --tp: rank r's kernels take 1 + S·r/(tp-1) times as long; the all-reduces wait for the slowest rank")
-	for _, name := range []string{"kv_cache_dtype", "kv-cache-dtype", "level", "max-model-len", "gpu-memory-utilization", "port"} {
+	for _, name := range []string{"kv_cache_dtype", "kv-cache-dtype", "level", "gpu-memory-utilization", "port"} {
 		fs.String(name, "", "ignored (ATOM compatibility)")
 	}
 	fs.BoolVar(&cfg.EnforceEager, "enforce-eager", false, "decode without graph replay: eager launches, steps labelled eager_decode[...] (prefill[...] with --atom-release legacy)")
@@ -124,6 +126,14 @@ func runServeSim(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			return usageError{fmt.Sprintf("serve-sim: ATOM_PROFILER_TIMEOUT=%q: want a number of seconds", v)}
 		}
 		cfg.ProfilerTimeout = time.Duration(secs * float64(time.Second))
+	}
+	cfg.ProfilerBufferMB = *bufMB
+	if v := os.Getenv("KINETO_BUFFER_SIZE_MB"); v != "" && cfg.ProfilerBufferMB == 0 {
+		mb, err := strconv.Atoi(v)
+		if err != nil || mb <= 0 {
+			return usageError{fmt.Sprintf("serve-sim: KINETO_BUFFER_SIZE_MB=%q: want a positive number of megabytes", v)}
+		}
+		cfg.ProfilerBufferMB = mb
 	}
 	cfg.KernelCSVs = kernels
 	cfg.Seed = *seed

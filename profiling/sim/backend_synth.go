@@ -91,8 +91,12 @@ func captureSize(sizes []int, bs int) int {
 }
 
 func (b *synthBackend) StartProfile(dir string, at int64) error {
+	var buf int64
+	if b.cfg.ProfilerBufferMB > 0 {
+		buf = int64(b.cfg.ProfilerBufferMB) << 20
+	}
 	b.rec = synth.NewRecorder(synth.RecorderOptions{Model: b.cfg.Model, GPUWindow: b.cfg.GPUEventWindow, PythonPerStep: b.cfg.PythonPerStep,
-		LegacyLabels: b.cfg.Release == ReleaseLegacy})
+		LegacyLabels: b.cfg.Release == ReleaseLegacy, BufferBytes: buf})
 	b.rec.Start(at)
 	b.dir = dir
 	return nil
@@ -102,6 +106,10 @@ func (b *synthBackend) StopProfile(ctx context.Context, at int64, write bool) ([
 	rec := b.rec
 	b.rec = nil
 	rec.Stop(at)
+	if steps, recs := rec.Dropped(); steps > 0 {
+		fmt.Fprintf(b.cfg.Log, "serve-sim: the profiler buffer (%d MB, --profiler-buffer-mb / KINETO_BUFFER_SIZE_MB) was full: %d GPU events of the %d oldest steps dropped\n",
+			b.cfg.ProfilerBufferMB, recs, steps)
+	}
 	if !write {
 		return nil, nil
 	}
@@ -122,8 +130,10 @@ func (b *synthBackend) StopProfile(ctx context.Context, at int64, write bool) ([
 	return dirs, nil
 }
 
-// export writes rank's trace as ATOM does: <dir>/rank_<r>/<name>.json first,
-// then (after ExportDelay) the .json.gz, then the .json is removed.
+// export writes rank's trace into <dir>/rank_<r>/<name>.json.gz, gzipped
+// as it is written (the only temporary is the partial .gz). With
+// ExportDelay it writes the uncompressed .json first, as torch does, holds
+// it, then gzips it and removes the .json.
 func (b *synthBackend) export(ctx context.Context, rec *synth.Recorder, rank int) (string, error) {
 	rankDir := filepath.Join(b.dir, fmt.Sprintf("rank_%d", rank))
 	if err := os.MkdirAll(rankDir, 0o755); err != nil {
@@ -131,6 +141,12 @@ func (b *synthBackend) export(ctx context.Context, rec *synth.Recorder, rank int
 	}
 	gzPath := filepath.Join(rankDir, synth.TraceFileName(b.cfg.Model, b.cfg.clock.Now()))
 	jsonPath := strings.TrimSuffix(gzPath, ".gz")
+	if b.cfg.ExportDelay == 0 {
+		return gzPath, atomicfile.WriteFunc(gzPath, func(w io.Writer) error {
+			_, err := rec.WriteTrace(ctx, w, kineto.WriterOptions{TraceName: jsonPath, Gzip: true, GzipLevel: gzip.BestSpeed})
+			return err
+		})
+	}
 	err := atomicfile.WriteFunc(jsonPath, func(w io.Writer) error {
 		_, err := rec.WriteTrace(ctx, w, kineto.WriterOptions{TraceName: jsonPath})
 		return err
@@ -138,10 +154,8 @@ func (b *synthBackend) export(ctx context.Context, rec *synth.Recorder, rank int
 	if err != nil {
 		return "", err
 	}
-	if b.cfg.ExportDelay > 0 {
-		if err := b.cfg.clock.Sleep(ctx, b.cfg.ExportDelay); err != nil {
-			return "", err
-		}
+	if err := b.cfg.clock.Sleep(ctx, b.cfg.ExportDelay); err != nil {
+		return "", err
 	}
 	err = atomicfile.WriteFunc(gzPath, func(w io.Writer) error {
 		in, err := os.Open(jsonPath)

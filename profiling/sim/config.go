@@ -18,7 +18,11 @@ const ExitCrash = 3
 const (
 	DefaultMaxNumSeqs          = 512
 	DefaultMaxNumBatchedTokens = 16384
+	DefaultMaxModelLen         = 131072
 	defaultMaxTokens           = 256
+	// DefaultProfilerBufferMB is Kineto's default cap on GPU activity
+	// buffers (128 MB), used when KINETO_BUFFER_SIZE_MB is not set.
+	DefaultProfilerBufferMB = 128
 )
 
 // Config is everything the simulated engine is started with.
@@ -26,9 +30,14 @@ const (
 // Scheduling is ATOM's (a nano-vllm descendant): a step is either a prefill
 // or a decode. When requests are waiting and fewer than MaxNumSeqs are
 // running, the next step prefills waiting requests in arrival order, as many
-// as fit in MaxNumBatchedTokens prompt tokens (at least one) and in
-// MaxNumSeqs, and samples each one's first output token. Otherwise every
-// running request decodes one token. A step's GPU time (the sum of its
+// as fit in MaxNumBatchedTokens prompt tokens and in MaxNumSeqs; a prompt
+// longer than what is left of the budget is prefilled in chunks over several
+// steps (chunked prefill), so that a step never exceeds the budget and a
+// prompt costs time linear in its length. A request samples its first
+// output token in the step that ends its prefill. Otherwise every running
+// request decodes one token. A prompt of MaxModelLen tokens or more is
+// refused, and a request stops (finish "length") when prompt and output
+// reach MaxModelLen. A step's GPU time (the sum of its
 // kernels) is recorded at full scale in the trace and slept for
 // time/TimeScale in wall time; tokens are streamed when their step completes.
 type Config struct {
@@ -58,6 +67,7 @@ type Config struct {
 	// size runs eagerly as eager_decode[...]. None: graphs of every size.
 	CudagraphCaptureSizes []int
 	MaxNumBatchedTokens   int     // prefill token budget per step; 0: DefaultMaxNumBatchedTokens
+	MaxModelLen           int     // context length (prompt + output tokens); 0: DefaultMaxModelLen
 	TimeScale             float64 // wall time runs this many times faster than trace time; 0: 1
 	// EnforceEager runs decode steps without graph replay: every kernel is
 	// launched eagerly and, as older ATOM releases do, the step is labelled
@@ -76,8 +86,9 @@ type Config struct {
 	// endpoint) answers 503 until ready. NoTraceOnStop: /stop_profile
 	// succeeds but writes no trace. GPUEventWindow: GPU events older than it
 	// (trace time) before the stop are dropped, as a full profiler buffer
-	// does. ExportDelay: the export holds the uncompressed .json this long
-	// (wall time) before it is gzipped.
+	// does. ExportDelay: the export writes the uncompressed .json first, as
+	// torch does, and holds it this long (wall time) before it is gzipped;
+	// without it the .json.gz is streamed directly.
 	CrashAfterRequests int
 	StreamErrorRate    float64
 	ReadyDelay         time.Duration
@@ -118,6 +129,12 @@ type Config struct {
 	// reports usage against; 0: 65536.
 	KVBlocks int
 
+	// ProfilerBufferMB bounds the GPU events the profiler holds, as
+	// Kineto's activity buffer (KINETO_BUFFER_SIZE_MB) does; once full, the
+	// oldest steps lose their GPU events and the trace shows steps without
+	// kernels. 0: DefaultProfilerBufferMB; negative: unbounded.
+	ProfilerBufferMB int
+
 	// PythonPerStep is the number of python_function events per step in the
 	// trace (0: the recorder's default, like a trace recorded with stacks;
 	// negative: none).
@@ -128,9 +145,16 @@ type Config struct {
 	Exit func(code int) // how a crash ends the process; nil: os.Exit
 	Log  io.Writer      // server log; nil: discarded
 
-	backend backend // kernel model and recorder; nil: built from KernelCSVs and Layers (tests inject fakes)
+	timeouts timeouts // connection deadlines; zero fields: the defaults
+	backend  backend  // kernel model and recorder; nil: built from KernelCSVs and Layers (tests inject fakes)
 	clock   clock   // nil: the real clock (tests drive a fake one)
 }
+
+// timeouts bound every connection: a request's header and its whole body
+// must arrive within header and read, and each write of a reply must be
+// taken by the client within write (a stream whose reader stopped is cut
+// and its request freed).
+type timeouts struct{ header, read, write time.Duration }
 
 // withDefaults checks cfg and fills in its defaults.
 func (cfg Config) withDefaults() (Config, error) {
@@ -143,6 +167,12 @@ func (cfg Config) withDefaults() (Config, error) {
 	if cfg.MaxNumBatchedTokens == 0 {
 		cfg.MaxNumBatchedTokens = DefaultMaxNumBatchedTokens
 	}
+	if cfg.MaxModelLen == 0 {
+		cfg.MaxModelLen = DefaultMaxModelLen
+	}
+	if cfg.ProfilerBufferMB == 0 {
+		cfg.ProfilerBufferMB = DefaultProfilerBufferMB
+	}
 	if cfg.TimeScale == 0 {
 		cfg.TimeScale = 1
 	}
@@ -154,6 +184,15 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	if cfg.KeepAlive == 0 {
 		cfg.KeepAlive = 5 * time.Second
+	}
+	if cfg.timeouts.header == 0 {
+		cfg.timeouts.header = 10 * time.Second
+	}
+	if cfg.timeouts.read == 0 {
+		cfg.timeouts.read = 60 * time.Second
+	}
+	if cfg.timeouts.write == 0 {
+		cfg.timeouts.write = 30 * time.Second
 	}
 	if cfg.KVBlocks == 0 {
 		cfg.KVBlocks = 65536
@@ -172,6 +211,8 @@ func (cfg Config) withDefaults() (Config, error) {
 		return cfg, fmt.Errorf("max-num-seqs %d: must be at least 1", cfg.MaxNumSeqs)
 	case cfg.MaxNumBatchedTokens < 1:
 		return cfg, fmt.Errorf("max-num-batched-tokens %d: must be at least 1", cfg.MaxNumBatchedTokens)
+	case cfg.MaxModelLen < 2:
+		return cfg, fmt.Errorf("max-model-len %d: must be at least 2 (one prompt and one output token)", cfg.MaxModelLen)
 	case cfg.TimeScale < 0 || math.IsInf(cfg.TimeScale, 0) || math.IsNaN(cfg.TimeScale):
 		return cfg, fmt.Errorf("time-scale %v: must be a positive number", cfg.TimeScale)
 	case cfg.Layers < 0:

@@ -34,6 +34,7 @@ const (
 type request struct {
 	seq          uint64
 	promptTokens int
+	prefilled    int    // prompt tokens prefilled so far (engine goroutine only)
 	target       int    // output tokens to produce
 	finish       string // finish_reason when target is reached: "length" or "stop"
 	failAt       int    // >0: fail once this many tokens were produced
@@ -292,22 +293,31 @@ func (e *engine) step(ctx context.Context) error {
 	var prefill, decode []*request
 	s := synth.Step{}
 	// admit takes waiting requests for a prefill in arrival order, as many
-	// as fit in the token budget (at least one) and in MaxNumSeqs.
+	// as fit in the token budget and in MaxNumSeqs; the last one may get
+	// only a chunk of its prompt and stays first in line for the next step.
+	var chunked *request
 	admit := func(budget int) {
 		n := 0
-		for n < len(e.waiting) && len(e.running)+n < e.cfg.MaxNumSeqs {
-			pt := e.waiting[n].promptTokens
-			if n > 0 && s.Tokens+pt > budget {
-				break
-			}
-			s.Tokens += pt
-			s.ContextTokens += pt
+		for n < len(e.waiting) && len(e.running)+n < e.cfg.MaxNumSeqs && s.Tokens < budget {
+			r := e.waiting[n]
+			chunk := min(r.promptTokens-r.prefilled, budget-s.Tokens)
+			r.prefilled += chunk
+			s.Tokens += chunk
+			s.ContextTokens += r.prefilled
 			if n < 5 {
-				s.Contexts = append(s.Contexts, pt)
+				s.Contexts = append(s.Contexts, r.prefilled)
 			}
 			n++
+			if r.prefilled < r.promptTokens {
+				chunked = r
+				break
+			}
 		}
 		prefill = e.waiting[:n:n]
+		if chunked != nil {
+			n--
+			prefill = prefill[:n]
+		}
 		e.waiting = e.waiting[n:]
 		e.gauges.prefills.Add(int64(n))
 	}
@@ -328,8 +338,11 @@ func (e *engine) step(ctx context.Context) error {
 		// Waiting prompts join the running decodes (chunked-prefill style).
 		s.Kind = tracing.StepMixed
 		decodeAll()
-		admit(max(e.cfg.MaxNumBatchedTokens-len(e.running), 1))
+		admit(s.Tokens + max(e.cfg.MaxNumBatchedTokens-len(e.running), 1))
 		s.PrefillSeqs = len(prefill)
+		if chunked != nil {
+			s.PrefillSeqs++
+		}
 	case canAdmit:
 		s.Kind = tracing.StepPrefill
 		admit(e.cfg.MaxNumBatchedTokens)
@@ -340,6 +353,9 @@ func (e *engine) step(ctx context.Context) error {
 		decodeAll()
 	}
 	s.BS = len(prefill) + len(decode)
+	if chunked != nil {
+		s.BS++
+	}
 	s.Start = e.virt + int64(hostGap)
 	dur := e.backend.Run(s)
 	e.virt = s.Start + int64(dur)

@@ -152,6 +152,7 @@ func TestClientDisconnectFreesTheBatch(t *testing.T) {
 	req, err := http.NewRequestWithContext(ctx, "POST", ts.URL+"/v1/completions",
 		strings.NewReader(`{"prompt":"x","max_tokens":1000000000,"ignore_eos":true,"stream":true}`))
 	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	_, err = bufio.NewReader(resp.Body).ReadString('\n')
@@ -184,9 +185,11 @@ func TestProfileEndpoints(t *testing.T) {
 		b := &recBackend{}
 		ts := start(t, Config{backend: b, ProfilerDir: t.TempDir()})
 		code, body := post(t, ts.URL+"/stop_profile", nil)
-		require.Equal(t, http.StatusInternalServerError, code, "stop before start")
-		msg, _, _ := errorBody(t, body)
+		require.Equal(t, http.StatusBadRequest, code, "stop before start")
+		msg, typ, ecode := errorBody(t, body)
 		require.Contains(t, msg, "not running")
+		require.Equal(t, "BadRequestError", typ)
+		require.Equal(t, http.StatusBadRequest, ecode)
 
 		code, body = post(t, ts.URL+"/start_profile", nil)
 		require.Equal(t, http.StatusOK, code)

@@ -9,7 +9,10 @@ import (
 	"hash/fnv"
 	"io"
 	"net"
+	"mime"
 	"net/http"
+	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -102,7 +105,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}()
 
 	fresh := &freshConns{m: map[net.Conn]time.Time{}}
-	srv := &http.Server{Handler: s.handler(), ReadHeaderTimeout: 30 * time.Second, IdleTimeout: s.cfg.KeepAlive,
+	srv := &http.Server{Handler: s.handler(), ReadHeaderTimeout: s.cfg.timeouts.header, ReadTimeout: s.cfg.timeouts.read,
+		IdleTimeout: s.cfg.KeepAlive, MaxHeaderBytes: 64 << 10,
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context { return context.WithValue(ctx, connKey{}, c) },
 		// A reply has left when its connection goes idle (or closes).
 		ConnState: func(c net.Conn, st http.ConnState) {
@@ -187,10 +191,10 @@ func (s *Server) handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /health", s.health)
 	mux.HandleFunc("GET /v1/models", s.ready(s.models))
-	mux.HandleFunc("POST /v1/completions", s.ready(s.completions))
-	mux.HandleFunc("POST /v1/chat/completions", s.ready(s.chatCompletions))
-	mux.HandleFunc("POST /start_profile", s.ready(s.startProfile))
-	mux.HandleFunc("POST /stop_profile", s.ready(s.stopProfile))
+	mux.HandleFunc("POST /v1/completions", s.post(s.ready(s.completions)))
+	mux.HandleFunc("POST /v1/chat/completions", s.post(s.ready(s.chatCompletions)))
+	mux.HandleFunc("POST /start_profile", s.post(s.ready(s.startProfile)))
+	mux.HandleFunc("POST /stop_profile", s.post(s.ready(s.stopProfile)))
 	mux.HandleFunc("GET /metrics", s.ready(s.metrics))
 	mux.HandleFunc("GET /server_info", s.ready(s.serverInfo))
 	// FastAPI's replies to a wrong method and to an unknown path.
@@ -207,6 +211,60 @@ func (s *Server) handler() http.Handler {
 		io.WriteString(w, `{"detail":"Not Found"}`)
 	})
 	return mux
+}
+
+// post guards the POST endpoints against web pages: a request that names
+// the server by a foreign host name (DNS rebinding) or comes from a foreign
+// Origin is refused (403), and a body must be application/json (415), which
+// a browser cannot send cross-origin without asking first.
+func (s *Server) post(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if msg := foreign(r); msg != "" {
+			writeError(w, http.StatusForbidden, msg, "ForbiddenError")
+			return
+		}
+		if ct := r.Header.Get("Content-Type"); ct != "" || r.ContentLength != 0 {
+			if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
+				writeError(w, http.StatusUnsupportedMediaType, fmt.Sprintf("Content-Type %q: POST bodies must be application/json (curl: -H 'Content-Type: application/json')", ct), "UnsupportedMediaTypeError")
+				return
+			}
+		}
+		h(w, r)
+	}
+}
+
+// foreign says why r comes from somewhere other than this machine's
+// clients, or "" when it does not.
+func foreign(r *http.Request) string {
+	host := r.Host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	if host != "" && !localName(host) {
+		return fmt.Sprintf("Host %q is not a name of this server: use its IP address, localhost or the machine's host name (a web page must not reach the engine through a DNS name of its own)", r.Host)
+	}
+	if o := r.Header.Get("Origin"); o != "" {
+		u, err := url.Parse(o)
+		if err != nil || u.Host != r.Host {
+			return fmt.Sprintf("Origin %q is not this server (%s): POST endpoints do not answer web pages of other sites", o, r.Host)
+		}
+	}
+	return ""
+}
+
+// localName: host is an IP address, localhost or this machine's name.
+func localName(host string) bool {
+	host = strings.TrimSuffix(strings.ToLower(strings.Trim(host, "[]")), ".")
+	if net.ParseIP(host) != nil || host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return true
+	}
+	name, err := os.Hostname()
+	if err != nil {
+		return false
+	}
+	name = strings.ToLower(name)
+	short, _, _ := strings.Cut(name, ".")
+	return host == name || host == short
 }
 
 func (s *Server) isReady() bool {
@@ -278,6 +336,10 @@ func (s *Server) stopProfile(w http.ResponseWriter, r *http.Request) {
 	dirs, err := s.eng.profile(ctx, false, write)
 	if errors.Is(err, context.DeadlineExceeded) {
 		writeError(w, http.StatusInternalServerError, fmt.Sprintf("Failed to stop profiling: the trace export did not finish within %s (ATOM_PROFILER_TIMEOUT)", s.cfg.ProfilerTimeout), "InternalServerError")
+		return
+	}
+	if errors.Is(err, errNotProfiling) {
+		writeError(w, http.StatusBadRequest, "Failed to stop profiling: the profiler is not running: POST /start_profile first", "BadRequestError")
 		return
 	}
 	if err != nil {
@@ -387,7 +449,7 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var prompt string
-	if len(req.Prompt) == 0 || json.Unmarshal(req.Prompt, &prompt) != nil {
+	if len(req.Prompt) == 0 || string(req.Prompt) == "null" || json.Unmarshal(req.Prompt, &prompt) != nil {
 		writeError(w, http.StatusBadRequest, "prompt: a string is required (ATOM accepts only string prompts)", "BadRequestError")
 		return
 	}
@@ -450,10 +512,27 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	s.generate(w, r, req, sb.String(), s.countChat(msgs), true)
 }
 
+// bodyLimit is the largest request body: what a prompt of MaxModelLen
+// tokens needs, at up to 24 bytes a token (a token of several UTF-8
+// characters written as \u escapes), plus room for the other fields.
+func (s *Server) bodyLimit() int64 { return 64<<10 + 24*int64(s.cfg.MaxModelLen) }
+
 // parse reads the body and checks the fields both endpoints share.
 func (s *Server) parse(w http.ResponseWriter, r *http.Request) (genRequest, bool) {
 	var req genRequest
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 64<<20))
+	limit := s.bodyLimit()
+	tooLarge := func() {
+		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the request body is larger than %d bytes, more than a prompt of max_model_len %d tokens needs", limit, s.cfg.MaxModelLen), "BadRequestError")
+	}
+	if r.ContentLength > limit {
+		tooLarge()
+		return req, false
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
+		tooLarge()
+		return req, false
+	}
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "reading the request body: "+err.Error(), "BadRequestError")
 		return req, false
@@ -461,6 +540,10 @@ func (s *Server) parse(w http.ResponseWriter, r *http.Request) (genRequest, bool
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if err := dec.Decode(&req); err != nil {
 		writeError(w, http.StatusBadRequest, "the request body is not valid JSON for this endpoint: "+err.Error(), "BadRequestError")
+		return req, false
+	}
+	if rest := bytes.TrimLeft(body[dec.InputOffset():], " \t\r\n"); len(rest) > 0 {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("the request body has data after its JSON object, at byte %d: send one JSON object", len(body)-len(rest)), "BadRequestError")
 		return req, false
 	}
 	if req.Model != nil && *req.Model != s.cfg.Model {
@@ -480,6 +563,11 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, req genRequest
 	if req.MaxTokens != nil {
 		maxTokens = *req.MaxTokens
 	}
+	if promptTokens >= s.cfg.MaxModelLen {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("This model's maximum context length is %d tokens. However, your prompt has %d tokens. Please reduce the length of the prompt.", s.cfg.MaxModelLen, promptTokens), "BadRequestError")
+		return
+	}
+	maxTokens = min(maxTokens, s.cfg.MaxModelLen-promptTokens)
 	target, finish := maxTokens, "length"
 	if !req.IgnoreEOS {
 		if eos := eosLength(prompt); eos < target {
@@ -542,6 +630,7 @@ func (s *Server) stream(w http.ResponseWriter, ctx context.Context, er *request,
 	sent := 0
 	for {
 		if len(buf) > 0 {
+			rc.SetWriteDeadline(time.Now().Add(s.cfg.timeouts.write))
 			if _, err := w.Write(buf); err != nil {
 				er.aborted.Store(true)
 				return
@@ -589,6 +678,7 @@ func (s *Server) stream(w http.ResponseWriter, ctx context.Context, er *request,
 			buf = fm.appendUsage(buf, er.promptTokens, n, 0)
 		}
 		buf = append(buf, doneFrame...)
+		rc.SetWriteDeadline(time.Now().Add(s.cfg.timeouts.write))
 		if _, err := w.Write(buf); err != nil {
 			return
 		}
@@ -708,6 +798,7 @@ func (s *Server) whole(w http.ResponseWriter, ctx context.Context, er *request, 
 		s.awaitCrash(ctx)
 		return
 	}
+	http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.cfg.timeouts.write))
 	writeJSON(w, http.StatusOK, out)
 	s.finished(ctx)
 }
