@@ -147,7 +147,7 @@ type Config struct {
 
 	timeouts timeouts // connection deadlines; zero fields: the defaults
 	backend  backend  // kernel model and recorder; nil: built from KernelCSVs and Layers (tests inject fakes)
-	clock   clock   // nil: the real clock (tests drive a fake one)
+	clock    clock    // nil: the real clock (tests drive a fake one)
 }
 
 // timeouts bound every connection: a request's header and its whole body
