@@ -4,28 +4,46 @@ BIN     := bin/profile-model
 PKGS    := ./...
 FUZZTIME ?= 30s
 
-.PHONY: build test test-gpu bench compare demo lint fuzz update-golden clean
+.PHONY: build test test-gpu bench bench-sweep compare demo lint fuzz update-golden clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/profile-model
 
-# The tests: everything that runs without a GPU (simulated engine, generated
-# traces, and the real recorded traces of ../shared/corpus when present).
+# The tests: everything that runs without a GPU (simulated engine and its
+# golden sweeps, generated traces, and the real recorded traces of
+# ../shared/corpus when present). JUNIT=FILE also writes a JUnit report.
+JUNIT ?=
 test:
-	$(GO) tool gotestsum --format testname -- -count=1 $(PKGS)
+	$(GO) tool gotestsum --format testname $(if $(JUNIT),--junitfile $(JUNIT)) -- -count=1 $(PKGS)
 
-# Sweeps against real engines on a GPU runner.
+# The sweeps against real engines on a GPU runner (-tags gpu): a sweep this
+# machine cannot run skips, naming what is missing (fails instead with
+# PROFILE_MODEL_REQUIRE_GPU=1).
 test-gpu:
-	$(GO) tool gotestsum --format testname -- -count=1 -tags gpu -timeout 6h ./profiling/...
+	$(GO) tool gotestsum --format testname $(if $(JUNIT),--junitfile $(JUNIT)) -- -count=1 -tags gpu -timeout 6h ./profiling/...
 
 # Benchmarks (plain go test: gotestsum reports benchmarks as failures).
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 
-# Compare two benchmark files: make compare OLD=old.txt NEW=new.txt
+# The declared sweeps as Go benchmarks, one profiled level per op, into
+# OUT (default bench-sweep.txt): make bench-sweep OUT=new.txt [COUNT=6]
+# [SWEEP=sim-minimax-m2.5] [TAGS=gpu]. Compare two with make compare.
+OUT   ?= bench-sweep.txt
+COUNT ?= 6
+SWEEP ?=
+TAGS  ?=
+bench-sweep:
+	$(GO) test $(if $(TAGS),-tags $(TAGS)) -run '^$$' -bench 'Sweep/sweep=$(SWEEP)' -benchtime 1x -count $(COUNT) -timeout 6h ./profiling/ > $(OUT)
+	@echo "wrote $(OUT)"
+
+# Compare two benchmark files (BenchmarkSweep output or a run's bench.txt):
+# make compare OLD=old.txt NEW=new.txt. Between a run's bench.txt and
+# BenchmarkSweep output, pass BENCHSTAT_FLAGS=-ignore=/sweep,/gomaxprocs,goos,goarch,pkg,cpu.
+BENCHSTAT_FLAGS ?=
 compare:
 	@test -n "$(OLD)" -a -n "$(NEW)" || { echo "usage: make compare OLD=old.txt NEW=new.txt"; exit 2; }
-	$(GO) tool benchstat $(OLD) $(NEW)
+	$(GO) tool benchstat $(BENCHSTAT_FLAGS) $(OLD) $(NEW)
 
 # The main job on the built-in default (no GPU): profile-model run on the
 # simulated ATOM engine (MiniMax-M2.5 on MI355X), concurrency 4, 8, 16.
@@ -46,11 +64,16 @@ fuzz:
 	./scripts/fuzz.sh $(FUZZTIME)
 
 # Rewrite the data files that tests derive and compare (-update), never anything
-# else: today the kernel model derived from the corpus tables (kernelmodel/data/).
-# Read the diff before committing.
+# else: the kernel model derived from the corpus tables (kernelmodel/data/),
+# the commands' golden output (cmd/profile-model/testdata/golden/) and the
+# simulated sweeps' golden CSVs (fixtures/golden/). Read the diff before
+# committing.
 update-golden:
 	$(GO) test -count=1 ./kernelmodel/ -run TestDerivedModelData -args -update
-	git diff --stat -- kernelmodel/data
+	$(GO) test -count=1 ./cmd/profile-model/ -run TestGolden -args -update
+	$(GO) test -count=1 ./profiling/... -update
+	git status --short -- kernelmodel/data cmd/profile-model/testdata fixtures/golden
+	git diff --stat -- kernelmodel/data cmd/profile-model/testdata fixtures/golden
 
 clean:
-	rm -rf bin demo-out
+	rm -rf bin demo-out test-results

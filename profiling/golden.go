@@ -2,7 +2,6 @@ package profiling
 
 import (
 	"encoding/csv"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -340,6 +339,3 @@ func nameDiff(a, b string) (string, string) {
 	}
 	return cut(a), cut(b)
 }
-
-// errNoGolden marks a level with no golden for its batch size.
-var errNoGolden = errors.New("no golden")

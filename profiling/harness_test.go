@@ -247,17 +247,6 @@ func realSweepReady(t testing.TB, s *Sweep, o SweepOptions) {
 	}
 }
 
-// checkDevice skips a real sweep whose trace names another GPU than the
-// one its goldens were recorded on.
-func checkDevice(t testing.TB, s *Sweep, res *Result) {
-	t.Helper()
-	for _, li := range res.Info.Levels {
-		if s.GPU != "" && li.Device != s.GPU {
-			skipGPU(t, "sweep %s: its goldens were recorded on %s; this runner's trace names %q", s.Name, s.GPU, li.Device)
-		}
-	}
-}
-
 // levelOf finds a level of a run.
 func levelOf(t testing.TB, res *Result, conc int) results.LevelInfo {
 	t.Helper()
