@@ -114,6 +114,13 @@ func freePort(tb testing.TB) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
+// portLost tells whether an engine failed to start because its port was
+// taken between the choice of a free port and the start.
+func portLost(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "is taken: another process listens on it") || strings.Contains(msg, "cannot listen on")
+}
+
 // engineExeVars name the executables of the real engines on a runner.
 var engineExeVars = map[engine.Kind]string{
 	engine.ATOM: "PROFILE_MODEL_ATOM_EXE", engine.VLLM: "PROFILE_MODEL_VLLM_EXE", engine.SGLang: "PROFILE_MODEL_SGLANG_EXE",
@@ -124,15 +131,16 @@ var engineExeVars = map[engine.Kind]string{
 // when a sweep needs it and it is absent), a real engine's executable.
 func sweepOptions(tb testing.TB, s *Sweep, concs []int) SweepOptions {
 	tb.Helper()
-	o := SweepOptions{Concurrencies: concs, Port: freePort(tb)}
+	o := SweepOptions{Concurrencies: concs}
+	if s.NeedsCorpus() {
+		o.Corpus = corpus.Dir(tb)
+	}
 	if s.Kind() == engine.Sim {
 		o.Exe = profileModelExe(tb)
 	} else {
 		o.Exe = os.Getenv(engineExeVars[s.Kind()])
 	}
-	if s.NeedsCorpus() {
-		o.Corpus = corpus.Dir(tb)
-	}
+	o.Port = freePort(tb)
 	return o
 }
 
@@ -140,11 +148,24 @@ func sweepOptions(tb testing.TB, s *Sweep, concs []int) SweepOptions {
 // temporary directory and fails the test on any error, with the run's log.
 func runSweep(tb testing.TB, s *Sweep, o SweepOptions) *Result {
 	tb.Helper()
-	plan, err := s.Plan(filepath.Join(tb.TempDir(), "run"), o)
-	require.NoError(tb, err)
+	var res *Result
+	var err error
 	var log bytes.Buffer
-	plan.Log, plan.Sweep.Log = &log, &log
-	res, err := Run(context.Background(), plan)
+	var plan Plan
+	for try := 1; ; try++ {
+		plan, err = s.Plan(filepath.Join(tb.TempDir(), "run"), o)
+		require.NoError(tb, err)
+		log.Reset()
+		plan.Log, plan.Sweep.Log = &log, &log
+		res, err = Run(context.Background(), plan)
+		if err == nil || try == 3 || !portLost(err) {
+			break
+		}
+		// The free port found before the start was taken meanwhile (by
+		// another test's connection): start again on another one.
+		tb.Logf("sweep %s: %v; retrying on another port", s.Name, err)
+		o.Port = freePort(tb)
+	}
 	require.NoError(tb, err, "sweep %s failed; its log:\n%s", s.Name, log.String())
 	require.Equal(tb, "ok", res.Info.Status)
 	require.Len(tb, res.Info.Levels, len(plan.Sweep.Concurrencies), "one analysed level per concurrency")
