@@ -4,6 +4,7 @@ import (
 	"encoding/csv"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -201,7 +202,8 @@ func timeMismatch(file string, pos int, short, kernel string, golden, measured f
 		Note: fmt.Sprintf("%s; allowed ±%s µs: %s", pct, fmtUS(tol.Bound(golden)), tol)}, true
 }
 
-func fmtUS(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+// fmtUS prints microseconds to the nanosecond at most.
+func fmtUS(v float64) string { return strconv.FormatFloat(math.Round(v*1000)/1000, 'f', -1, 64) }
 
 // compareKernels compares two inventories as sets of kernels.
 func compareKernels(file string, golden, measured []kernelRow, tol Tolerance) []Mismatch {
