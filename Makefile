@@ -65,15 +65,17 @@ fuzz:
 
 # Rewrite the data files that tests derive and compare (-update), never anything
 # else: the kernel model derived from the corpus tables (kernelmodel/data/),
-# the commands' golden output (cmd/profile-model/testdata/golden/) and the
-# simulated sweeps' golden CSVs (fixtures/golden/). Read the diff before
-# committing.
+# the commands' golden output (cmd/profile-model/testdata/golden/), the
+# report's golden readme (report/testdata/) and the simulated sweeps' golden
+# CSVs (fixtures/golden/). Read the diff before committing.
+GOLDEN_DIRS := kernelmodel/data cmd/profile-model/testdata report/testdata fixtures/golden
 update-golden:
 	$(GO) test -count=1 ./kernelmodel/ -run TestDerivedModelData -args -update
-	$(GO) test -count=1 ./cmd/profile-model/ -run TestGolden -args -update
+	$(GO) test -count=1 ./cmd/profile-model/ -update
+	$(GO) test -count=1 ./report/ -update
 	$(GO) test -count=1 ./profiling/... -update
-	git status --short -- kernelmodel/data cmd/profile-model/testdata fixtures/golden
-	git diff --stat -- kernelmodel/data cmd/profile-model/testdata fixtures/golden
+	git status --short -- $(GOLDEN_DIRS)
+	git diff --stat -- $(GOLDEN_DIRS)
 
 clean:
 	rm -rf bin demo-out test-results

@@ -201,6 +201,11 @@ func (s *Sweep) check() error {
 	if s.Warmups < 0 {
 		bad("warmups %d: must not be negative", s.Warmups)
 	}
+	if s.ModelConfig != "" {
+		if _, err := os.Stat(s.rel(s.ModelConfig)); err != nil {
+			bad("model_config: %v (a path relative to the declaration)", err)
+		}
+	}
 	if s.Tolerance.Rel < 0 || s.Tolerance.AbsUS < 0 {
 		bad("tolerance %+v: must not be negative", s.Tolerance)
 	}

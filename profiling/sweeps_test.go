@@ -53,6 +53,9 @@ func TestSweepDeclarations(t *testing.T) {
 	require.Equal(t, []int{4, 8, 16, 32}, cfg.Concurrencies)
 	require.Equal(t, [2]int{1024, 50}, [2]int{cfg.ISL, cfg.OSL})
 	require.Equal(t, DefaultTolerance, atom.Tolerance)
+	plan, err := atom.Plan(t.TempDir(), SweepOptions{})
+	require.NoError(t, err)
+	require.FileExists(t, plan.ModelConfig, "the model's config.json checks the layer count of every table")
 }
 
 func TestSweepCorpusPaths(t *testing.T) {
@@ -93,6 +96,7 @@ func TestParseSweep(t *testing.T) {
 		{name: "negative tolerance", json: edit(`"golden"`, `"tolerance": {"rel": -1, "abs_us": 2}, "golden"`), want: "must not be negative"},
 		{name: "capture-size trap", json: edit(`"sim"`, `"sim", "max_num_seqs": 4, "cudagraph_capture_sizes": [8]`), want: "ATOM fails at start"},
 		{name: "not JSON", json: `name: x`, want: "x.json: jsontext: invalid character"},
+		{name: "model config not there", json: edit(`"golden"`, `"model_config": "no/config.json", "golden"`), want: "model_config: stat decl/no/config.json"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
