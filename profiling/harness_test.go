@@ -193,6 +193,11 @@ func checkGoldens(t *testing.T, s *Sweep, res *Result) {
 		ms, err := CompareLevel(dir, levelDir, li.DecodeBS, s.Tolerance)
 		if errors.Is(err, fs.ErrNotExist) {
 			have, _ := GoldenBatchSizes(dir)
+			if len(have) == 0 {
+				t.Errorf("%s holds no goldens yet: record them where the sweep runs with go test ./profiling -run '%s' -update (-tags gpu for a real engine), read them and commit them",
+					dir, t.Name())
+				return
+			}
 			t.Errorf("level %d ran at decode batch size %d, and %s has no golden for it (it has batch sizes %v): "+
 				"a server that never reached the concurrency needs more prompts per level or a larger max_num_seqs; "+
 				"if the sweep changed on purpose, rewrite the goldens with go test ./profiling -run '%s' -update and read the diff",
