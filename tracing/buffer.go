@@ -1,0 +1,213 @@
+package tracing
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"sync/atomic"
+
+	"github.com/klauspost/compress/gzip"
+)
+
+// The Scanner's input buffer: refilling it (from a reader or the
+// read-ahead's chunks), finding the extent of a value across refills, and
+// verifying the gzip trailer at the end.
+
+// scanBuf is the buffer size the Scanner grows to on large input.
+const scanBuf = 1 << 20
+
+// maxValue bounds one event (or top-level value) held in memory at once.
+const maxValue = 256 << 20
+
+// fill reads more input after buf[r:w], moving the unread part to the front
+// and growing the buffer when that part fills more than half of it. It
+// reports whether any byte was added.
+func (s *Scanner) fill() bool {
+	if s.eof {
+		return false
+	}
+	if s.ra != nil {
+		return s.fillChunk()
+	}
+	if s.r > 0 {
+		n := copy(s.buf, s.buf[s.r:s.w])
+		s.base += int64(s.r)
+		s.w, s.r = n, 0
+	}
+	// Grow when the unread part fills half the buffer, and while the
+	// buffer is smaller than its working size (small traces stay small).
+	if s.w > len(s.buf)/2 || (len(s.buf) < scanBuf && s.base > 0) {
+		if len(s.buf) >= maxValue {
+			s.fail("a single value is larger than %d MB; this is not a trace event", maxValue>>20)
+			return false
+		}
+		nb := make([]byte, 2*len(s.buf))
+		copy(nb, s.buf[:s.w])
+		s.buf = nb
+	}
+	added := false
+	for s.w < len(s.buf) {
+		n, err := s.rd.Read(s.buf[s.w:])
+		s.w += n
+		added = added || n > 0
+		if err != nil {
+			s.eof = true
+			if err != io.EOF {
+				s.rerr = err
+			}
+			break
+		}
+		if n == 0 {
+			break
+		}
+	}
+	return added
+}
+
+// fillChunk is fill with read-ahead: the next chunk's buffer becomes the
+// scanner's, the unread bytes moved into its headroom.
+func (s *Scanner) fillChunk() bool {
+	c := s.ra.next()
+	if c.err != nil {
+		s.eof = true
+		if c.err != io.EOF {
+			s.rerr = c.err
+		}
+	}
+	if c.n == 0 {
+		if c.b != nil {
+			s.ra.release(c.b)
+		}
+		return false
+	}
+	left := s.w - s.r
+	old, oldChunk := s.buf, s.chunk
+	if left <= readAheadHeadroom {
+		start := readAheadHeadroom - left
+		copy(c.b[start:readAheadHeadroom], s.buf[s.r:s.w])
+		s.base += int64(s.r - start)
+		s.buf, s.chunk = c.b, true
+		s.r, s.w = start, readAheadHeadroom+c.n
+	} else {
+		// An event longer than the headroom spans the boundary: join.
+		if left+c.n > maxValue {
+			s.fail("a single value is larger than %d MB; this is not a trace event", maxValue>>20)
+			return false
+		}
+		nb := make([]byte, left+c.n)
+		copy(nb, s.buf[s.r:s.w])
+		copy(nb[left:], c.b[readAheadHeadroom:readAheadHeadroom+c.n])
+		s.ra.release(c.b)
+		s.base += int64(s.r)
+		s.buf, s.chunk = nb, false
+		s.r, s.w = 0, left+c.n
+	}
+	if oldChunk {
+		s.ra.release(old)
+	}
+	return true
+}
+
+// peek skips whitespace and returns the next byte without consuming it.
+func (s *Scanner) peek() (byte, bool) {
+	for {
+		for s.r < s.w {
+			if c := s.buf[s.r]; !isSpace(c) {
+				return c, true
+			}
+			s.r++
+		}
+		if !s.fill() {
+			return 0, false
+		}
+	}
+}
+
+// extent returns the end index in buf of the value starting at buf[s.r].
+func (s *Scanner) extent() (int, bool) {
+	for {
+		var e int
+		switch c := s.buf[s.r]; c {
+		case '"':
+			e = stringEnd(s.buf[:s.w], s.r)
+			if e < 0 {
+				e = incomplete
+			}
+		case '{', '[':
+			e = compositeEnd(s.buf[:s.w], s.r)
+		default:
+			e = scalarEnd(s.buf[:s.w], s.r)
+			if e == incomplete && s.eof {
+				e = s.w
+			}
+		}
+		switch {
+		case e >= 0:
+			return e, true
+		case e == invalid:
+			s.fail("brackets do not match")
+			return 0, false
+		}
+		if !s.fill() {
+			s.needData()
+			return 0, false
+		}
+	}
+}
+
+// drain reads a gzip stream to its end once the JSON has ended, so that
+// gzip checks each member's trailer (CRC-32 and size); what is left is
+// only the trailer, perhaps with trailing whitespace. A bad trailer
+// becomes a TrailerError.
+func (s *Scanner) drain() {
+	if s.cnt == nil {
+		return // plain JSON: nothing to verify
+	}
+	for !s.eof {
+		s.r = s.w // the rest is not read
+		var added bool
+		if s.ra != nil {
+			added = s.fillChunk()
+		} else {
+			added = s.fill()
+		}
+		if !added && !s.eof {
+			s.eof, s.rerr = true, io.ErrNoProgress
+		}
+	}
+	s.r = s.w
+	if s.rerr != nil && s.err == nil {
+		s.err = &TrailerError{CompressedOffset: s.cnt.n.Load(), Err: s.rerr}
+	}
+}
+
+// needData reports input that ended where more was needed: a read error,
+// or truncation.
+func (s *Scanner) needData() {
+	if s.err != nil {
+		return
+	}
+	if errors.Is(s.rerr, gzip.ErrChecksum) {
+		s.err = fmt.Errorf("byte %d: gzip checksum mismatch: the file is corrupt; copy or export it again: %w", s.Offset(), s.rerr)
+		s.state = stDone
+		return
+	}
+	if s.rerr != nil && !errors.Is(s.rerr, io.ErrUnexpectedEOF) {
+		s.err = fmt.Errorf("byte %d: reading: %w", s.Offset(), s.rerr)
+		s.state = stDone
+		return
+	}
+	s.truncated()
+}
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n atomic.Int64 // read by the scanner while a read-ahead goroutine reads
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n.Add(int64(n))
+	return n, err
+}

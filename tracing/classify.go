@@ -1,0 +1,116 @@
+package tracing
+
+import "bytes"
+
+// What the Scanner keeps: the category of an event decides, with its
+// phase and (for runtime calls and cpu ops) its name.
+
+// class is what the Scanner does with an event of a category.
+type class uint8
+
+const (
+	clSkip class = iota
+	clKernel
+	clMemcpy
+	clMemset
+	clRuntime
+	clAnnotation
+	clGPUAnnotation
+	clOp // cpu_op / Operator: ProfilerStep#N, and the ops that launch (ops.go)
+)
+
+func classify(cat []byte) class {
+	switch string(cat) {
+	case "kernel", "Kernel":
+		return clKernel
+	case "gpu_memcpy", "Memcpy":
+		return clMemcpy
+	case "gpu_memset", "Memset":
+		return clMemset
+	case "cuda_runtime", "cuda_driver", "Runtime", "hip_runtime", "hip_api":
+		return clRuntime
+	case "user_annotation":
+		return clAnnotation
+	case "gpu_user_annotation":
+		return clGPUAnnotation
+	case "cpu_op", "Operator":
+		return clOp
+	}
+	return clSkip
+}
+
+var (
+	profilerStep = []byte("ProfilerStep#")
+	phKey        = []byte(`"ph": "`)
+	catKey       = []byte(`"cat": "`)
+)
+
+// kinetoPhase matches {"ph": " at the start of an event and returns the
+// index of the phase letter (followed by its closing quote), or 0.
+func kinetoPhase(b []byte) int {
+	j := skipSpace(b, 1)
+	if !bytes.HasPrefix(b[j:], phKey) {
+		return 0
+	}
+	j += len(phKey)
+	if j+1 >= len(b) || b[j+1] != '"' {
+		return 0
+	}
+	return j
+}
+
+// kinetoCat matches the start Kineto writes, compact or indented:
+// {"ph": "X", "cat": " and returns the index of the category's first byte,
+// or 0.
+func kinetoCat(b []byte) int {
+	j := skipSpace(b, 1)
+	if !bytes.HasPrefix(b[j:], phKey) {
+		return 0
+	}
+	j += len(phKey) + 1
+	if j+2 > len(b) || b[j] != '"' || b[j+1] != ',' {
+		return 0
+	}
+	j = skipSpace(b, j+2)
+	if !bytes.HasPrefix(b[j:], catKey) {
+		return 0
+	}
+	return j + len(catKey)
+}
+
+// isLaunch tells runtime calls that put work on the GPU.
+func isLaunch(name []byte) (launch, graph bool) {
+	if bytes.Contains(name, []byte("GraphLaunch")) {
+		return true, true
+	}
+	return bytes.Contains(name, []byte("Launch")) || bytes.Contains(name, []byte("Memcpy")) || bytes.Contains(name, []byte("Memset")), false
+}
+
+// keep decides from cat, ph and name; decided is false while a needed field
+// is still unknown.
+func keep(cl class, ph, name []byte, havePh, haveName, ops bool) (kept, decided bool) {
+	switch cl {
+	case clSkip:
+		return false, true
+	case clKernel, clMemcpy, clMemset:
+		if !havePh {
+			return false, false
+		}
+		return string(ph) == "X", true
+	case clRuntime:
+		if !haveName {
+			return false, false
+		}
+		l, _ := isLaunch(name)
+		return l, true
+	case clOp:
+		if ops {
+			return true, true
+		}
+		if !haveName {
+			return false, false
+		}
+		return bytes.HasPrefix(name, profilerStep), true
+	}
+	return true, true
+}

@@ -1,0 +1,348 @@
+package tracing
+
+import (
+	"bytes"
+	"fmt"
+)
+
+// The general event parser: any key order, any spacing, every error
+// message. The fast paths (fastpath.go) hand it what they do not take.
+
+// parseEvent reads one complete event object. It returns a message when the
+// event is malformed.
+//
+// b holds the event from its '{' to the end of the buffered data. It returns
+// the index past the event's '}', or incomplete when b ends first; msg
+// explains a malformed event.
+func (s *Scanner) parseEvent(b []byte) (end int, kept bool, msg string) {
+	l := lexer{b: b, i: 1}
+	var ph, cat, name, pid, tid, ts, dur, args []byte
+	var havePh, haveCat, haveName, pidQ, tidQ, argsDone bool
+	cl := clSkip
+	if l.peek() == '}' {
+		s.countCat(nil, false)
+		return l.i + 1, false, ""
+	}
+	// Fast path for the layout Kineto writes (ph, then cat): most events
+	// are skipped on their category alone.
+	if j := kinetoCat(b); j > 0 {
+		if e := bytes.IndexByte(b[j:min(len(b), j+64)], '"'); e > 0 {
+			cat := b[j : j+e]
+			cl := classify(cat)
+			if cl == clKernel && !s.noFast && b[skipSpace(b, 1)+len(phKey)] == 'X' {
+				if end, ok := s.kernelFast(b, j+e+1); ok {
+					s.ev.Cat = s.intern(cat)
+					s.countCat(cat, true)
+					return end, true, ""
+				}
+			}
+			if cl == clSkip {
+				end := objectRest(b, j+e+1)
+				if end < 0 {
+					return s.bad(b, "")
+				}
+				s.countCat(cat, true)
+				return end, false, ""
+			}
+		}
+	} else if j := kinetoPhase(b); j > 0 && b[j] != 'X' {
+		if !s.noFast {
+			if end, cat, ok := flatEvent(b, j+2, j+512); ok {
+				s.countCat(cat, true)
+				return end, false, ""
+			}
+		}
+		// Only complete ("X") events are kept: flows, instants and
+		// metadata are counted by their cat, found by text when no
+		// bracket comes before it (else the general path reads it), and
+		// skipped from there.
+		// (The search starts past the phase's closing quote: that quote
+		// can begin a cat key in malformed input.)
+		if c := bytes.Index(b[j+2:min(len(b), j+512)], catKey); c >= 0 {
+			c += j + 2
+			pre := b[j+2 : c]
+			if bytes.IndexByte(pre, '{') < 0 && bytes.IndexByte(pre, '}') < 0 &&
+				bytes.IndexByte(pre, '[') < 0 && bytes.IndexByte(pre, ']') < 0 {
+				v := c + len(catKey)
+				if e := stringEnd(b, v-1); e > 0 {
+					end := objectRest(b, e)
+					if end < 0 {
+						return s.bad(b, "")
+					}
+					s.countCat(b[v:e-1], true)
+					return end, false, ""
+				}
+			}
+		}
+	}
+	for {
+		key, ok := l.str()
+		if !ok {
+			return s.bad(b, "expected a key string in an event")
+		}
+		if !l.expect(':') {
+			return s.bad(b, fmt.Sprintf("expected ':' after event key %q", key))
+		}
+		switch string(key) {
+		case "ph":
+			ph, havePh = l.str()
+			if !havePh {
+				return s.bad(b, "ph is not a string")
+			}
+		case "cat":
+			cat, haveCat = l.str()
+			if !haveCat {
+				return s.bad(b, "cat is not a string")
+			}
+			cl = classify(cat)
+		case "name":
+			name, haveName = l.longStr()
+			if !haveName {
+				return s.bad(b, "name is not a string")
+			}
+		case "pid", "tid":
+			var v []byte
+			q := l.peek() == '"'
+			if q {
+				v, ok = l.str()
+			} else {
+				v, ok = l.scalar()
+			}
+			if !ok {
+				return s.bad(b, fmt.Sprintf("bad %s", key))
+			}
+			if key[0] == 'p' {
+				pid, pidQ = v, q
+			} else {
+				tid, tidQ = v, q
+			}
+		case "ts", "dur":
+			var v []byte
+			if l.peek() == '"' {
+				v, ok = l.str()
+			} else {
+				v, ok = l.scalar()
+			}
+			if !ok {
+				return s.bad(b, fmt.Sprintf("bad %s", key))
+			}
+			if key[0] == 't' {
+				ts = v
+			} else {
+				dur = v
+			}
+		case "args":
+			if haveCat {
+				// Kept (cat came first, as Kineto writes it): read args in place.
+				if kept, decided := keep(cl, ph, name, havePh, haveName, s.KeepOps); decided && kept {
+					s.ev = Event{Device: -1, Stream: -1}
+					if msg := parseArgs(&s.ev, &l); msg != "" {
+						return s.bad(b, msg)
+					}
+					argsDone = true
+					break
+				}
+			}
+			a := l.i
+			if !l.skip() {
+				return s.bad(b, "bad args")
+			}
+			args = b[a:l.i]
+		default:
+			if !l.skip() {
+				return s.bad(b, fmt.Sprintf("bad value of event key %q", key))
+			}
+		}
+		if haveCat {
+			if kept, decided := keep(cl, ph, name, havePh, haveName, s.KeepOps); decided && !kept {
+				// Skipped: find the end without reading the rest.
+				e := objectRest(b, l.i)
+				if e < 0 {
+					return s.bad(b, "")
+				}
+				s.countCat(cat, true)
+				return e, false, ""
+			}
+		}
+		switch l.peek() {
+		case ',':
+			l.i++
+			continue
+		case '}':
+		default:
+			return s.bad(b, "expected ',' or '}' in an event")
+		}
+		break
+	}
+	end = l.i + 1
+	s.countCat(cat, haveCat)
+	if !haveCat {
+		return end, false, ""
+	}
+	if kept, _ := keep(cl, ph, name, havePh, haveName, s.KeepOps); !kept {
+		return end, false, ""
+	}
+	return end, true, s.build(cl, cat, name, pid, tid, ts, dur, args, pidQ, tidQ, argsDone)
+}
+
+// bad tells a malformed event from one that the buffered data cuts short.
+func (s *Scanner) bad(b []byte, msg string) (int, bool, string) {
+	switch compositeEnd(b, 0) {
+	case incomplete:
+		return incomplete, false, ""
+	case invalid:
+		return 0, false, "brackets do not match"
+	}
+	if msg == "" {
+		msg = "malformed event"
+	}
+	return 0, false, msg
+}
+
+// build builds s.ev from the raw fields of a kept event.
+func (s *Scanner) build(cl class, cat, name, pid, tid, ts, dur, args []byte, pidQ, tidQ, argsDone bool) string {
+	ev := &s.ev
+	if !argsDone {
+		*ev = Event{Device: -1, Stream: -1}
+		if args != nil {
+			if msg := parseArgs(ev, &lexer{b: args}); msg != "" {
+				return msg
+			}
+		}
+	}
+	switch cl {
+	case clKernel:
+		ev.Type = EventKernel
+	case clMemcpy:
+		ev.Type = EventMemcpy
+	case clMemset:
+		ev.Type = EventMemset
+	case clRuntime:
+		ev.Type = EventLaunch
+		_, ev.Graph = isLaunch(name)
+	case clAnnotation:
+		ev.Type = EventAnnotation
+	case clOp:
+		ev.Type = opEvent(name)
+	case clGPUAnnotation:
+		ev.Type = EventGPUAnnotation
+	}
+	ev.Cat = s.intern(cat)
+	u, ok := unquote(name, s.scratch)
+	if !ok {
+		return "bad escape in name"
+	}
+	ev.Name = s.intern(u)
+	if ts == nil {
+		return fmt.Sprintf("%s event %q has no ts", cat, truncate(ev.Name, 80))
+	}
+	if ev.TS, ok = parseMicros(ts); !ok {
+		return fmt.Sprintf("bad ts %q", truncate(string(ts), 40))
+	}
+	if dur != nil {
+		if ev.Dur, ok = parseMicros(dur); !ok {
+			return fmt.Sprintf("bad dur %q", truncate(string(dur), 40))
+		}
+	}
+	ev.PID = idText(pid, pidQ)
+	ev.TID = idText(tid, tidQ)
+	return ""
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "..."
+	}
+	return s
+}
+
+// parseArgs reads the args fields Load needs from the object at l.
+func parseArgs(ev *Event, l *lexer) string {
+	if !l.expect('{') {
+		return "args is not an object"
+	}
+	if l.peek() == '}' {
+		l.i++
+		return ""
+	}
+	return argMembers(ev, l)
+}
+
+// argMembers reads args from a member's key on to the closing '}'.
+func argMembers(ev *Event, l *lexer) string {
+	for {
+		key, ok := l.str()
+		if !ok || !l.expect(':') {
+			return "bad key in args"
+		}
+		switch string(key) {
+		case "device", "stream", "correlation", "External id", "external id":
+			t, ok := l.scalar()
+			if !ok {
+				if !l.skip() {
+					return fmt.Sprintf("bad args.%s", key)
+				}
+				break
+			}
+			v, _ := parseInt(t)
+			switch string(key) {
+			case "device":
+				ev.Device = int32(v)
+			case "stream":
+				ev.Stream = int32(v)
+			case "correlation":
+				ev.Correlation = v
+			default:
+				ev.External = v
+			}
+		case "kind":
+			if l.peek() == '"' {
+				v, _ := l.str()
+				ev.Replay = string(v) == "Dispatch Task"
+			} else if !l.skip() {
+				return "bad args.kind"
+			}
+		case "grid", "block":
+			dst := &ev.Grid
+			if key[0] == 'b' {
+				dst = &ev.Block
+			}
+			if l.peek() != '[' {
+				if !l.skip() {
+					return fmt.Sprintf("bad args.%s", key)
+				}
+				break
+			}
+			l.i++
+			for k := 0; l.peek() != ']'; k++ {
+				t, ok := l.scalar()
+				if !ok {
+					return fmt.Sprintf("bad args.%s", key)
+				}
+				if k < 3 {
+					v, _ := parseInt(t)
+					dst[k] = int32(v)
+				}
+				if !l.expect(',') {
+					break
+				}
+			}
+			if !l.expect(']') {
+				return fmt.Sprintf("bad args.%s", key)
+			}
+		default:
+			if !l.skip() {
+				return fmt.Sprintf("bad value of args key %q", key)
+			}
+		}
+		switch l.peek() {
+		case ',':
+			l.i++
+			continue
+		case '}':
+			l.i++
+			return ""
+		}
+		return "expected ',' or '}' in args"
+	}
+}
