@@ -39,43 +39,42 @@ func classify(cat []byte) class {
 	return clSkip
 }
 
-var (
-	profilerStep = []byte("ProfilerStep#")
-	phKey        = []byte(`"ph": "`)
-	catKey       = []byte(`"cat": "`)
+var profilerStep = []byte("ProfilerStep#")
+
+// The keys Kineto writes first, as literals (compared in place, they
+// compile to word loads).
+const (
+	phKey  = `"ph": "`
+	catKey = `"cat": "`
 )
 
 // kinetoPhase matches {"ph": " at the start of an event and returns the
 // index of the phase letter (followed by its closing quote), or 0.
 func kinetoPhase(b []byte) int {
 	j := skipSpace(b, 1)
-	if !bytes.HasPrefix(b[j:], phKey) {
+	if len(b)-j < len(phKey)+2 || string(b[j:j+len(phKey)]) != phKey || b[j+len(phKey)+1] != '"' {
 		return 0
 	}
-	j += len(phKey)
-	if j+1 >= len(b) || b[j+1] != '"' {
-		return 0
-	}
-	return j
+	return j + len(phKey)
 }
 
 // kinetoCat matches the start Kineto writes, compact or indented:
-// {"ph": "X", "cat": " and returns the index of the category's first byte,
-// or 0.
-func kinetoCat(b []byte) int {
-	j := skipSpace(b, 1)
-	if !bytes.HasPrefix(b[j:], phKey) {
-		return 0
+// {"ph": "X", "cat": " and returns the index of the phase letter and of
+// the category's first byte, or zeros.
+func kinetoCat(b []byte) (ph, cat int) {
+	j := kinetoPhase(b)
+	if j == 0 || j+3 > len(b) || b[j+2] != ',' {
+		return 0, 0
 	}
-	j += len(phKey) + 1
-	if j+2 > len(b) || b[j] != '"' || b[j+1] != ',' {
-		return 0
+	k := j + 3
+	if k < len(b) && b[k] == ' ' {
+		k++ // the usual single space, before the general skip
 	}
-	j = skipSpace(b, j+2)
-	if !bytes.HasPrefix(b[j:], catKey) {
-		return 0
+	k = skipSpace(b, k)
+	if len(b)-k < len(catKey) || string(b[k:k+len(catKey)]) != catKey {
+		return 0, 0
 	}
-	return j + len(catKey)
+	return j, k + len(catKey)
 }
 
 // isLaunch tells runtime calls that put work on the GPU.

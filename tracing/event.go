@@ -25,11 +25,12 @@ func (s *Scanner) parseEvent(b []byte) (end int, kept bool, msg string) {
 	}
 	// Fast path for the layout Kineto writes (ph, then cat): most events
 	// are skipped on their category alone.
-	if j := kinetoCat(b); j > 0 {
+	if p, j := kinetoCat(b); j > 0 {
 		if e := bytes.IndexByte(b[j:min(len(b), j+64)], '"'); e > 0 {
 			cat := b[j : j+e]
 			cl := classify(cat)
-			if cl == clKernel && !s.noFast && b[skipSpace(b, 1)+len(phKey)] == 'X' {
+			kernel := cl == clKernel && b[p] == 'X'
+			if kernel && !s.noFast {
 				if end, ok := s.kernelFast(b, j+e+1); ok {
 					s.ev.Cat = s.intern(cat)
 					s.countCat(cat, true)
@@ -47,6 +48,10 @@ func (s *Scanner) parseEvent(b []byte) (end int, kept bool, msg string) {
 		}
 	} else if j := kinetoPhase(b); j > 0 && b[j] != 'X' {
 		if !s.noFast {
+			if end, cat, ok := flowFast(b, j+2); ok {
+				s.countCat(cat, true)
+				return end, false, ""
+			}
 			if end, cat, ok := flatEvent(b, j+2, j+512); ok {
 				s.countCat(cat, true)
 				return end, false, ""
@@ -58,7 +63,7 @@ func (s *Scanner) parseEvent(b []byte) (end int, kept bool, msg string) {
 		// skipped from there.
 		// (The search starts past the phase's closing quote: that quote
 		// can begin a cat key in malformed input.)
-		if c := bytes.Index(b[j+2:min(len(b), j+512)], catKey); c >= 0 {
+		if c := bytes.Index(b[j+2:min(len(b), j+512)], []byte(catKey)); c >= 0 {
 			c += j + 2
 			pre := b[j+2 : c]
 			if bytes.IndexByte(pre, '{') < 0 && bytes.IndexByte(pre, '}') < 0 &&

@@ -1,5 +1,10 @@
 package tracing
 
+import (
+	"encoding/binary"
+	"math/bits"
+)
+
 // Fast paths for the layout Kineto writes (fixed key order, ": " after
 // each key): a kernel read in one pass, a flow or instant skipped. Each
 // gives up (ok false) on anything else, and the general parser reads the
@@ -13,42 +18,48 @@ package tracing
 // input that ends first, gives ok false: the general path reads the event
 // again from its start, and owns every error message.
 func (s *Scanner) kernelFast(b []byte, i int) (end int, ok bool) {
-	i, ok = member(b, i, `"name": "`)
-	if !ok {
+	// Keys are compared as literals written out at each place: the
+	// compiler turns those into a few word loads (a key passed as an
+	// argument would cost a call to memequal).
+	if i = nextMember(b, i); i < 0 || len(b)-i < 9 || string(b[i:i+9]) != `"name": "` {
 		return 0, false
 	}
+	i += 9
 	e := stringEnd(b, i-1)
 	if e < 0 {
 		return 0, false
 	}
 	rawName := b[i : e-1]
-	var pid, tid, ts, dur []byte
-	if i, pid = numMember(b, e, `"pid": `); pid == nil {
-		return 0, false
-	}
-	if i, tid = numMember(b, i, `"tid": `); tid == nil {
-		return 0, false
-	}
-	if i, ts = numMember(b, i, `"ts": `); ts == nil {
-		return 0, false
-	}
-	if i, dur = numMember(b, i, `"dur": `); dur == nil {
-		return 0, false
-	}
-	if i, ok = member(b, i, `"args": {`); !ok {
-		return 0, false
-	}
 	ev := &s.ev
 	*ev = Event{Type: EventKernel, Device: -1, Stream: -1}
-	if ev.TS, ok = parseMicros(ts); !ok {
+	if i = nextMember(b, e); i < 0 || len(b)-i < 7 || string(b[i:i+7]) != `"pid": ` {
 		return 0, false
 	}
-	if ev.Dur, ok = parseMicros(dur); !ok {
+	if i, ev.PID, ok = intAt(b, i+7); !ok {
 		return 0, false
 	}
-	ev.PID, _ = parseInt(pid)
-	ev.TID, _ = parseInt(tid)
-	if i, ok = kernelArgs(ev, b, i); !ok {
+	if i = nextMember(b, i); i < 0 || len(b)-i < 7 || string(b[i:i+7]) != `"tid": ` {
+		return 0, false
+	}
+	if i, ev.TID, ok = intAt(b, i+7); !ok {
+		return 0, false
+	}
+	if i = nextMember(b, i); i < 0 || len(b)-i < 6 || string(b[i:i+6]) != `"ts": ` {
+		return 0, false
+	}
+	if i, ev.TS, ok = microsAt(b, i+6); !ok {
+		return 0, false
+	}
+	if i = nextMember(b, i); i < 0 || len(b)-i < 7 || string(b[i:i+7]) != `"dur": ` {
+		return 0, false
+	}
+	if i, ev.Dur, ok = microsAt(b, i+7); !ok {
+		return 0, false
+	}
+	if i = nextMember(b, i); i < 0 || len(b)-i < 9 || string(b[i:i+9]) != `"args": {` {
+		return 0, false
+	}
+	if i, ok = kernelArgs(ev, b, i+9); !ok {
 		return 0, false
 	}
 	i = skipSpace(b, i)
@@ -63,17 +74,17 @@ func (s *Scanner) kernelFast(b []byte, i int) (end int, ok bool) {
 	return i + 1, true
 }
 
-// member matches ',', spaces and key (with what follows it) at b[i] and
-// returns the index past key.
-func member(b []byte, i int, key string) (int, bool) {
+// nextMember matches ',' and spaces at b[i] and returns the index of what
+// follows, or -1.
+func nextMember(b []byte, i int) int {
 	if i >= len(b) || b[i] != ',' {
-		return 0, false
+		return -1
 	}
-	i = skipSpace(b, i+1)
-	if len(b)-i < len(key) || string(b[i:i+len(key)]) != key {
-		return 0, false
+	// One space is what Kineto writes within a line.
+	if i+2 < len(b) && b[i+1] == ' ' && b[i+2] > ' ' {
+		return i + 2
 	}
-	return i + len(key), true
+	return skipSpace(b, i+1)
 }
 
 // number returns the end of the unquoted number at b[i], or -1 when it is
@@ -84,26 +95,92 @@ func number(b []byte, i int) int {
 	for j < len(b) && (b[j] >= '0' && b[j] <= '9' || b[j] == '.' || b[j] == '-') {
 		j++
 	}
-	if j == i || j >= len(b) {
-		return -1
-	}
-	if c := b[j]; c != ',' && c != '}' && c != ']' && !isSpace(c) {
+	if j == i || j >= len(b) || !numberEnd(b[j]) {
 		return -1
 	}
 	return j
 }
 
-// numMember is member followed by a number; nil when either does not match.
-func numMember(b []byte, i int, key string) (int, []byte) {
-	i, ok := member(b, i, key)
-	if !ok {
-		return 0, nil
+// numberEnd tells the bytes that may follow a number in the fast paths.
+func numberEnd(c byte) bool { return c == ',' || c == '}' || c == ']' || isSpace(c) }
+
+// microsAt reads the unquoted number at b[i] as parseMicros does and
+// returns its end: Kineto's "123.456" in one pass, anything else through
+// number and parseMicros.
+func microsAt(b []byte, i int) (end int, ns int64, ok bool) {
+	// 15 integer digits cannot overflow (parseMicros checks longer ones).
+	if n, us := uintAt(b, i); n > 0 && n <= 15 && i+n+4 < len(b) {
+		j := i + n
+		var frac int64
+		if b[j] == '.' {
+			// Up to three decimals: more go to parseMicros (it rounds).
+			k := j + 1
+			for k < j+4 && b[k] >= '0' && b[k] <= '9' {
+				frac = frac*10 + int64(b[k]-'0')
+				k++
+			}
+			switch k - j {
+			case 1:
+				k = j // "1." is not a number: parseMicros says so
+			case 2:
+				frac *= 100
+			case 3:
+				frac *= 10
+			}
+			j = k
+		}
+		if numberEnd(b[j]) {
+			return j, int64(us)*1000 + frac, true
+		}
 	}
 	e := number(b, i)
 	if e < 0 {
-		return 0, nil
+		return 0, 0, false
 	}
-	return e, b[i:e]
+	ns, ok = parseMicros(b[i:e])
+	return e, ns, ok
+}
+
+// uintAt reads the decimal digits at b[i], up to 16, eight at a time: it
+// returns how many there are (16 when there may be more) and their value.
+func uintAt(b []byte, i int) (n int, v uint64) {
+	if len(b)-i < 16 {
+		for n < 16 && i+n < len(b) && b[i+n] >= '0' && b[i+n] <= '9' {
+			v = v*10 + uint64(b[i+n]-'0')
+			n++
+		}
+		return n, v
+	}
+	n, v = digits8(binary.LittleEndian.Uint64(b[i:]))
+	if n == 8 {
+		m, w := digits8(binary.LittleEndian.Uint64(b[i+8:]))
+		n, v = 8+m, v*pow10[m]+w
+	}
+	return n, v
+}
+
+var pow10 = [...]uint64{1, 10, 100, 1000, 1e4, 1e5, 1e6, 1e7, 1e8}
+
+// digits8 reads the leading decimal digits of the eight bytes of x (the
+// first byte lowest): how many (0 to 8) and their value.
+func digits8(x uint64) (n int, v uint64) {
+	// A byte is a digit when its high nibble is 3 both as is and after
+	// adding 6. A carry out of a non-digit byte only reaches the bytes
+	// after it, which are not used.
+	const hi, three, six = 0xF0F0F0F0F0F0F0F0, 0x3030303030303030, 0x0606060606060606
+	nd := (x&hi ^ three) | ((x+six)&hi ^ three)
+	n = bits.TrailingZeros64(nd) >> 3
+	if n == 0 {
+		return 0, 0
+	}
+	// Digit values, shifted up so that the bytes past the digits fall off
+	// and zeros (leading zeros of the number) come in below.
+	d := (x - three) << (64 - 8*uint(n))
+	// Pairs, then quads, then all eight (first byte most significant).
+	d = (d * (10<<8 + 1)) >> 8 & 0x00FF00FF00FF00FF
+	d = (d * (100<<16 + 1)) >> 16 & 0x0000FFFF0000FFFF
+	d = (d * (10000<<32 + 1)) >> 32
+	return n, d
 }
 
 // kernelArgs reads a kernel's args from just past their '{' to past their
@@ -115,29 +192,28 @@ func kernelArgs(ev *Event, b []byte, i int) (int, bool) {
 		return i + 1, true
 	}
 	for i < len(b) && b[i] == '"' {
-		// Keys are compared with constants (compiled to a few loads).
 		var n int64
 		var ok bool
-		switch {
-		case hasKey(b, i, `"device": `):
+		switch argKey(b, i) {
+		case argDevice:
 			if i, n, ok = intAt(b, i+len(`"device": `)); !ok {
 				return 0, false
 			}
 			ev.Device = int32(n)
-		case hasKey(b, i, `"stream": `):
+		case argStream:
 			if i, n, ok = intAt(b, i+len(`"stream": `)); !ok {
 				return 0, false
 			}
 			ev.Stream = int32(n)
-		case hasKey(b, i, `"correlation": `):
+		case argCorrelation:
 			if i, ev.Correlation, ok = intAt(b, i+len(`"correlation": `)); !ok {
 				return 0, false
 			}
-		case hasKey(b, i, `"External id": `):
+		case argExternal:
 			if i, ev.External, ok = intAt(b, i+len(`"External id": `)); !ok {
 				return 0, false
 			}
-		case hasKey(b, i, `"kind": "`):
+		case argKind:
 			i += len(`"kind": "`)
 			e := stringEnd(b, i-1)
 			if e < 0 {
@@ -145,11 +221,11 @@ func kernelArgs(ev *Event, b []byte, i int) (int, bool) {
 			}
 			ev.Replay = string(b[i:e-1]) == "Dispatch Task"
 			i = e
-		case hasKey(b, i, `"grid": [`):
+		case argGrid:
 			if i, ok = dims3(&ev.Grid, b, i+len(`"grid": [`)); !ok {
 				return 0, false
 			}
-		case hasKey(b, i, `"block": [`):
+		case argBlock:
 			if i, ok = dims3(&ev.Block, b, i+len(`"block": [`)); !ok {
 				return 0, false
 			}
@@ -161,7 +237,6 @@ func kernelArgs(ev *Event, b []byte, i int) (int, bool) {
 			}
 			return l.i, true
 		}
-		i = skipSpace(b, i)
 		if i >= len(b) {
 			return 0, false
 		}
@@ -172,26 +247,76 @@ func kernelArgs(ev *Event, b []byte, i int) (int, bool) {
 			i = skipSpace(b, i+1)
 			continue
 		}
+		i = skipSpace(b, i)
+		if i < len(b) && b[i] == '}' {
+			return i + 1, true
+		}
+		if i < len(b) && b[i] == ',' {
+			i = skipSpace(b, i+1)
+			continue
+		}
 		return 0, false
 	}
 	return 0, false
 }
 
-// hasKey reports whether b[i:] starts with key (a constant, inlined).
-func hasKey(b []byte, i int, key string) bool {
-	return len(b)-i >= len(key) && string(b[i:i+len(key)]) == key
+// The args keys kernelArgs reads itself.
+const (
+	argOther = iota
+	argDevice
+	argStream
+	argCorrelation
+	argExternal
+	argKind
+	argGrid
+	argBlock
+)
+
+// argKey tells which args key (with ": " and, for strings and arrays, the
+// opening quote or bracket) starts at b[i], a quote: one byte picks the
+// candidate, one literal compare confirms it.
+func argKey(b []byte, i int) int {
+	if len(b)-i < 16 {
+		return argOther // near the end: the general reader decides
+	}
+	switch b[i+1] {
+	case 'd':
+		if string(b[i:i+10]) == `"device": ` {
+			return argDevice
+		}
+	case 's':
+		if string(b[i:i+10]) == `"stream": ` {
+			return argStream
+		}
+	case 'c':
+		if string(b[i:i+15]) == `"correlation": ` {
+			return argCorrelation
+		}
+	case 'E':
+		if string(b[i:i+15]) == `"External id": ` {
+			return argExternal
+		}
+	case 'k':
+		if string(b[i:i+9]) == `"kind": "` {
+			return argKind
+		}
+	case 'g':
+		if string(b[i:i+9]) == `"grid": [` {
+			return argGrid
+		}
+	case 'b':
+		if string(b[i:i+10]) == `"block": [` {
+			return argBlock
+		}
+	}
+	return argOther
 }
 
 // intAt reads the unquoted number at b[i] as parseInt does (a plain
 // integer in one pass, anything else by parseInt) and returns its end.
 func intAt(b []byte, i int) (end int, v int64, ok bool) {
-	j := i
-	for j < len(b) && j-i < 18 && b[j] >= '0' && b[j] <= '9' {
-		v = v*10 + int64(b[j]-'0')
-		j++
-	}
-	if j > i && j < len(b) && (b[j] == ',' || b[j] == '}' || b[j] == ']' || isSpace(b[j])) {
-		return j, v, true
+	if n, u := uintAt(b, i); n > 0 && n < 16 && i+n < len(b) && numberEnd(b[i+n]) {
+		return i + n, int64(u), true
 	}
 	e := number(b, i)
 	if e < 0 {
@@ -224,6 +349,85 @@ func dims3(dst *[3]int32, b []byte, i int) (int, bool) {
 		i++
 	}
 	return i, true
+}
+
+// flowFast skips a flow event in the layout Kineto writes for flows
+// (ph, then id, pid, tid, ts, cat, name and optionally bp, numbers
+// unquoted, short strings without escapes), from i just past the phase's
+// closing quote. It returns the index past the event's '}' and its cat,
+// as the text search of the general path would (the cat key is the first
+// one, well within its 512 bytes, with no bracket before it), or ok false.
+func flowFast(b []byte, i int) (end int, cat []byte, ok bool) {
+	start := i
+	if i = nextMember(b, i); i < 0 || len(b)-i < 6 || string(b[i:i+6]) != `"id": ` {
+		return 0, nil, false
+	}
+	if i = plainNumber(b, i+6); i < 0 {
+		return 0, nil, false
+	}
+	if i = nextMember(b, i); i < 0 || len(b)-i < 7 || string(b[i:i+7]) != `"pid": ` {
+		return 0, nil, false
+	}
+	if i = plainNumber(b, i+7); i < 0 {
+		return 0, nil, false
+	}
+	if i = nextMember(b, i); i < 0 || len(b)-i < 7 || string(b[i:i+7]) != `"tid": ` {
+		return 0, nil, false
+	}
+	if i = plainNumber(b, i+7); i < 0 {
+		return 0, nil, false
+	}
+	if i = nextMember(b, i); i < 0 || len(b)-i < 6 || string(b[i:i+6]) != `"ts": ` {
+		return 0, nil, false
+	}
+	if i = plainNumber(b, i+6); i < 0 {
+		return 0, nil, false
+	}
+	if i = nextMember(b, i); i < 0 || len(b)-i < 8 || string(b[i:i+8]) != catKey || i+8 > start+510 {
+		return 0, nil, false
+	}
+	e := shortString(b, i+7)
+	if e < 0 {
+		return 0, nil, false
+	}
+	cat = b[i+8 : e-1]
+	i = e
+	if j := nextMember(b, i); j >= 0 && len(b)-j >= 9 && string(b[j:j+9]) == `"name": "` {
+		if i = shortString(b, j+8); i < 0 {
+			return 0, nil, false
+		}
+		if j := nextMember(b, i); j >= 0 && len(b)-j >= 7 && string(b[j:j+7]) == `"bp": "` {
+			if i = shortString(b, j+6); i < 0 {
+				return 0, nil, false
+			}
+		}
+	}
+	i = skipSpace(b, i)
+	if i >= len(b) || b[i] != '}' {
+		return 0, nil, false
+	}
+	return i + 1, cat, true
+}
+
+// plainNumber returns the end of the unsigned number (digits, at most one
+// point) of at most 24 bytes at b[i], followed by a delimiter, or -1.
+func plainNumber(b []byte, i int) int {
+	n, _ := uintAt(b, i)
+	j := i + n
+	if n == 0 || j >= len(b) {
+		return -1
+	}
+	if b[j] == '.' {
+		m, _ := uintAt(b, j+1)
+		if m == 0 {
+			return -1
+		}
+		j += 1 + m
+	}
+	if j >= len(b) || j-i > 24 || !numberEnd(b[j]) {
+		return -1
+	}
+	return j
 }
 
 // flatEvent reads the members of a skipped event in the layout Kineto

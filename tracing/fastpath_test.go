@@ -94,7 +94,7 @@ func TestFastPathSeeds(t *testing.T) {
 	for _, ev := range kernelSeeds[:2] {
 		b := []byte(ev)
 		s := &Scanner{names: map[string]string{}}
-		j := kinetoCat(b)
+		_, j := kinetoCat(b)
 		require.Positive(t, j)
 		end, ok := s.kernelFast(b, j+len("kernel")+1)
 		require.True(t, ok, ev)

@@ -94,6 +94,7 @@ type Scanner struct {
 	err     error
 	entries int64
 	cats    []catCount
+	catHint [16]uint8 // cat hash -> index+1 into cats, 0 when none
 	names   map[string]string
 	recent  [256]string
 	hdr     Header
@@ -410,17 +411,47 @@ func (s *Scanner) event() bool {
 	}
 }
 
-func (s *Scanner) countCat(cat []byte, has bool) {
+// countCat counts an event of cat (of no cat when has is false) and
+// returns the cat's index in s.cats.
+func (s *Scanner) countCat(cat []byte, has bool) int {
 	if !has {
 		cat = nil
 	}
-	for i := range s.cats {
-		if s.cats[i].cat == string(cat) {
-			s.cats[i].n++
-			return
+	k := s.findCat(cat)
+	if k < 0 {
+		k = len(s.cats)
+		s.cats = append(s.cats, catCount{cat: string(cat)})
+		if k < 255 {
+			s.catHint[catHash(cat)] = uint8(k + 1)
 		}
 	}
-	s.cats = append(s.cats, catCount{cat: string(cat), n: 1})
+	s.cats[k].n++
+	return k
+}
+
+// findCat returns the index of cat in s.cats, -1 when it is not there. A
+// trace has a handful of cats: a hint by a cheap hash finds most at once.
+func (s *Scanner) findCat(cat []byte) int {
+	h := catHash(cat)
+	if k := int(s.catHint[h]) - 1; k >= 0 && s.cats[k].cat == string(cat) {
+		return k
+	}
+	for k := range s.cats {
+		if s.cats[k].cat == string(cat) {
+			if k < 255 {
+				s.catHint[h] = uint8(k + 1)
+			}
+			return k
+		}
+	}
+	return -1
+}
+
+func catHash(cat []byte) int {
+	if len(cat) == 0 {
+		return 0
+	}
+	return (len(cat) + int(cat[0]) + int(cat[len(cat)-1])) & 15
 }
 
 func (s *Scanner) intern(b []byte) string {
