@@ -200,6 +200,15 @@ func (s *Scanner) needData() {
 	s.truncated()
 }
 
+// dropBuffers lets go of the input buffers once scanning is over (its
+// results stay readable).
+func (s *Scanner) dropBuffers() {
+	s.buf, s.r, s.w = nil, 0, 0
+	s.chunk = false
+	s.ra = nil
+	s.scratch = nil
+}
+
 // countingReader counts the bytes read through it.
 type countingReader struct {
 	r io.Reader

@@ -26,8 +26,11 @@ type chunk struct {
 	err error
 }
 
+// Sizes: 256 KB chunks cost one channel hand-over per 256 KB (nothing
+// next to decompressing them) and keep the buffers under 2 MB in all,
+// which matters for the peak memory of a small trace.
 const (
-	readAheadChunk    = 1 << 20
+	readAheadChunk    = 256 << 10
 	readAheadDepth    = 4
 	readAheadHeadroom = 64 << 10
 )
