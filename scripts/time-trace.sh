@@ -41,6 +41,13 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 go test -c -o "$tmp/tracing.test" ./tracing
 results=$tmp/results  # lines: label wall_s cpu_s rss_kb
+# Absolute paths: the commands run in a scratch directory (they write files).
+abs() { case $1 in /*) echo "$1" ;; */*) echo "$PWD/$1" ;; *) command -v "$1" ;; esac; }
+trace=$(abs "$trace")
+for i in "${!bins[@]}"; do bins[$i]=$(abs "${bins[$i]}"); done
+ref=$PWD/scripts/reference_loop.py
+mkdir "$tmp/work"
+cd "$tmp/work"
 
 # run LABEL CMD...: one timed run, its output discarded.
 run() {
@@ -65,7 +72,7 @@ for r in $(seq 1 "$rounds"); do
     fi
   done
   if [[ $python -eq 1 ]]; then
-    run python-reference python3 scripts/reference_loop.py "$trace"
+    run python-reference python3 "$ref" "$trace"
   fi
 done
 echo "machine: load average $(cut -d' ' -f1-3 /proc/loadavg) at end" >&2

@@ -4,16 +4,18 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 )
 
@@ -40,6 +42,8 @@ type Request struct {
 	Prompt    string
 	PromptLen int // requested prompt tokens (the fallback when usage is absent)
 	MaxTokens int
+
+	body []byte // the JSON body, when encoded ahead (Prompt is then dropped)
 }
 
 // Output is what one request measured. Durations are from the moment the
@@ -48,7 +52,7 @@ type Output struct {
 	Index        int
 	Start        time.Time
 	TTFT         time.Duration
-	ITL          []time.Duration // gaps between consecutive tokens
+	ITL          Gaps // gaps between consecutive tokens
 	E2EL         time.Duration
 	TokenEvents  int    // events carrying a choice with non-empty text
 	OutputTokens int    // usage.completion_tokens, else TokenEvents
@@ -59,6 +63,45 @@ type Output struct {
 	UsagePrompt  bool
 	Failure      FailureKind // "" on success
 	Error        string
+}
+
+// Gaps are the gaps between a stream's consecutive tokens, held as varint
+// nanoseconds: about 4 bytes a token instead of 8, which at thousands of
+// requests of hundreds of tokens each is megabytes.
+type Gaps struct {
+	b []byte
+	n int
+}
+
+// GapsOf returns the gaps ds.
+func GapsOf(ds ...time.Duration) Gaps {
+	var g Gaps
+	for _, d := range ds {
+		g.Add(d)
+	}
+	return g
+}
+
+// Add appends a gap.
+func (g *Gaps) Add(d time.Duration) {
+	g.b = binary.AppendVarint(g.b, int64(d))
+	g.n++
+}
+
+// Len is the number of gaps.
+func (g Gaps) Len() int { return g.n }
+
+// All yields the gaps in order.
+func (g Gaps) All() iter.Seq[time.Duration] {
+	return func(yield func(time.Duration) bool) {
+		for i := 0; i < len(g.b); {
+			v, n := binary.Varint(g.b[i:])
+			i += n
+			if !yield(time.Duration(v)) {
+				return
+			}
+		}
+	}
 }
 
 // OK reports whether the request succeeded.
@@ -79,7 +122,11 @@ type Client struct {
 
 // NewTransport returns a transport tuned for many concurrent long-lived
 // streams to one host: enough idle connections to reuse every stream's
-// connection, no compression, HTTP/1.1 (as the engines speak).
+// connection, no compression, HTTP/1.1 (as the engines speak), and buffers
+// sized to what flows. A token frame is a few hundred bytes, so 2 KB holds
+// a burst of them; a request is written once per stream (a larger body
+// goes past the buffer), so 1 KB is enough. At a thousand streams the
+// buffers of larger sizes were most of the client's memory.
 func NewTransport(maxConns int) *http.Transport {
 	if maxConns < 100 {
 		maxConns = 100
@@ -93,10 +140,14 @@ func NewTransport(maxConns int) *http.Transport {
 		DisableCompression:    true,
 		ForceAttemptHTTP2:     false,
 		ExpectContinueTimeout: 0,
-		ReadBufferSize:        32 << 10,
-		WriteBufferSize:       32 << 10,
+		ReadBufferSize:        streamBuf,
+		WriteBufferSize:       1 << 10,
 	}
 }
+
+// streamBuf is the size of each buffer a stream is read through (the
+// connection's, and the event reader's above the chunked body).
+const streamBuf = 2 << 10
 
 // NewClient returns a client of baseURL whose transport holds maxConns
 // connections.
@@ -112,62 +163,54 @@ func NewClient(baseURL, model string, maxConns int) *Client {
 
 func (c *Client) chat() bool { return strings.Contains(c.Endpoint, "chat/completions") }
 
-type streamOptions struct {
-	IncludeUsage bool `json:"include_usage"`
+// appendBody appends the JSON body of req: what json.Marshal makes of the
+// request's fields (TestRequestBody holds it to that), byte for byte, written out directly (a request is a few KB
+// of prompt, and a thousand streams start at once: reflection there cost
+// both time and stack).
+func (c *Client) appendBody(b []byte, req Request) ([]byte, error) {
+	var err error
+	b = append(b, `{"model":`...)
+	if b, err = jsontext.AppendQuote(b, c.Model); err != nil {
+		return nil, err
+	}
+	switch {
+	case c.chat():
+		b = append(b, `,"messages":[{"role":"user","content":`...)
+		if b, err = jsontext.AppendQuote(b, req.Prompt); err != nil {
+			return nil, err
+		}
+		b = append(b, "}]"...)
+	case req.Prompt != "":
+		b = append(b, `,"prompt":`...)
+		if b, err = jsontext.AppendQuote(b, req.Prompt); err != nil {
+			return nil, err
+		}
+	}
+	b = append(b, `,"max_tokens":`...)
+	b = strconv.AppendInt(b, int64(req.MaxTokens), 10)
+	b = append(b, `,"temperature":0,"ignore_eos":`...)
+	b = strconv.AppendBool(b, c.IgnoreEOS)
+	return append(b, `,"stream":true,"stream_options":{"include_usage":true}}`...), nil
 }
 
-type chatMessage struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
+// encode encodes req's body ahead of sending, and drops the prompt it was
+// made from: a request waiting to be sent holds its text once. A request
+// that cannot be encoded is left as it is (Do reports why).
+func (c *Client) encode(req Request) Request {
+	if b, err := c.appendBody(nil, req); err == nil {
+		req.body, req.Prompt = b, ""
+	}
+	return req
 }
-
-type requestBody struct {
-	Model         string        `json:"model"`
-	Prompt        string        `json:"prompt,omitempty"`
-	Messages      []chatMessage `json:"messages,omitempty"`
-	MaxTokens     int           `json:"max_tokens"`
-	Temperature   float64       `json:"temperature"`
-	IgnoreEOS     bool          `json:"ignore_eos,omitempty"`
-	Stream        bool          `json:"stream"`
-	StreamOptions streamOptions `json:"stream_options"`
-}
-
-// chunk is one streamed frame; completions carry text, chat a delta.
-type chunk struct {
-	Choices []struct {
-		Text  string `json:"text"`
-		Delta struct {
-			Content string `json:"content"`
-		} `json:"delta"`
-	} `json:"choices"`
-	Usage *struct {
-		PromptTokens     int `json:"prompt_tokens"`
-		CompletionTokens int `json:"completion_tokens"`
-	} `json:"usage"`
-	Error   jsontext.Value `json:"error"`
-	Object  string         `json:"object"`
-	Message string         `json:"message"`
-}
-
-var decodeOpts = json.JoinOptions(jsontext.AllowInvalidUTF8(true), jsontext.AllowDuplicateNames(true))
 
 // Do sends req and reads its stream to the end. It never returns an error:
 // a failure is recorded in the Output with its kind.
 func (c *Client) Do(ctx context.Context, req Request) Output {
 	out := Output{Index: req.Index, PromptTokens: req.PromptLen, PromptLen: req.PromptLen}
-	body := requestBody{
-		Model:         c.Model,
-		MaxTokens:     req.MaxTokens,
-		IgnoreEOS:     c.IgnoreEOS,
-		Stream:        true,
-		StreamOptions: streamOptions{IncludeUsage: true},
+	payload, err := req.body, error(nil)
+	if payload == nil {
+		payload, err = c.appendBody(nil, req)
 	}
-	if c.chat() {
-		body.Messages = []chatMessage{{Role: "user", Content: req.Prompt}}
-	} else {
-		body.Prompt = req.Prompt
-	}
-	payload, err := json.Marshal(body)
 	if err != nil {
 		out.fail(FailStream, fmt.Errorf("encoding request: %w", err))
 		return out
@@ -178,11 +221,14 @@ func (c *Client) Do(ctx context.Context, req Request) Output {
 		defer cancel()
 	}
 	url := c.BaseURL + c.Endpoint
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(payload))
+	pl := &requestPayload{b: payload}
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, url, pl.reader())
 	if err != nil {
 		out.fail(FailConnection, err)
 		return out
 	}
+	hreq.ContentLength = int64(len(payload))
+	hreq.GetBody = pl.rewind
 	hreq.Header.Set("Content-Type", "application/json")
 	hreq.Header.Set("Accept", "text/event-stream")
 
@@ -192,6 +238,7 @@ func (c *Client) Do(ctx context.Context, req Request) Output {
 		out.fail(classify(ctx, err, FailConnection), err) // a *url.Error names the method and URL
 		return out
 	}
+	pl.release() // the server answered: the request is not sent again
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 2048))
@@ -204,7 +251,7 @@ func (c *Client) Do(ctx context.Context, req Request) Output {
 	}
 	br, _ := c.readers.Get().(*bufio.Reader)
 	if br == nil {
-		br = bufio.NewReaderSize(resp.Body, 16<<10)
+		br = bufio.NewReaderSize(resp.Body, streamBuf)
 	} else {
 		br.Reset(resp.Body)
 	}
@@ -219,6 +266,50 @@ func (c *Client) Do(ctx context.Context, req Request) Output {
 	}
 	return out
 }
+
+// requestPayload is a request body the transport may read again (through
+// GetBody, to resend it on a kept-alive connection the server had closed)
+// until the response has begun; then its bytes are let go, so that a
+// thousand streams do not each hold their prompt for the whole response.
+type requestPayload struct {
+	mu sync.Mutex
+	b  []byte
+}
+
+func (p *requestPayload) reader() io.ReadCloser { return &payloadReader{p: p} }
+
+func (p *requestPayload) rewind() (io.ReadCloser, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.b == nil {
+		return nil, errors.New("the request body was let go once the response began")
+	}
+	return p.reader(), nil
+}
+
+func (p *requestPayload) release() {
+	p.mu.Lock()
+	p.b = nil
+	p.mu.Unlock()
+}
+
+type payloadReader struct {
+	p   *requestPayload
+	off int
+}
+
+func (r *payloadReader) Read(q []byte) (int, error) {
+	r.p.mu.Lock()
+	defer r.p.mu.Unlock()
+	if r.off >= len(r.p.b) {
+		return 0, io.EOF
+	}
+	n := copy(q, r.p.b[r.off:])
+	r.off += n
+	return n, nil
+}
+
+func (r *payloadReader) Close() error { return nil }
 
 // readStream consumes the events of one response into out.
 func (c *Client) readStream(ctx context.Context, out *Output, sse *SSEReader) {
@@ -246,42 +337,31 @@ func (c *Client) readStream(ctx context.Context, out *Output, sse *SSEReader) {
 			out.E2EL = now.Sub(out.Start)
 			break
 		}
-		ch.Choices = ch.Choices[:0]
-		ch.Usage, ch.Error, ch.Object, ch.Message = nil, nil, "", ""
-		if err := json.Unmarshal(data, &ch, decodeOpts); err != nil {
+		f, err := parseFrame(data, &ch)
+		if err != nil {
 			out.fail(FailStream, fmt.Errorf("event %d: malformed JSON frame %.80q: %w", sse.Events()-1, data, err))
 			return
 		}
-		if len(ch.Error) > 0 && string(ch.Error) != "null" || ch.Object == "error" {
-			msg := string(ch.Error)
-			if ch.Object == "error" {
-				msg = ch.Message
-			}
-			out.fail(FailStream, fmt.Errorf("event %d: server error in stream: %.300s", sse.Events()-1, msg))
+		if f.failed {
+			out.fail(FailStream, fmt.Errorf("event %d: server error in stream: %.300s", sse.Events()-1, f.message))
 			return
 		}
-		if len(ch.Choices) > 0 {
-			delta := ch.Choices[0].Text
-			if delta == "" {
-				delta = ch.Choices[0].Delta.Content
+		if len(f.delta) > 0 {
+			if c.KeepText {
+				text.Write(f.delta)
 			}
-			if delta != "" {
-				if c.KeepText {
-					text.WriteString(delta)
-				}
-				if out.TokenEvents == 0 {
-					out.TTFT = now.Sub(out.Start)
-				} else {
-					out.ITL = append(out.ITL, now.Sub(last))
-				}
-				last = now
-				out.TokenEvents++
+			if out.TokenEvents == 0 {
+				out.TTFT = now.Sub(out.Start)
+			} else {
+				out.ITL.Add(now.Sub(last))
 			}
+			last = now
+			out.TokenEvents++
 		}
-		if ch.Usage != nil {
-			out.OutputTokens, out.UsageOutput = ch.Usage.CompletionTokens, true
-			if ch.Usage.PromptTokens > 0 {
-				out.PromptTokens, out.UsagePrompt = ch.Usage.PromptTokens, true
+		if f.usage {
+			out.OutputTokens, out.UsageOutput = f.output, true
+			if f.prompt > 0 {
+				out.PromptTokens, out.UsagePrompt = f.prompt, true
 			}
 		}
 	}

@@ -106,7 +106,7 @@ func TestClientOutcomes(t *testing.T) {
 			require.Equal(t, tc.tokens, o.TokenEvents)
 			require.Equal(t, tc.tokens, o.OutputTokens)
 			require.Equal(t, tc.usage, o.UsageOutput)
-			require.Len(t, o.ITL, tc.tokens-1)
+			require.Equal(t, tc.tokens-1, o.ITL.Len())
 			require.GreaterOrEqual(t, o.E2EL, o.TTFT)
 		})
 	}

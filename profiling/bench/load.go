@@ -21,19 +21,46 @@ type Load struct {
 	Progress func(done int)
 }
 
-// Run sends reqs under load l and returns one Output per sent request, in
-// request order, with the wall-clock start and end of the run. A cancelled
-// ctx stops sending and cancels the requests in flight.
-func Run(ctx context.Context, c *Client, reqs []Request, l Load) (outs []Output, start, end time.Time) {
+// Run sends the requests of src under load l and returns one Output per
+// sent request, in request order, with the wall-clock start and end of the
+// run. A cancelled ctx stops sending and cancels the requests in flight.
+//
+// Requests are built (and encoded) as they are needed: the first wave (one
+// per stream) before the clock starts, then a goroutine keeps a few ready
+// ahead of the senders, so memory follows the concurrency, not the number
+// of prompts.
+func Run(ctx context.Context, c *Client, src Source, l Load) (outs []Output, start, end time.Time) {
 	sendCtx, stopSending := context.WithCancel(ctx)
 	defer stopSending()
+	n := src.Len()
 	conc := l.MaxConcurrency
 	if conc <= 0 {
-		conc = len(reqs)
+		conc = n
+	}
+	first := make([]Request, min(n, conc))
+	for i := range first {
+		first[i] = c.encode(src.Next())
+	}
+	const ahead = 64
+	pool := make(chan Request, ahead)
+	var making sync.WaitGroup
+	if n > len(first) {
+		making.Add(1)
+		go func() {
+			defer making.Done()
+			for range n - len(first) {
+				r := c.encode(src.Next())
+				select {
+				case pool <- r:
+				case <-sendCtx.Done():
+					return
+				}
+			}
+		}()
 	}
 	sem := make(chan struct{}, max(conc, 1))
-	results := make([]Output, len(reqs))
-	sent := make([]bool, len(reqs))
+	results := make([]Output, n)
+	sent := make([]bool, n)
 	var (
 		wg   sync.WaitGroup
 		mu   sync.Mutex
@@ -43,7 +70,7 @@ func Run(ctx context.Context, c *Client, reqs []Request, l Load) (outs []Output,
 	start = time.Now()
 	next := start
 loop:
-	for i := range reqs {
+	for i := range n {
 		if gaps != nil && i > 0 {
 			next = next.Add(gaps.next())
 			if !sleepUntil(sendCtx, next) {
@@ -59,11 +86,22 @@ loop:
 			<-sem
 			break
 		}
+		var req Request
+		if i < len(first) {
+			req, first[i] = first[i], Request{} // the prompt is the sender's now
+		} else {
+			select {
+			case req = <-pool:
+			case <-sendCtx.Done():
+				<-sem
+				break loop
+			}
+		}
 		sent[i] = true
 		wg.Add(1)
-		go func(i int) {
+		go func(i int, req Request) {
 			defer wg.Done()
-			o := c.Do(ctx, reqs[i])
+			o := c.Do(ctx, req)
 			<-sem
 			results[i] = o
 			if o.Failure == FailConnection && l.StopOnConnection {
@@ -75,16 +113,22 @@ loop:
 				l.Progress(done)
 				mu.Unlock()
 			}
-		}(i)
+		}(i, req)
 	}
 	wg.Wait()
 	end = time.Now()
+	stopSending()
+	making.Wait()
+	// The sent requests' outputs, in place.
+	k := 0
 	for i := range results {
 		if sent[i] {
-			outs = append(outs, results[i])
+			results[k] = results[i]
+			k++
 		}
 	}
-	return outs, start, end
+	clear(results[k:])
+	return results[:k], start, end
 }
 
 // sleepUntil waits until t or until ctx is done; it reports whether t came.

@@ -53,9 +53,9 @@ func levelDoc(cfg *SweepConfig, model string, s Shaper, lv *LevelResult) *result
 			d.GeneratedTexts = append(d.GeneratedTexts, out.Text)
 			d.OutputLens = append(d.OutputLens, out.OutputTokens)
 			d.TTFTs = append(d.TTFTs, out.TTFT.Seconds())
-			g := make([]float64, len(out.ITL))
-			for j, x := range out.ITL {
-				g[j] = x.Seconds()
+			g := make([]float64, 0, out.ITL.Len())
+			for x := range out.ITL.All() {
+				g = append(g, x.Seconds())
 			}
 			d.ITLs = append(d.ITLs, g)
 			d.Errors = append(d.Errors, out.Error)

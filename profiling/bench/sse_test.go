@@ -161,8 +161,8 @@ func FuzzClientStream(f *testing.F) {
 		out := Output{Start: time.Now()}
 		c.readStream(context.Background(), &out, NewSSEReader(bytes.NewReader(body)))
 		if out.OK() {
-			if out.TokenEvents == 0 || out.OutputTokens == 0 || len(out.ITL) != out.TokenEvents-1 {
-				t.Fatalf("success with %d token events, %d output tokens, %d gaps", out.TokenEvents, out.OutputTokens, len(out.ITL))
+			if out.TokenEvents == 0 || out.OutputTokens == 0 || out.ITL.Len() != out.TokenEvents-1 {
+				t.Fatalf("success with %d token events, %d output tokens, %d gaps", out.TokenEvents, out.OutputTokens, out.ITL.Len())
 			}
 			return
 		}

@@ -265,7 +265,7 @@ const warmupIndex = 500_000
 func runLevel(ctx context.Context, cfg *SweepConfig, c *Client, s Shaper, conc int) *LevelResult {
 	lv := &LevelResult{Conc: conc, NumPrompts: conc * cfg.NumPromptsMul, Status: StatusOK}
 	levelSeed := cfg.Seed*1_000_003 + uint64(conc)
-	reqs := Workload{ISL: cfg.ISL, OSL: cfg.OSL, RangeRatio: cfg.RangeRatio, NumPrompts: lv.NumPrompts, Seed: levelSeed}.Requests(s)
+	reqs := Workload{ISL: cfg.ISL, OSL: cfg.OSL, RangeRatio: cfg.RangeRatio, NumPrompts: lv.NumPrompts, Seed: levelSeed}.Source(s)
 	fail := func(msg string) *LevelResult {
 		lv.Status = StatusFailed
 		if ctx.Err() != nil {
@@ -280,7 +280,7 @@ func runLevel(ctx context.Context, cfg *SweepConfig, c *Client, s Shaper, conc i
 		// Numbered apart from the measured requests: their first words
 		// differ, so a token-granular prefix cache gets no hit either.
 		warm := Workload{ISL: cfg.ISL, OSL: cfg.OSL, RangeRatio: cfg.RangeRatio, NumPrompts: cfg.Warmups,
-			Seed: levelSeed + 500_000, FirstIndex: warmupIndex}.Requests(s)
+			Seed: levelSeed + 500_000, FirstIndex: warmupIndex}.Source(s)
 		outs, _, _ := Run(ctx, c, warm, Load{MaxConcurrency: min(cfg.Warmups, conc)})
 		for _, o := range outs {
 			if !o.OK() {

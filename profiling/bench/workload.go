@@ -189,22 +189,73 @@ type Workload struct {
 	FirstIndex int
 }
 
-// Requests builds the level's requests; prompts are shaped with s.
+// Requests builds the level's requests at once; prompts are shaped with s.
 func (w Workload) Requests(s Shaper) []Request {
-	rng := rand.New(rand.NewPCG(w.Seed, 0x9e3779b97f4a7c15))
-	in := Lengths(rng, w.NumPrompts, w.ISL, w.RangeRatio)
-	out := Lengths(rng, w.NumPrompts, w.OSL, w.RangeRatio)
-	reqs := make([]Request, w.NumPrompts)
+	src := w.Source(s)
+	reqs := make([]Request, src.Len())
 	for i := range reqs {
-		index := w.FirstIndex + i
-		reqs[i] = Request{
-			Index:     index,
-			Prompt:    s.Prompt(rng, w.Seed, index, in[i]),
-			PromptLen: in[i],
-			MaxTokens: out[i],
-		}
+		reqs[i] = src.Next()
 	}
 	return reqs
+}
+
+// Source makes the level's requests one at a time, the same ones in the
+// same order as Requests: a level of thousands of prompts holds only the
+// few built ahead of its senders.
+func (w Workload) Source(s Shaper) Source {
+	rng := rand.New(rand.NewPCG(w.Seed, 0x9e3779b97f4a7c15))
+	return &workloadSource{
+		w:   w,
+		s:   s,
+		rng: rng,
+		in:  Lengths(rng, w.NumPrompts, w.ISL, w.RangeRatio),
+		out: Lengths(rng, w.NumPrompts, w.OSL, w.RangeRatio),
+	}
+}
+
+// Source yields a level's requests in order: Next is called Len times, from
+// one goroutine.
+type Source interface {
+	Len() int
+	Next() Request
+}
+
+type workloadSource struct {
+	w       Workload
+	s       Shaper
+	rng     *rand.Rand
+	in, out []int
+	i       int
+}
+
+func (src *workloadSource) Len() int { return src.w.NumPrompts }
+
+func (src *workloadSource) Next() Request {
+	i := src.i
+	src.i++
+	index := src.w.FirstIndex + i
+	return Request{
+		Index:     index,
+		Prompt:    src.s.Prompt(src.rng, src.w.Seed, index, src.in[i]),
+		PromptLen: src.in[i],
+		MaxTokens: src.out[i],
+	}
+}
+
+// SliceSource is a Source of requests built beforehand.
+func SliceSource(reqs []Request) Source { return &sliceSource{reqs: reqs} }
+
+type sliceSource struct {
+	reqs []Request
+	i    int
+}
+
+func (src *sliceSource) Len() int { return len(src.reqs) }
+
+func (src *sliceSource) Next() Request {
+	r := src.reqs[src.i]
+	src.i++
+	return r
 }
 
 // Calibrate sends two short probe requests (one output token each) and fits
