@@ -11,6 +11,7 @@ import (
 	"iter"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -117,6 +118,7 @@ type Client struct {
 	KeepText  bool          // keep each request's generated text in Output.Text
 	HTTP      *http.Client
 
+	stream  *streamTransport // completions of a plain http:// server; nil: HTTP
 	readers sync.Pool
 }
 
@@ -158,6 +160,7 @@ func NewClient(baseURL, model string, maxConns int) *Client {
 		Model:     model,
 		IgnoreEOS: true,
 		HTTP:      &http.Client{Transport: NewTransport(maxConns)},
+		stream:    newStreamTransport(strings.TrimRight(baseURL, "/"), 2*max(maxConns, 100), http.ProxyFromEnvironment),
 	}
 }
 
@@ -221,39 +224,26 @@ func (c *Client) Do(ctx context.Context, req Request) Output {
 		defer cancel()
 	}
 	url := c.BaseURL + c.Endpoint
-	pl := &requestPayload{b: payload}
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, url, pl.reader())
-	if err != nil {
-		out.fail(FailConnection, err)
-		return out
-	}
-	hreq.ContentLength = int64(len(payload))
-	hreq.GetBody = pl.rewind
-	hreq.Header.Set("Content-Type", "application/json")
-	hreq.Header.Set("Accept", "text/event-stream")
-
-	out.Start = time.Now()
-	resp, err := c.HTTP.Do(hreq)
+	status, body, err := c.post(ctx, &out, url, payload)
 	if err != nil {
 		out.fail(classify(ctx, err, FailConnection), err) // a *url.Error names the method and URL
 		return out
 	}
-	pl.release() // the server answered: the request is not sent again
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 2048))
+	defer body.Close()
+	if status != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(body, 2048))
 		kind := FailHTTP5xx
-		if resp.StatusCode >= 400 && resp.StatusCode < 500 {
+		if status >= 400 && status < 500 {
 			kind = FailHTTP4xx
 		}
-		out.fail(kind, fmt.Errorf("POST %s: HTTP %d: %s", url, resp.StatusCode, bytes.TrimSpace(msg)))
+		out.fail(kind, fmt.Errorf("POST %s: HTTP %d: %s", url, status, bytes.TrimSpace(msg)))
 		return out
 	}
 	br, _ := c.readers.Get().(*bufio.Reader)
 	if br == nil {
-		br = bufio.NewReaderSize(resp.Body, streamBuf)
+		br = bufio.NewReaderSize(body, streamBuf)
 	} else {
-		br.Reset(resp.Body)
+		br.Reset(body)
 	}
 	defer func() {
 		br.Reset(nil)
@@ -265,6 +255,35 @@ func (c *Client) Do(ctx context.Context, req Request) Output {
 		_, _ = io.Copy(io.Discard, io.LimitReader(br, 64<<10))
 	}
 	return out
+}
+
+// post sends the request and returns the response's status and body;
+// out.Start is the moment it is handed to the transport.
+func (c *Client) post(ctx context.Context, out *Output, u string, payload []byte) (int, io.ReadCloser, error) {
+	if t := c.stream; t != nil && t.base == c.BaseURL {
+		out.Start = time.Now()
+		status, body, err := t.post(ctx, c.Endpoint, payload)
+		if err != nil {
+			return 0, nil, &url.Error{Op: "Post", URL: u, Err: err}
+		}
+		return status, body, nil
+	}
+	pl := &requestPayload{b: payload}
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, u, pl.reader())
+	if err != nil {
+		return 0, nil, err
+	}
+	hreq.ContentLength = int64(len(payload))
+	hreq.GetBody = pl.rewind
+	hreq.Header.Set("Content-Type", "application/json")
+	hreq.Header.Set("Accept", "text/event-stream")
+	out.Start = time.Now()
+	resp, err := c.HTTP.Do(hreq)
+	if err != nil {
+		return 0, nil, err
+	}
+	pl.release() // the server answered: the request is not sent again
+	return resp.StatusCode, resp.Body, nil
 }
 
 // requestPayload is a request body the transport may read again (through
