@@ -206,6 +206,34 @@ func BenchmarkLoadFile(b *testing.B) {
 	}
 }
 
+// BenchmarkGunzipFile is BenchmarkLoadFile's floor: klauspost gzip
+// decompression of the same file to io.Discard.
+func BenchmarkGunzipFile(b *testing.B) {
+	path := os.Getenv("PROFILE_MODEL_BENCH_TRACE")
+	if path == "" {
+		b.Skip("set PROFILE_MODEL_BENCH_TRACE=trace.json.gz to decompress a large trace")
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	size, err := uncompressedSize(f)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(size)
+	defer reportCPU(b)()
+	for b.Loop() {
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			b.Fatal(err)
+		}
+		if err := gunzip(f); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 func uncompressedSize(r io.Reader) (int64, error) {
 	br := bufio.NewReader(r)
 	if magic, _ := br.Peek(2); len(magic) < 2 || magic[0] != 0x1f || magic[1] != 0x8b {

@@ -26,13 +26,16 @@ type chunk struct {
 	err error
 }
 
-// Sizes: 256 KB chunks cost one channel hand-over per 256 KB (nothing
-// next to decompressing them) and keep the buffers under 2 MB in all,
-// which matters for the peak memory of a small trace.
+// Sizes: the scanner is faster than decompression, so it waits for each
+// chunk, and each wait parks and wakes a goroutine (and may set a thread
+// spinning): 1 MB chunks keep that to a thousand times per GB. One chunk
+// queued, one being filled and one being scanned is all the pipeline
+// needs, about 3 MB in all; the headroom holds the end of an event cut by
+// a chunk boundary (a longer one is joined another way).
 const (
-	readAheadChunk    = 256 << 10
-	readAheadDepth    = 4
-	readAheadHeadroom = 64 << 10
+	readAheadChunk    = 1 << 20
+	readAheadDepth    = 1
+	readAheadHeadroom = 16 << 10
 )
 
 func newReadAhead(ctx context.Context, r io.Reader) *readAhead {
