@@ -190,12 +190,21 @@ func (t *streamTransport) exchange(c *streamConn, path string, body []byte) (sta
 	}
 }
 
-// readLine reads a line without its CRLF (or LF); a line longer than the
-// buffer is an error.
+// readLine reads a line of the response head without its CRLF (or LF);
+// one longer than the buffer is gathered, up to 1 MB (net/http's bound on
+// a response head).
 func readLine(br *bufio.Reader) ([]byte, error) {
 	line, err := br.ReadSlice('\n')
 	if err == bufio.ErrBufferFull {
-		return nil, errors.New("response line too long")
+		long := append([]byte(nil), line...)
+		for err == bufio.ErrBufferFull && len(long) < 1<<20 {
+			line, err = br.ReadSlice('\n')
+			long = append(long, line...)
+		}
+		if err == bufio.ErrBufferFull {
+			return nil, errors.New("response header line longer than 1 MB")
+		}
+		line = long
 	}
 	if err != nil {
 		if err == io.EOF && len(line) > 0 {

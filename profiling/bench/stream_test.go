@@ -11,6 +11,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -93,6 +94,7 @@ func TestStreamTransportBodies(t *testing.T) {
 		{"chunked with extension and trailer", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" +
 			chunked(frames[:40], "ext=1") + chunked(frames[40:], "") + "0\r\nX-Trailer: 1\r\n\r\n"},
 		{"continue first", "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nConnection: close\r\n\r\n" + frames},
+		{"header longer than the buffer", "HTTP/1.1 200 OK\r\nX-Long: " + strings.Repeat("v", 3*streamBuf) + "\r\nContent-Length: " + strconv.Itoa(len(frames)) + "\r\n\r\n" + frames},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
