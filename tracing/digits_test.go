@@ -44,6 +44,7 @@ func checkNumberReaders(t *testing.T, b []byte) {
 	}
 	gotN, got := uintAt(b, 0)
 	require.Equal(t, n, gotN, "digits")
+	require.Equal(t, n, digitCount(b, 0), "digitCount")
 	if n > 0 {
 		want, err := strconv.ParseUint(string(b[:n]), 10, 64)
 		require.NoError(t, err)

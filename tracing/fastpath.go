@@ -102,7 +102,14 @@ func number(b []byte, i int) int {
 }
 
 // numberEnd tells the bytes that may follow a number in the fast paths.
-func numberEnd(c byte) bool { return c == ',' || c == '}' || c == ']' || isSpace(c) }
+func numberEnd(c byte) bool { return numEnd[c] }
+
+var numEnd = func() (t [256]bool) {
+	for _, c := range []byte(",}] \n\r\t") {
+		t[c] = true
+	}
+	return t
+}()
 
 // microsAt reads the unquoted number at b[i] as parseMicros does and
 // returns its end: Kineto's "123.456" in one pass, anything else through
@@ -164,12 +171,8 @@ var pow10 = [...]uint64{1, 10, 100, 1000, 1e4, 1e5, 1e6, 1e7, 1e8}
 // digits8 reads the leading decimal digits of the eight bytes of x (the
 // first byte lowest): how many (0 to 8) and their value.
 func digits8(x uint64) (n int, v uint64) {
-	// A byte is a digit when its high nibble is 3 both as is and after
-	// adding 6. A carry out of a non-digit byte only reaches the bytes
-	// after it, which are not used.
-	const hi, three, six = 0xF0F0F0F0F0F0F0F0, 0x3030303030303030, 0x0606060606060606
-	nd := (x&hi ^ three) | ((x+six)&hi ^ three)
-	n = bits.TrailingZeros64(nd) >> 3
+	const three = 0x3030303030303030
+	n = leadingDigits(x)
 	if n == 0 {
 		return 0, 0
 	}
@@ -191,42 +194,45 @@ func kernelArgs(ev *Event, b []byte, i int) (int, bool) {
 	if i < len(b) && b[i] == '}' {
 		return i + 1, true
 	}
-	for i < len(b) && b[i] == '"' {
+	if i >= len(b) || b[i] != '"' {
+		return 0, false
+	}
+	key, v := argKey(b, i)
+	for {
 		var n int64
 		var ok bool
-		switch argKey(b, i) {
+		switch key {
 		case argDevice:
-			if i, n, ok = intAt(b, i+len(`"device": `)); !ok {
+			if i, n, ok = intAt(b, v); !ok {
 				return 0, false
 			}
 			ev.Device = int32(n)
 		case argStream:
-			if i, n, ok = intAt(b, i+len(`"stream": `)); !ok {
+			if i, n, ok = intAt(b, v); !ok {
 				return 0, false
 			}
 			ev.Stream = int32(n)
 		case argCorrelation:
-			if i, ev.Correlation, ok = intAt(b, i+len(`"correlation": `)); !ok {
+			if i, ev.Correlation, ok = intAt(b, v); !ok {
 				return 0, false
 			}
 		case argExternal:
-			if i, ev.External, ok = intAt(b, i+len(`"External id": `)); !ok {
+			if i, ev.External, ok = intAt(b, v); !ok {
 				return 0, false
 			}
 		case argKind:
-			i += len(`"kind": "`)
-			e := stringEnd(b, i-1)
+			e := stringEnd(b, v-1)
 			if e < 0 {
 				return 0, false
 			}
-			ev.Replay = string(b[i:e-1]) == "Dispatch Task"
+			ev.Replay = string(b[v:e-1]) == "Dispatch Task"
 			i = e
 		case argGrid:
-			if i, ok = dims3(&ev.Grid, b, i+len(`"grid": [`)); !ok {
+			if i, ok = dims3(&ev.Grid, b, v); !ok {
 				return 0, false
 			}
 		case argBlock:
-			if i, ok = dims3(&ev.Block, b, i+len(`"block": [`)); !ok {
+			if i, ok = dims3(&ev.Block, b, v); !ok {
 				return 0, false
 			}
 		default:
@@ -237,6 +243,13 @@ func kernelArgs(ev *Event, b []byte, i int) (int, bool) {
 			}
 			return l.i, true
 		}
+		// The key Kineto writes next, with the ", " before it, in one
+		// compare; else the general way.
+		if next, at := nextArg(b, i, key); next != argOther {
+			key, v = next, at
+			continue
+		}
+		i = skipSpace(b, i)
 		if i >= len(b) {
 			return 0, false
 		}
@@ -245,19 +258,51 @@ func kernelArgs(ev *Event, b []byte, i int) (int, bool) {
 			return i + 1, true
 		case ',':
 			i = skipSpace(b, i+1)
-			continue
-		}
-		i = skipSpace(b, i)
-		if i < len(b) && b[i] == '}' {
-			return i + 1, true
-		}
-		if i < len(b) && b[i] == ',' {
-			i = skipSpace(b, i+1)
+			if i >= len(b) || b[i] != '"' {
+				return 0, false
+			}
+			key, v = argKey(b, i)
 			continue
 		}
 		return 0, false
 	}
-	return 0, false
+}
+
+// nextArg matches, at b[i] just past the value of key, the args key
+// Kineto writes after it (External id, device, stream, correlation, kind,
+// grid, block) with the ", " before it, and returns it and where its value
+// starts; argOther when anything else follows.
+func nextArg(b []byte, i, key int) (next, v int) {
+	if len(b)-i < 18 {
+		return argOther, 0
+	}
+	switch key {
+	case argExternal:
+		if string(b[i:i+12]) == `, "device": ` {
+			return argDevice, i + 12
+		}
+	case argDevice:
+		if string(b[i:i+12]) == `, "stream": ` {
+			return argStream, i + 12
+		}
+	case argStream:
+		if string(b[i:i+17]) == `, "correlation": ` {
+			return argCorrelation, i + 17
+		}
+	case argCorrelation:
+		if string(b[i:i+11]) == `, "kind": "` {
+			return argKind, i + 11
+		}
+	case argKind:
+		if string(b[i:i+11]) == `, "grid": [` {
+			return argGrid, i + 11
+		}
+	case argGrid:
+		if string(b[i:i+12]) == `, "block": [` {
+			return argBlock, i + 12
+		}
+	}
+	return argOther, 0
 }
 
 // The args keys kernelArgs reads itself.
@@ -273,48 +318,59 @@ const (
 )
 
 // argKey tells which args key (with ": " and, for strings and arrays, the
-// opening quote or bracket) starts at b[i], a quote: one byte picks the
-// candidate, one literal compare confirms it.
-func argKey(b []byte, i int) int {
+// opening quote or bracket) starts at b[i], a quote, and where its value
+// starts: one byte picks the candidate, one literal compare confirms it.
+// argOther (at i) for any other key.
+func argKey(b []byte, i int) (key, v int) {
 	if len(b)-i < 16 {
-		return argOther // near the end: the general reader decides
+		return argOther, i // near the end: the general reader decides
 	}
 	switch b[i+1] {
 	case 'd':
 		if string(b[i:i+10]) == `"device": ` {
-			return argDevice
+			return argDevice, i + 10
 		}
 	case 's':
 		if string(b[i:i+10]) == `"stream": ` {
-			return argStream
+			return argStream, i + 10
 		}
 	case 'c':
 		if string(b[i:i+15]) == `"correlation": ` {
-			return argCorrelation
+			return argCorrelation, i + 15
 		}
 	case 'E':
 		if string(b[i:i+15]) == `"External id": ` {
-			return argExternal
+			return argExternal, i + 15
 		}
 	case 'k':
 		if string(b[i:i+9]) == `"kind": "` {
-			return argKind
+			return argKind, i + 9
 		}
 	case 'g':
 		if string(b[i:i+9]) == `"grid": [` {
-			return argGrid
+			return argGrid, i + 9
 		}
 	case 'b':
 		if string(b[i:i+10]) == `"block": [` {
-			return argBlock
+			return argBlock, i + 10
 		}
 	}
-	return argOther
+	return argOther, i
 }
 
 // intAt reads the unquoted number at b[i] as parseInt does (a plain
 // integer in one pass, anything else by parseInt) and returns its end.
 func intAt(b []byte, i int) (end int, v int64, ok bool) {
+	// Most are a digit or two (device, stream, pid, grid and block sizes).
+	if i+2 < len(b) {
+		if d0 := b[i] - '0'; d0 <= 9 {
+			if c := b[i+1]; numEnd[c] {
+				return i + 1, int64(d0), true
+			} else if d1 := c - '0'; d1 <= 9 && numEnd[b[i+2]] {
+				return i + 2, int64(d0)*10 + int64(d1), true
+			}
+		}
+	}
 	if n, u := uintAt(b, i); n > 0 && n < 16 && i+n < len(b) && numberEnd(b[i+n]) {
 		return i + n, int64(u), true
 	}
@@ -412,22 +468,48 @@ func flowFast(b []byte, i int) (end int, cat []byte, ok bool) {
 // plainNumber returns the end of the unsigned number (digits, at most one
 // point) of at most 24 bytes at b[i], followed by a delimiter, or -1.
 func plainNumber(b []byte, i int) int {
-	n, _ := uintAt(b, i)
+	n := digitCount(b, i)
 	j := i + n
 	if n == 0 || j >= len(b) {
 		return -1
 	}
 	if b[j] == '.' {
-		m, _ := uintAt(b, j+1)
+		m := digitCount(b, j+1)
 		if m == 0 {
 			return -1
 		}
 		j += 1 + m
 	}
-	if j >= len(b) || j-i > 24 || !numberEnd(b[j]) {
+	if j >= len(b) || j-i > 24 || !numEnd[b[j]] {
 		return -1
 	}
 	return j
+}
+
+// digitCount is how many decimal digits start at b[i], up to 16: uintAt
+// without the value, eight bytes at a time.
+func digitCount(b []byte, i int) int {
+	if len(b)-i < 16 {
+		n := 0
+		for n < 16 && i+n < len(b) && b[i+n] >= '0' && b[i+n] <= '9' {
+			n++
+		}
+		return n
+	}
+	n := leadingDigits(binary.LittleEndian.Uint64(b[i:]))
+	if n == 8 {
+		n += leadingDigits(binary.LittleEndian.Uint64(b[i+8:]))
+	}
+	return n
+}
+
+// leadingDigits is how many of the eight bytes of x, from the lowest, are
+// decimal digits. A byte is a digit when its high nibble is 3 both as is
+// and after adding 6; a carry out of a non-digit byte only reaches the
+// bytes after it, which are not counted.
+func leadingDigits(x uint64) int {
+	const hi, three, six = 0xF0F0F0F0F0F0F0F0, 0x3030303030303030, 0x0606060606060606
+	return bits.TrailingZeros64((x&hi^three)|((x+six)&hi^three)) >> 3
 }
 
 // flatEvent reads the members of a skipped event in the layout Kineto
