@@ -74,17 +74,17 @@ type Gaps struct {
 	n int
 }
 
-// GapsOf returns the gaps ds.
-func GapsOf(ds ...time.Duration) Gaps {
+// gapsOf returns the gaps ds.
+func gapsOf(ds ...time.Duration) Gaps {
 	var g Gaps
 	for _, d := range ds {
-		g.Add(d)
+		g.add(d)
 	}
 	return g
 }
 
-// Add appends a gap.
-func (g *Gaps) Add(d time.Duration) {
+// add appends a gap.
+func (g *Gaps) add(d time.Duration) {
 	g.b = binary.AppendVarint(g.b, int64(d))
 	g.n++
 }
@@ -372,7 +372,7 @@ func (c *Client) readStream(ctx context.Context, out *Output, sse *SSEReader) {
 			if out.TokenEvents == 0 {
 				out.TTFT = now.Sub(out.Start)
 			} else {
-				out.ITL.Add(now.Sub(last))
+				out.ITL.add(now.Sub(last))
 			}
 			last = now
 			out.TokenEvents++

@@ -86,14 +86,14 @@ func BenchmarkClientCost(b *testing.B) {
 			for i := range reqs {
 				reqs[i] = Request{Index: i, Prompt: "gap:" + bc.gap.String(), PromptLen: 4, MaxTokens: osl}
 			}
-			Run(context.Background(), c, SliceSource(reqs[:conc]), Load{MaxConcurrency: conc}) // open the connections
+			Run(context.Background(), c, fromSlice(reqs[:conc]), Load{MaxConcurrency: conc}) // open the connections
 			var tokens int
 			var wall, cpu time.Duration
 			var all []Output
 			b.ResetTimer()
 			for range b.N {
 				cpu0, t0 := cpuTime(), time.Now()
-				outs, _, _ := Run(context.Background(), c, SliceSource(reqs), Load{MaxConcurrency: conc})
+				outs, _, _ := Run(context.Background(), c, fromSlice(reqs), Load{MaxConcurrency: conc})
 				wall += time.Since(t0)
 				cpu += cpuTime() - cpu0
 				all = append(all, outs...)

@@ -48,7 +48,7 @@ func TestSummarizeNS(t *testing.T) {
 			require.True(t, slices.IsSorted(ds))
 			// Through Aggregate: one output holding them all.
 			if len(ds) > 0 {
-				outs := []Output{{ITL: GapsOf(ds...), OutputTokens: len(ds) + 1, TokenEvents: len(ds) + 1}}
+				outs := []Output{{ITL: gapsOf(ds...), OutputTokens: len(ds) + 1, TokenEvents: len(ds) + 1}}
 				require.Equal(t, want, Aggregate(outs, 1, time.Second, pcts, SLO{}).ITL)
 			}
 		})
@@ -59,7 +59,7 @@ func TestSummarizeNS(t *testing.T) {
 func TestGaps(t *testing.T) {
 	t.Parallel()
 	want := []time.Duration{0, 1, 127, 128, 20 * time.Millisecond, 3 * time.Second, 90 * time.Minute, -5}
-	g := GapsOf(want...)
+	g := gapsOf(want...)
 	require.Equal(t, len(want), g.Len())
 	require.Equal(t, want, slices.Collect(g.All()))
 	require.Zero(t, Gaps{}.Len())

@@ -223,7 +223,7 @@ func runSchedule(t *testing.T) scheduleRun {
 	for i := range warm {
 		warm[i] = Request{Index: i, Prompt: "w", MaxTokens: 2}
 	}
-	wouts, _, _ := Run(ctx, c, SliceSource(warm), Load{MaxConcurrency: schedConc})
+	wouts, _, _ := Run(ctx, c, fromSlice(warm), Load{MaxConcurrency: schedConc})
 	for _, o := range wouts {
 		require.True(t, o.OK(), o.Error)
 	}
@@ -252,7 +252,7 @@ func runSchedule(t *testing.T) scheduleRun {
 	stop := sync.OnceFunc(func() { close(stopProbe) })
 	defer stop() // a failed require below must not leave the sampler running
 	cpu0, cpuOK := processCPU()
-	outs, start, end := Run(ctx, c, SliceSource(reqs), Load{MaxConcurrency: schedConc, RequestRate: 1000, Burstiness: 50, Seed: 1})
+	outs, start, end := Run(ctx, c, fromSlice(reqs), Load{MaxConcurrency: schedConc, RequestRate: 1000, Burstiness: 50, Seed: 1})
 	cpu1, _ := processCPU()
 	stop()
 	clientLate := <-probe
@@ -397,7 +397,7 @@ func TestAggregateFormulas(t *testing.T) {
 	t.Parallel()
 	o := Output{
 		TTFT:        100 * time.Millisecond,
-		ITL:         GapsOf(10*time.Millisecond, 30*time.Millisecond),
+		ITL:         gapsOf(10*time.Millisecond, 30*time.Millisecond),
 		E2EL:        140 * time.Millisecond,
 		TokenEvents: 3, OutputTokens: 3, PromptTokens: 10, UsageOutput: true, UsagePrompt: true,
 	}

@@ -291,7 +291,7 @@ func TestResultDetails(t *testing.T) {
 	cfg := SweepConfig{URL: "http://x", ISL: 8, OSL: 4, Concurrencies: []int{1}, Details: true}
 	require.NoError(t, cfg.defaults())
 	lv := &LevelResult{Conc: 1, NumPrompts: 2, Status: StatusFailed, Outputs: []Output{
-		{TTFT: 20 * time.Millisecond, ITL: GapsOf(5 * time.Millisecond), E2EL: 25 * time.Millisecond, PromptTokens: 8, OutputTokens: 2, TokenEvents: 2, UsageOutput: true, UsagePrompt: true},
+		{TTFT: 20 * time.Millisecond, ITL: gapsOf(5 * time.Millisecond), E2EL: 25 * time.Millisecond, PromptTokens: 8, OutputTokens: 2, TokenEvents: 2, UsageOutput: true, UsagePrompt: true},
 		{Failure: FailHTTP4xx, Error: "HTTP 400: wrong model", PromptTokens: 8},
 	}}
 	lv.Metrics = Aggregate(lv.Outputs, 2, time.Second, cfg.Percentiles, cfg.SLO)

@@ -242,8 +242,8 @@ func (src *workloadSource) Next() Request {
 	}
 }
 
-// SliceSource is a Source of requests built beforehand.
-func SliceSource(reqs []Request) Source { return &sliceSource{reqs: reqs} }
+// fromSlice is a Source of requests built beforehand.
+func fromSlice(reqs []Request) Source { return &sliceSource{reqs: reqs} }
 
 type sliceSource struct {
 	reqs []Request

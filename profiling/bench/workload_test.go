@@ -95,7 +95,7 @@ func TestCalibrateAgainstSim(t *testing.T) {
 			require.InDelta(t, base, s.Base, 1e-9)
 			// A real request of 300 tokens reports exactly 300 prompt tokens.
 			reqs := Workload{ISL: 300, OSL: 4, RangeRatio: 1, NumPrompts: 3, Seed: 9}.Requests(s)
-			outs, _, _ := Run(context.Background(), c, SliceSource(reqs), Load{MaxConcurrency: 3})
+			outs, _, _ := Run(context.Background(), c, fromSlice(reqs), Load{MaxConcurrency: 3})
 			for _, o := range outs {
 				require.True(t, o.OK(), o.Error)
 				require.True(t, o.UsagePrompt)
@@ -135,7 +135,7 @@ func TestRunRespectsConcurrency(t *testing.T) {
 	url, _ := startSim(t, sim.Config{TimeScale: 100})
 	c := NewClient(url, simModel, 8)
 	reqs := Workload{ISL: 16, OSL: 8, RangeRatio: 1, NumPrompts: 24, Seed: 1}.Requests(Shaper{PerWord: 1})
-	outs, start, end := Run(context.Background(), c, SliceSource(reqs), Load{MaxConcurrency: 3})
+	outs, start, end := Run(context.Background(), c, fromSlice(reqs), Load{MaxConcurrency: 3})
 	require.Len(t, outs, 24)
 	// At no instant were more than 3 requests in flight.
 	type ev struct {
