@@ -96,10 +96,12 @@ func (t *streamTransport) put(c *streamConn) {
 
 // post sends body to path and reads the response's status and headers;
 // the body is read from the returned reader, which must be closed. A
-// connection kept alive that the server had closed meanwhile is replaced
-// once, as net/http does.
+// connection kept alive that the server had closed meanwhile (nothing came
+// back on it) is replaced by the next one, as net/http does: after a
+// server restart every idle connection is such a one, and a fresh dial
+// ends the search.
 func (t *streamTransport) post(ctx context.Context, path string, body []byte) (status int, resp *streamBody, err error) {
-	for attempt := 0; ; attempt++ {
+	for {
 		c, reused, err := t.conn(ctx)
 		if err != nil {
 			return 0, nil, err
@@ -113,8 +115,8 @@ func (t *streamTransport) post(ctx context.Context, path string, body []byte) (s
 		}
 		stop()
 		c.nc.Close()
-		if reused && !started && attempt == 0 && ctx.Err() == nil {
-			continue // the server closed the idle connection: a fresh one
+		if reused && !started && ctx.Err() == nil {
+			continue // the server had closed the idle connection
 		}
 		if ctx.Err() != nil {
 			err = fmt.Errorf("%w (%w)", ctx.Err(), err)

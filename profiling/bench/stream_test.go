@@ -79,6 +79,19 @@ func TestStreamTransportKeepAlive(t *testing.T) {
 	o := c.Do(context.Background(), Request{Prompt: "hi", PromptLen: 1, MaxTokens: 3})
 	require.True(t, o.OK(), o.Error)
 	require.Equal(t, int32(2), conns.Load())
+
+	// Several idle connections, all closed by the server (a restart): the
+	// next request goes past every one of them.
+	outs, _, _ := Run(context.Background(), c, fromSlice([]Request{
+		{Prompt: "a", PromptLen: 1, MaxTokens: 3}, {Prompt: "b", PromptLen: 1, MaxTokens: 3}, {Prompt: "c", PromptLen: 1, MaxTokens: 3},
+	}), Load{MaxConcurrency: 3})
+	for _, o := range outs {
+		require.True(t, o.OK(), o.Error)
+	}
+	require.GreaterOrEqual(t, len(c.stream.idle), 2, "idle connections kept")
+	srv.CloseClientConnections()
+	o = c.Do(context.Background(), Request{Prompt: "hi", PromptLen: 1, MaxTokens: 3})
+	require.True(t, o.OK(), o.Error)
 }
 
 // Bodies of a Content-Length, or that end with the connection (HTTP/1.0),
