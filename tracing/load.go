@@ -256,10 +256,11 @@ func (b *builder) finish(sc *Scanner, name string) *Trace {
 	h := sc.Header()
 	kernels := b.klog.kernels()
 	if len(kernels) >= 1<<16 {
-		// The kernel log is garbage now, and about as large as what the
-		// steps and graphs allocate next: collected now, its memory is
-		// reused for them instead of adding to the peak (about 10 MB
-		// less on a 1 GB trace, for one collection of a few ms).
+		// The kernel log and the input buffers are garbage now, about as
+		// large as what the steps and graphs allocate next: collected
+		// now, their memory is reused for them instead of adding to the
+		// peak (about 10 MB less on a 1 GB trace, for one collection of
+		// a few ms).
 		runtime.GC()
 	}
 	t := &Trace{
@@ -308,7 +309,7 @@ func (b *builder) finish(sc *Scanner, name string) *Trace {
 	segmentSteps(t, idx)
 	decodeBS(t)
 	measureCoverage(t, b.minTS, b.maxTS)
-	classifyTrace(t)
+	classifyTrace(t, idx)
 	if len(t.Kernels) == 0 {
 		t.Warnings = append(t.Warnings, diag.New(diag.NoKernels, "no GPU kernels in the trace: was the profiler started with CUDA/ROCm activities (ProfilerActivity.CUDA)?"))
 	}

@@ -20,8 +20,9 @@ const (
 )
 
 // classifyTrace tells a capture trace or a GPU-only trace from an
-// execution trace, and says what cannot be derived from it.
-func classifyTrace(t *Trace) {
+// execution trace, and says what cannot be derived from it. idx finds the
+// kernels of a correlation id.
+func classifyTrace(t *Trace, idx corrIndex) {
 	t.Kind = KindExecution
 	kernels, eager, unrun := 0, 0, 0
 	for i := range t.Kernels {
@@ -29,9 +30,13 @@ func classifyTrace(t *Trace) {
 			kernels++
 		}
 	}
-	ran := make(map[int64]bool, len(t.Kernels))
-	for i := range t.Kernels {
-		ran[t.Kernels[i].Correlation] = true
+	// A launch ran when a kernel shares its correlation id (the index
+	// leaves out id 0: those kernels are the ones it does not hold).
+	ran := func(c int64) bool {
+		if c == 0 {
+			return len(idx) < len(t.Kernels)
+		}
+		return len(idx.of(t.Kernels, c)) > 0
 	}
 	for i := range t.Launches {
 		l := &t.Launches[i]
@@ -39,7 +44,7 @@ func classifyTrace(t *Trace) {
 			continue
 		}
 		eager++
-		if !ran[l.Correlation] {
+		if !ran(l.Correlation) {
 			unrun++
 		}
 	}
