@@ -187,7 +187,14 @@ func (s *Scanner) parseEvent(b []byte) (end int, kept bool, msg string) {
 	if kept, _ := keep(cl, ph, name, havePh, haveName, s.KeepOps); !kept {
 		return end, false, ""
 	}
-	return end, true, s.build(cl, cat, name, pid, tid, ts, dur, args, pidQ, tidQ, argsDone)
+	bad := s.build(cl, cat, name, pid, tid, ts, dur, args, pidQ, tidQ, argsDone)
+	if bad != "" && cl == clOp {
+		// CPU ops are read only to name what launched a kernel: a damaged
+		// one is skipped, as it is when ops are not read, rather than
+		// failing a trace that reads without them.
+		return end, false, ""
+	}
+	return end, true, bad
 }
 
 // bad tells a malformed event from one that the buffered data cuts short.
