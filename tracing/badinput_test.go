@@ -28,7 +28,7 @@ func gz(t testing.TB, b []byte) []byte {
 }
 
 // Each kind of bad input gets one clear message naming the input and saying
-// what it is (SPEC §8).
+// what it is.
 func TestBadInput(t *testing.T) {
 	t.Parallel()
 	cases := []struct {

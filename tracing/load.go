@@ -327,7 +327,7 @@ func sortByStart[T any](s []T, start func(*T) int64) {
 	}
 }
 
-// era names the format era and vendor (SPEC §3.1, corpus README).
+// era names the format era and vendor from the trace's keys and arguments.
 func (b *builder) era(h *Header) (vendor, era string) {
 	_, rocm := h.Meta["roctracer_version"]
 	_, hipRT := h.Meta["hip_runtime_version"]
@@ -410,7 +410,7 @@ func (idx corrIndex) of(ks []Kernel, c int64) []int32 {
 	return idx[lo:hi]
 }
 
-// linkGraphs groups replayed kernels under their graph launch (§3.3): a
+// linkGraphs groups replayed kernels under their graph launch: a
 // graph launch owns every kernel that shares its correlation id.
 func linkGraphs(t *Trace, idx corrIndex) {
 	for li := range t.Launches {

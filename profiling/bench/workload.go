@@ -49,7 +49,7 @@ func shortWords(text string) []string {
 }
 
 // Lengths draws lengths uniformly in [⌊l·r⌋, l] (the range-ratio convention of
-// the seed's runs, r = 0.8), at least 1.
+// the hand-run workflow's recorded runs, r = 0.8), at least 1.
 func Lengths(rng *rand.Rand, n, l int, r float64) []int {
 	lo := max(int(math.Floor(float64(l)*r)), 1)
 	hi := max(l, lo)
