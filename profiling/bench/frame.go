@@ -7,13 +7,16 @@ import (
 
 // frame is what the client takes from one streamed JSON frame.
 type frame struct {
-	delta   []byte // choices[0].text, else choices[0].delta.content (as written when read fast)
-	choices bool   // choices is not empty
-	usage   bool   // usage is given
-	prompt  int    // usage.prompt_tokens
-	output  int    // usage.completion_tokens
-	failed  bool   // an in-stream error: error is not null, or object is "error"
-	message string // the error's text
+	delta []byte // choices[0].text, else choices[0].delta.content, else its reasoning_content or reasoning (as written when read fast)
+	// reasoning: the delta came from reasoning_content or reasoning (a
+	// thinking model's tokens before its answer: tokens all the same).
+	reasoning bool
+	choices   bool   // choices is not empty
+	usage     bool   // usage is given
+	prompt    int    // usage.prompt_tokens
+	output    int    // usage.completion_tokens
+	failed    bool   // an in-stream error: error is not null, or object is "error"
+	message   string // the error's text
 }
 
 // chunk is one streamed frame as the general decoder reads it;
@@ -22,7 +25,9 @@ type chunk struct {
 	Choices []struct {
 		Text  string `json:"text"`
 		Delta struct {
-			Content string `json:"content"`
+			Content          string `json:"content"`
+			ReasoningContent string `json:"reasoning_content"`
+			Reasoning        string `json:"reasoning"`
 		} `json:"delta"`
 	} `json:"choices"`
 	Usage *struct {
@@ -62,9 +67,16 @@ func parseFrameSlow(data []byte, ch *chunk) (frame, error) {
 	}
 	if len(ch.Choices) > 0 {
 		f.choices = true
-		d := ch.Choices[0].Text
+		c := &ch.Choices[0]
+		d := c.Text
 		if d == "" {
-			d = ch.Choices[0].Delta.Content
+			d = c.Delta.Content
+		}
+		if d == "" {
+			if d = c.Delta.ReasoningContent; d == "" {
+				d = c.Delta.Reasoning
+			}
+			f.reasoning = d != ""
 		}
 		f.delta = []byte(d)
 	}
@@ -291,7 +303,7 @@ func (l *frameLexer) choices(f *frame) bool {
 		if !l.next('{') {
 			return false
 		}
-		var text, content []byte
+		var text, content, reasoning []byte
 		var seenText, seenDelta bool
 		ok := l.members(func(key []byte) bool {
 			switch string(key) {
@@ -307,18 +319,33 @@ func (l *frameLexer) choices(f *frame) bool {
 					return false
 				}
 				seenDelta = true
-				var seenContent bool
-				return l.members(func(key []byte) bool {
-					if string(key) != "content" {
+				var seenContent, seenRC, seenR bool
+				var rc, r []byte
+				ok := l.members(func(key []byte) bool {
+					var seen *bool
+					var dst *[]byte
+					switch string(key) {
+					case "content":
+						seen, dst = &seenContent, &content
+					case "reasoning_content":
+						seen, dst = &seenRC, &rc
+					case "reasoning":
+						seen, dst = &seenR, &r
+					default:
 						return l.scalar()
 					}
 					s, ascii, ok := l.str()
-					if seenContent || !ok || !ascii {
+					if *seen || !ok || !ascii {
 						return false
 					}
-					seenContent, content = true, s
+					*seen, *dst = true, s
 					return true
 				})
+				reasoning = rc
+				if len(reasoning) == 0 {
+					reasoning = r
+				}
+				return ok
 			}
 			return l.scalar()
 		})
@@ -330,6 +357,9 @@ func (l *frameLexer) choices(f *frame) bool {
 			f.delta = text
 			if len(text) == 0 {
 				f.delta = content
+			}
+			if len(f.delta) == 0 && len(reasoning) > 0 {
+				f.delta, f.reasoning = reasoning, true
 			}
 		}
 		if l.next(',') {

@@ -27,6 +27,10 @@ var frameSeeds = []string{
 	`{"usage":{"prompt_tokens":-0,"completion_tokens":99999999999999999999}}`,
 	`{"created": 01}`,
 	`{"created": 1e5, "x": true, "y": false, "z": null}`,
+	`{"choices":[{"index":0,"delta":{"reasoning_content":"think"},"finish_reason":null}]}`,
+	`{"choices":[{"delta":{"reasoning":"think","content":""}}]}`,
+	`{"choices":[{"delta":{"content":"answer","reasoning_content":"think"}}]}`,
+	`{"choices":[{"delta":{"reasoning_content":null,"content":"x"}}]}`,
 	`{"choices":[{"text":"a"}]} x`,
 	`{"choices":[{"text":"a"}]}  ` + "\n",
 	`{"choices":null}`,
@@ -51,7 +55,7 @@ func checkFrame(t *testing.T, data []byte) (fast bool) {
 	got, ok := parseFrameFast(data)
 	// A reused chunk, as a stream reuses it, and a fresh one.
 	reused := chunk{}
-	_, _ = parseFrameSlow([]byte(`{"choices":[{"text":"stale","delta":{"content":"stale"}}],"usage":{"prompt_tokens":7,"completion_tokens":7},"object":"x"}`), &reused)
+	_, _ = parseFrameSlow([]byte(`{"choices":[{"text":"stale","delta":{"content":"stale","reasoning_content":"stale","reasoning":"stale"}}],"usage":{"prompt_tokens":7,"completion_tokens":7},"object":"x"}`), &reused)
 	for _, ch := range []*chunk{{}, &reused} {
 		want, err := parseFrameSlow(data, ch)
 		if !ok {
@@ -83,4 +87,26 @@ func TestParseFrameSeeds(t *testing.T) {
 		require.True(t, ok, s)
 	}
 	require.Less(t, fast, len(frameSeeds), "some seeds must go the general way")
+}
+
+// A thinking model streams its reasoning as reasoning_content (or
+// reasoning) deltas before the answer: those are tokens too.
+func TestParseFrameReasoning(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name, frame, delta string
+		reasoning          bool
+	}{
+		{"reasoning_content", `{"choices":[{"index":0,"delta":{"reasoning_content":"hmm"},"finish_reason":null}]}`, "hmm", true},
+		{"reasoning", `{"choices":[{"delta":{"reasoning":"hmm"}}]}`, "hmm", true},
+		{"content wins", `{"choices":[{"delta":{"content":"yes","reasoning_content":"hmm"}}]}`, "yes", false},
+		{"answer", `{"choices":[{"delta":{"content":"yes"}}]}`, "yes", false},
+		{"non-ASCII reasoning (general decoder)", `{"choices":[{"delta":{"reasoning_content":"é"}}]}`, "é", true},
+	} {
+		f, err := parseFrame([]byte(tt.frame), &chunk{})
+		require.NoError(t, err, tt.name)
+		require.Equal(t, tt.delta, string(f.delta), tt.name)
+		require.Equal(t, tt.reasoning, f.reasoning, tt.name)
+		checkFrame(t, []byte(tt.frame))
+	}
 }

@@ -310,3 +310,29 @@ func TestResultDetails(t *testing.T) {
 	require.Equal(t, 20.0, doc["p99_ttft_ms"])
 	require.Equal(t, "inf", doc["request_rate"])
 }
+
+// TestSweepThinkingModel: a thinking model's reasoning_content deltas are
+// tokens. TTFT is to the first of them (not to the end of the thinking),
+// and every token is counted, so the level completes.
+func TestSweepThinkingModel(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a sweep against the simulated engine; skipped with -short")
+	}
+	t.Parallel()
+	const osl, reasoning = 30, 20
+	url, _ := startSim(t, sim.Config{TimeScale: 20, ReasoningTokens: reasoning})
+	res, err := Sweep(context.Background(), SweepConfig{
+		URL: url, Model: simModel, Endpoint: "/v1/chat/completions", ISL: 32, OSL: osl, RangeRatio: 1,
+		Concurrencies: []int{2}, NumPromptsMul: 2, OutDir: t.TempDir(),
+	})
+	require.NoError(t, err)
+	lv := res.Levels[0]
+	require.Equal(t, StatusOK, lv.Status)
+	for _, o := range lv.Outputs {
+		require.Equal(t, osl, o.OutputTokens)
+		require.Equal(t, osl, o.TokenEvents, "each reasoning and answer token is an event")
+		// TTFT is to the first token, not after 20 of the 30 steps of
+		// thinking (which would put it past two thirds of E2EL).
+		require.Less(t, o.TTFT, o.E2EL/2, "TTFT %v, E2EL %v", o.TTFT, o.E2EL)
+	}
+}
