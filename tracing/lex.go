@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/go-json-experiment/json/jsontext"
+	"github.com/profile-model/profile-model/internal/jsonmask"
 )
 
 // Low-level JSON helpers that work on a byte slice holding one complete value.
@@ -273,9 +274,9 @@ func skipNested(b []byte, i int, open0 byte, depth int) int {
 		if !esc && i >= slow && i+64 <= len(b) {
 			// 64 bytes at once (SIMD on amd64); a block with a backslash
 			// goes the slower way below.
-			q, bs, br := structMasks((*[64]byte)(b[i:]))
+			q, bs, br := jsonmask.StructMasks((*[64]byte)(b[i:]))
 			if bs == 0 {
-				in := prefixXor64(q)
+				in := jsonmask.PrefixXor64(q)
 				if inStr {
 					in = ^in
 				}
@@ -302,9 +303,9 @@ func skipNested(b []byte, i int, open0 byte, depth int) int {
 				// Eight bytes at once, without a branch per quote: quote
 				// parity gives the bytes inside strings, the brackets
 				// outside them are handled one by one (a few per event).
-				q := gather(eqMask(x, '"'))
+				q := jsonmask.Gather(jsonmask.EqMask(x, '"'))
 				y := x | 0x2020202020202020 // '[' ']' become '{' '}'
-				br := gather(eqMask(y, '{') | eqMask(y, '}'))
+				br := jsonmask.Gather(jsonmask.EqMask(y, '{') | jsonmask.EqMask(y, '}'))
 				in := prefixXor8(q)
 				if inStr {
 					in = ^in
@@ -346,16 +347,6 @@ func skipNested(b []byte, i int, open0 byte, depth int) int {
 	}
 	return incomplete
 }
-
-// eqMask sets the high bit of each byte of x equal to c (exactly).
-func eqMask(x uint64, c byte) uint64 {
-	y := x ^ (lsb * uint64(c))
-	t := ((y & 0x7f7f7f7f7f7f7f7f) + 0x7f7f7f7f7f7f7f7f) | y
-	return ^t & msb
-}
-
-// gather packs the high bits of the eight bytes into one byte (bit k: byte k).
-func gather(m uint64) uint8 { return uint8(((m >> 7) * 0x0102040810204080) >> 56) }
 
 // prefixXor8 sets bit k to the parity of bits 0..k.
 func prefixXor8(q uint8) uint8 {

@@ -6,6 +6,8 @@ import (
 	"math"
 	"math/bits"
 	"strconv"
+
+	"github.com/profile-model/profile-model/internal/jsonmask"
 )
 
 // Byte-level JSON helpers over a slice that may end before the value does:
@@ -74,16 +76,6 @@ const (
 	msb = 0x8080808080808080
 )
 
-// eqBytes flags (high bit) exactly the bytes of x equal to c.
-func eqBytes(x uint64, c byte) uint64 {
-	y := x ^ (lsb * uint64(c))
-	t := (y & ^uint64(msb)) + ^uint64(msb)
-	return ^(t | y | ^uint64(msb))
-}
-
-// gather packs the high bits of the eight bytes into one byte.
-func gather(m uint64) uint8 { return uint8(((m >> 7) * 0x0102040810204080) >> 56) }
-
 // prefixXor8 sets bit k to the parity of bits 0..k: with quote bits, the
 // bytes from an opening quote up to (not including) its closing quote.
 func prefixXor8(q uint8) uint8 {
@@ -150,11 +142,11 @@ func nestedEnd(b []byte, i int, open []byte) int {
 	var in uint64 // all ones while inside a string at j
 	for {
 		for ; j+64 <= len(b); j += 64 {
-			q, bs, br := structMasks((*[64]byte)(b[j : j+64]))
+			q, bs, br := jsonmask.StructMasks((*[64]byte)(b[j : j+64]))
 			if bs != 0 {
 				break
 			}
-			inside := prefixXor64(q) ^ in
+			inside := jsonmask.PrefixXor64(q) ^ in
 			for out := br &^ inside; out != 0; out &= out - 1 {
 				if r := bracket(j + bits.TrailingZeros64(out)); r != 0 {
 					return r
@@ -167,10 +159,10 @@ func nestedEnd(b []byte, i int, open []byte) int {
 		for lim := min(j+64, len(b)); j < lim; {
 			if j+8 <= len(b) {
 				x := binary.LittleEndian.Uint64(b[j:])
-				if eqBytes(x, '\\') == 0 {
+				if jsonmask.EqMask(x, '\\') == 0 {
 					y := x | 0x2020202020202020 // '[' ']' fold onto '{' '}'
-					inside := prefixXor8(gather(eqBytes(x, '"'))) ^ uint8(in)
-					for out := gather(eqBytes(y, '{')|eqBytes(y, '}')) &^ inside; out != 0; out &= out - 1 {
+					inside := prefixXor8(jsonmask.Gather(jsonmask.EqMask(x, '"'))) ^ uint8(in)
+					for out := jsonmask.Gather(jsonmask.EqMask(y, '{')|jsonmask.EqMask(y, '}')) &^ inside; out != 0; out &= out - 1 {
 						if r := bracket(j + bits.TrailingZeros8(out)); r != 0 {
 							return r
 						}

@@ -175,21 +175,6 @@ func TestSplitAcrossReads(t *testing.T) {
 }
 
 // The SSE2 masks and the portable ones agree.
-func TestStructMasks(t *testing.T) {
-	t.Parallel()
-	rng := rand.New(rand.NewPCG(1, 2))
-	alphabet := []byte("\"\\{}[]az \x02\x7b\x5b\x3b\x7d\xfb\xdd")
-	var p [64]byte
-	for range 20000 {
-		for i := range p {
-			p[i] = alphabet[rng.IntN(len(alphabet))]
-		}
-		q1, b1, k1 := structMasks(&p)
-		q2, b2, k2 := structMasksGo(&p)
-		require.Equal(t, [3]uint64{q2, b2, k2}, [3]uint64{q1, b1, k1}, "%q", p[:])
-	}
-}
-
 // compositeEnd finds the end of nested values across every code path
 // (64-byte blocks, words, bytes, escapes) as a plain byte loop does.
 func TestCompositeEnd(t *testing.T) {

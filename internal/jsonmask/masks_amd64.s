@@ -2,10 +2,9 @@
 
 #include "textflag.h"
 
-// MASK16(off): compare the 16 bytes at off(SI) with '"' (X8), '\\' (X9) and,
-// OR-ed with 0x20 (X10), with '{' (X11) and '}' (X12); OR the byte masks,
-// shifted to off, into R8, R9 and R10.
-#define MASK16(off) \
+// BLOCK16 compares the 16 bytes at off(SI) and ORs the bit masks, shifted
+// by off, into R8 (quotes), R9 (backslashes) and R10 (brackets).
+#define BLOCK16(off) \
 	MOVOU off(SI), X0 \
 	MOVOU X0, X1 \
 	PCMPEQB X8, X1 \
@@ -26,26 +25,31 @@
 	ORQ BX, R9 \
 	ORQ CX, R10
 
-#define SPLAT(c, x) \
-	MOVQ c, AX \
-	MOVQ AX, x \
-	PUNPCKLQDQ x, x
-
 // func structMasks(p *[64]byte) (quote, bslash, bracket uint64)
-TEXT ·structMasks(SB), NOSPLIT, $0-32
+TEXT ·StructMasks(SB), NOSPLIT, $0-32
 	MOVQ p+0(FP), SI
-	SPLAT($0x2222222222222222, X8)
-	SPLAT($0x5c5c5c5c5c5c5c5c, X9)
-	SPLAT($0x2020202020202020, X10)
-	SPLAT($0x7b7b7b7b7b7b7b7b, X11)
-	SPLAT($0x7d7d7d7d7d7d7d7d, X12)
+	MOVQ $0x2222222222222222, AX
+	MOVQ AX, X8
+	PUNPCKLQDQ X8, X8
+	MOVQ $0x5c5c5c5c5c5c5c5c, AX
+	MOVQ AX, X9
+	PUNPCKLQDQ X9, X9
+	MOVQ $0x2020202020202020, AX
+	MOVQ AX, X10
+	PUNPCKLQDQ X10, X10
+	MOVQ $0x7b7b7b7b7b7b7b7b, AX
+	MOVQ AX, X11
+	PUNPCKLQDQ X11, X11
+	MOVQ $0x7d7d7d7d7d7d7d7d, AX
+	MOVQ AX, X12
+	PUNPCKLQDQ X12, X12
 	XORQ R8, R8
 	XORQ R9, R9
 	XORQ R10, R10
-	MASK16(0)
-	MASK16(16)
-	MASK16(32)
-	MASK16(48)
+	BLOCK16(0)
+	BLOCK16(16)
+	BLOCK16(32)
+	BLOCK16(48)
 	MOVQ R8, quote+8(FP)
 	MOVQ R9, bslash+16(FP)
 	MOVQ R10, bracket+24(FP)

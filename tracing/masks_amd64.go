@@ -1,9 +1,0 @@
-//go:build amd64 && !purego
-
-package tracing
-
-// structMasks flags, bit k for byte k, the quotes, backslashes and
-// brackets ({}[]) among 64 bytes, with SSE2 (part of every amd64).
-//
-//go:noescape
-func structMasks(p *[64]byte) (quote, bslash, bracket uint64)
