@@ -6,8 +6,11 @@ FUZZTIME ?= 30s
 
 .PHONY: build test test-gpu bench bench-sweep compare demo lint fuzz update-golden clean
 
+# A static binary (no cgo: it runs on any Linux of the same architecture,
+# and leaves libc unmapped, 1.5 MB less resident) without this machine's
+# paths in it.
 build:
-	$(GO) build -o $(BIN) ./cmd/profile-model
+	CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=auto -o $(BIN) ./cmd/profile-model
 
 # The tests: everything that runs without a GPU (simulated engine and its
 # golden sweeps, generated traces, and the real recorded traces of
