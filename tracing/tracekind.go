@@ -66,6 +66,15 @@ func classifyTrace(t *Trace, idx corrIndex) {
 	// launches were captured into graphs. (A profiler buffer that dropped
 	// GPU events leaves steps behind; coverage reports that.)
 	capture := engineSteps == 0 && eager >= 20 && unrun*4 >= eager*3 && (labelled != "" || len(t.Graphs) == 0)
+	// ATOM's own capture traces (--mark-trace) say so by their name and
+	// place: a small graph needs no 20 launches to be recognised.
+	if _, _, _, named := ParseCaptureFileName(t.Path); named && engineSteps == 0 && eager > 0 && unrun*4 >= eager*3 &&
+		strings.Contains(t.Path, CaptureDir) {
+		capture = true
+		if labelled == "" {
+			labelled = CaptureDir + "/" + t.Path[strings.LastIndexAny(t.Path, `/\`)+1:]
+		}
+	}
 	if capture {
 		t.Kind = KindCapture
 		why := fmt.Sprintf("%d of %d kernel launches never ran on the GPU (%d kernels executed)", unrun, eager, kernels)

@@ -53,6 +53,8 @@ const (
 	argString
 	argInts // JSON array of integers (grid, block)
 	argNull // JSON null
+	argDims // JSON array of integer arrays (Input Dims)
+	argStrs // JSON array of strings (Input type)
 )
 
 // Arg is one entry of an event's args object; IntArg, StrArg, IntsArg and
@@ -63,12 +65,19 @@ type Arg struct {
 	i    int64
 	s    string
 	ints []int64
+	dims [][]int64
+	strs []string
 }
 
 func IntArg(k string, v int64) Arg    { return Arg{key: k, kind: argInt, i: v} }
 func StrArg(k, v string) Arg          { return Arg{key: k, kind: argString, s: v} }
 func IntsArg(k string, v []int64) Arg { return Arg{key: k, kind: argInts, ints: v} }
 func NullArg(k string) Arg            { return Arg{key: k, kind: argNull} }
+
+// DimsArg and StrsArg write a CPU op's recorded shapes: "Input Dims" as
+// an array of integer arrays, "Input type" as an array of strings.
+func DimsArg(k string, v [][]int64) Arg { return Arg{key: k, kind: argDims, dims: v} }
+func StrsArg(k string, v []string) Arg  { return Arg{key: k, kind: argStrs, strs: v} }
 
 // Event is one trace event to write. Times are absolute integer
 // nanoseconds on the trace clock; Writer subtracts BaseTimeNS and writes
@@ -344,6 +353,31 @@ func (w *Writer) WriteEvent(e *Event) error {
 				b = append(b, ']')
 			case argNull:
 				b = append(b, "null"...)
+			case argDims:
+				b = append(b, '[')
+				for j, d := range a.dims {
+					if j > 0 {
+						b = append(b, ", "...)
+					}
+					b = append(b, '[')
+					for k, v := range d {
+						if k > 0 {
+							b = append(b, ", "...)
+						}
+						b = strconv.AppendInt(b, v, 10)
+					}
+					b = append(b, ']')
+				}
+				b = append(b, ']')
+			case argStrs:
+				b = append(b, '[')
+				for j, v := range a.strs {
+					if j > 0 {
+						b = append(b, ", "...)
+					}
+					b = appendJSONString(b, v)
+				}
+				b = append(b, ']')
 			}
 		}
 		if len(e.Args) > 0 {

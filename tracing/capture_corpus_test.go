@@ -1,0 +1,51 @@
+package tracing_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/profile-model/profile-model/internal/corpus"
+	"github.com/profile-model/profile-model/tracing"
+)
+
+// The two real capture traces of the corpus load with the capture reader,
+// are recognised as capture traces, and name the module and shapes of the
+// launches their module scopes hold.
+func TestCaptureCorpus(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		file         string
+		label        string
+		minKernels   int
+		moduleSubstr string
+	}{
+		{"traces/vllm-piecewise-capture-mi300x.pt.trace.json.gz", "capture_8192_PIECEWISE", 300, "GraphModule_0"},
+		{"traces/sglang-capture-bs32-mi300x.json.gz", "capture_32_DECODE", 400, "DecoderLayer"},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			t.Parallel()
+			c, err := tracing.LoadCapture(context.Background(), corpus.Path(t, tc.file))
+			require.NoError(t, err)
+			ok, why := c.IsCapture()
+			require.True(t, ok, why)
+			require.Contains(t, c.Labels, tc.label)
+			require.GreaterOrEqual(t, len(c.Kernels), tc.minKernels)
+			named, shaped := 0, 0
+			for _, k := range c.Kernels {
+				require.NotEmpty(t, k.Name, "ROCm launches name their kernel")
+				if k.Module != "" {
+					named++
+				}
+				if k.InputDims != "" {
+					shaped++
+				}
+			}
+			t.Logf("%s: %d captured launches (%d ran), %d under a module scope, %d with input shapes, %d module scopes; %s", tc.file, len(c.Kernels), c.Eager, named, shaped, c.Modules, why)
+			for _, k := range c.Kernels[:3] {
+				t.Logf("  %s | %s | %s %s", k.Name[:min(40, len(k.Name))], k.Module, k.Op, k.InputDims)
+			}
+		})
+	}
+}
