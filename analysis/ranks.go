@@ -91,7 +91,13 @@ func RankFiles(args []string) ([]string, error) {
 			if err != nil {
 				return nil, err
 			}
-			found = append(found, m...)
+			for _, f := range m {
+				// Capture traces (capture_traces/ of a rank directory) are
+				// not ranks: layers reads them beside their trace.
+				if filepath.Base(filepath.Dir(f)) != tracing.CaptureDir {
+					found = append(found, f)
+				}
+			}
 		}
 		if len(found) == 0 {
 			return nil, fmt.Errorf("%s: no trace (*.json or *.json.gz) in it or in its rank directories", a)

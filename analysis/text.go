@@ -112,14 +112,28 @@ func WriteLayersText(w io.Writer, lt *inventory.LayerTable) {
 		if multi {
 			head += "kind\t"
 		}
-		fmt.Fprintln(tw, head+"avg_us\tstd_us\tmin_us\tmax_us\tpct\tcount\t  short_name")
+		capture := lt.HasCapture()
+		nameW, modW := len("short_name"), len("module")
+		for _, p := range lt.Positions {
+			nameW, modW = max(nameW, len(p.ShortName)), max(modW, len(p.Module))
+		}
+		if capture {
+			fmt.Fprintln(tw, head+fmt.Sprintf("avg_us\tstd_us\tmin_us\tmax_us\tpct\tcount\t  %-*s  %-*s  %s", nameW, "short_name", modW, "module", "input_dims"))
+		} else {
+			fmt.Fprintln(tw, head+"avg_us\tstd_us\tmin_us\tmax_us\tpct\tcount\t  short_name")
+		}
 		total := map[int]float64{}
 		for _, p := range lt.Positions {
 			row := fmt.Sprintf("%d\t", p.Pos)
 			if multi {
 				row += fmt.Sprintf("%d\t", p.LayerKind)
 			}
-			fmt.Fprintf(tw, "%s%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%d\t  %s\n", row, p.AvgUS, p.StdUS, p.MinUS, p.MaxUS, p.Pct, p.Count, p.ShortName)
+			name := p.ShortName
+			if capture {
+				// The short name padded, then where the kernel comes from.
+				name = fmt.Sprintf("%-*s  %-*s  %s", nameW, p.ShortName, modW, cmp.Or(p.Module, "-"), cmp.Or(p.InputDims, "-"))
+			}
+			fmt.Fprintf(tw, "%s%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%d\t  %s\n", row, p.AvgUS, p.StdUS, p.MinUS, p.MaxUS, p.Pct, p.Count, name)
 			total[p.LayerKind] += p.AvgUS
 		}
 		tw.Flush()

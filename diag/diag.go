@@ -49,6 +49,10 @@ const (
 	CaptureTrace Code = "capture_trace"
 	// GPUOnly: the trace has kernels but no CPU side: no steps can be told.
 	GPUOnly Code = "gpu_only"
+	// CaptureMismatch: the capture trace beside an execution trace does
+	// not hold the kernels of its layers in the same order: some positions
+	// were left without a module path and shapes.
+	CaptureMismatch Code = "capture_mismatch"
 )
 
 // Warning is one thing a user should know about a result.

@@ -49,7 +49,9 @@ func ParseLayerCSV(r io.Reader) ([]LayerRow, error) {
 	if err != nil && err != io.EOF {
 		return nil, fmt.Errorf("line 1: %w", err)
 	}
-	if !slices.Equal(header, LayerHeader) {
+	// Columns after the compatible ones (a robust table's module and
+	// shapes from a capture trace) are read past.
+	if len(header) < len(LayerHeader) || !slices.Equal(header[:len(LayerHeader)], LayerHeader) {
 		return nil, fmt.Errorf("line 1: not a per-layer CSV: want the header %s", strings.Join(LayerHeader, ","))
 	}
 	var rows []LayerRow
@@ -62,8 +64,8 @@ func ParseLayerCSV(r io.Reader) ([]LayerRow, error) {
 			return nil, err
 		}
 		line, _ := cr.FieldPos(0)
-		if len(rec) != len(LayerHeader) {
-			return nil, fmt.Errorf("line %d: %d fields, want %d (%s)", line, len(rec), len(LayerHeader), strings.Join(LayerHeader, ","))
+		if len(rec) != len(header) {
+			return nil, fmt.Errorf("line %d: %d fields, want %d (%s)", line, len(rec), len(header), strings.Join(header, ","))
 		}
 		var row LayerRow
 		var perr error
@@ -95,6 +97,9 @@ func ParseLayerCSV(r io.Reader) ([]LayerRow, error) {
 func (t *LayerTable) CSV() []byte {
 	if t.Mode == ModeCompat {
 		return FormatCompatLayerCSV(t.Rows())
+	}
+	if t.HasCapture() {
+		return t.captureCSV()
 	}
 	return FormatLayerCSV(t.Rows())
 }

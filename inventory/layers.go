@@ -53,6 +53,14 @@ type Position struct {
 	MaxUS     float64 `json:"max_us"`
 	Pct       float64 `json:"pct"` // share of the summed averages of its layer kind
 	Count     int     `json:"count"`
+	// Where the position's kernel comes from, read from a capture trace
+	// (AddCapture): the module path (layer indices that differ between
+	// layers as *), the op that launched it and that op's input shapes and
+	// dtypes as compact JSON. Empty without a capture trace.
+	Module     string `json:"module,omitempty"`
+	Op         string `json:"op,omitempty"`
+	InputDims  string `json:"input_dims,omitempty"`
+	InputTypes string `json:"input_types,omitempty"`
 }
 
 // LayerDiff is one way an irregular layer differs from the other layers of

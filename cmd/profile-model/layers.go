@@ -30,9 +30,10 @@ func runLayers(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	rulesPath := fs.String("rules", "", "category rule table `FILE` (default: the built-in one)")
 	asJSON := fs.Bool("json", false, "print the structure found as JSON")
 	force := fs.Bool("force", false, "overwrite CSV files that exist")
+	capture := fs.String("capture", "", "robust mode: capture trace `FILE` that names each position's module and input shapes (default: capture_traces/bs_<graph bs>_q_<q>_rank<r>.json.gz beside the trace, when there)")
 	rank := fs.Int("rank", 0, "with several rank traces (or a directory of them): the rank whose tables are printed and written")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: profile-model layers TRACE... [--rank R] [--csv FILE|- | --out DIR] [--mode compat|robust] [--anchor PATTERN] [--config config.json] [--json] [--force]\n\nPer-layer kernel table of the decode steps of a trace. Several traces, or a directory\nof rank traces (rank_<r>/, dp<d>_tp<r>, pp<p>_), are the ranks of one tensor-parallel\nlevel: they are analysed in parallel, the tables are of --rank, and the ranks are\ncompared (step and layer time, skew, collective time and waiting).")
+		fmt.Fprintln(stderr, "usage: profile-model layers TRACE... [--rank R] [--csv FILE|- | --out DIR] [--mode compat|robust] [--anchor PATTERN] [--config config.json] [--capture FILE] [--json] [--force]\n\nPer-layer kernel table of the decode steps of a trace. Several traces, or a directory\nof rank traces (rank_<r>/, dp<d>_tp<r>, pp<p>_), are the ranks of one tensor-parallel\nlevel: they are analysed in parallel, the tables are of --rank, and the ranks are\ncompared (step and layer time, skew, collective time and waiting).")
 		fs.PrintDefaults()
 	}
 	traces, err := parseTraces(fs, args, "layers")
@@ -57,6 +58,16 @@ func runLayers(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	trace := res.Path
 	bs := res.DecodeBS()
+	if *mode == inventory.ModeRobust {
+		path := cmp.Or(*capture, analysis.FindCapture(trace, res.Trace.GraphBS()))
+		if path != "" {
+			if _, err := res.AddCapture(ctx, path); err != nil {
+				return fmt.Errorf("layers: capture trace: %w", err)
+			}
+		}
+	} else if *capture != "" {
+		return usageError{"layers: --capture names the robust table's positions: it does not apply to --mode compat"}
+	}
 	lt, prefill := res.Decode, res.Prefill
 	if *mode == inventory.ModeCompat {
 		lt = res.Compat

@@ -27,6 +27,9 @@ type synthBackend struct {
 	rng   *rand.Rand
 	rec   *synth.Recorder // nil when not profiling
 	dir   string
+	// graphs are the graph batch sizes the profiled decode steps replayed
+	// (capture traces are written for them when no capture sizes are set).
+	graphs map[int]bool
 }
 
 // newSynthBackend builds the default backend: the built-in MiniMax-M2.5
@@ -70,6 +73,9 @@ func (b *synthBackend) Run(st synth.Step) units.Duration {
 			}
 		}
 		runs = b.model.DecodeStep(rows, st.ContextTokens, b.rng)
+		if b.rec != nil && !b.cfg.EnforceEager && !st.EagerOverflow {
+			b.noteGraph(rows)
+		}
 	}
 	if b.rec != nil {
 		st.Kernels = runs
@@ -123,6 +129,9 @@ func (b *synthBackend) StopProfile(ctx context.Context, at int64, write bool) ([
 		}
 		path, err := b.export(context.WithoutCancel(ctx), rr, rank)
 		if err != nil {
+			return nil, err
+		}
+		if err := b.writeCaptures(context.WithoutCancel(ctx), filepath.Dir(path), rank); err != nil {
 			return nil, err
 		}
 		dirs = append(dirs, filepath.Dir(path))

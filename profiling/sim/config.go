@@ -135,6 +135,14 @@ type Config struct {
 	// kernels. 0: DefaultProfilerBufferMB; negative: unbounded.
 	ProfilerBufferMB int
 
+	// MarkTrace writes, beside each rank's traces, the capture trace of
+	// every captured graph batch size (capture_traces/bs_<bs>_q_1_rank<r>
+	// .json.gz), as ATOM started with --mark-trace does: each graph kernel
+	// under its module scope and launching op, with shapes. The sizes are
+	// CudagraphCaptureSizes, or without them the graph batch sizes the
+	// profiled decode steps replayed.
+	MarkTrace bool
+
 	// PythonPerStep is the number of python_function events per step in the
 	// trace (0: the recorder's default, like a trace recorded with stacks;
 	// negative: none).

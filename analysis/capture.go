@@ -1,0 +1,70 @@
+package analysis
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/profile-model/profile-model/tracing"
+)
+
+// FindCapture returns the capture trace of the graph batch size graphBS
+// beside an execution trace: in <trace dir>/capture_traces/, the file
+// bs_<bs>_q_<maxq>_rank<r>.json.gz of the trace's rank with the smallest
+// query length (plain decode), else the older bs_<bs>_rank<r>.json.gz;
+// "" when there is none. A trace whose rank its path does not tell is
+// rank 0.
+func FindCapture(trace string, graphBS int) string {
+	if graphBS <= 0 {
+		return ""
+	}
+	dir := filepath.Join(filepath.Dir(trace), tracing.CaptureDir)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return ""
+	}
+	rank := max(RankOf(trace).TP, 0)
+	type cand struct {
+		q    int
+		path string
+	}
+	var found []cand
+	for _, e := range ents {
+		bs, q, r, ok := tracing.ParseCaptureFileName(e.Name())
+		if !ok || e.IsDir() || bs != graphBS || r != rank {
+			continue
+		}
+		found = append(found, cand{q, filepath.Join(dir, e.Name())})
+	}
+	if len(found) == 0 {
+		return ""
+	}
+	// The older name (no q) last: a current file of the same batch wins.
+	slices.SortFunc(found, func(a, b cand) int {
+		qa, qb := a.q, b.q
+		if qa == 0 {
+			qa = 1 << 30
+		}
+		if qb == 0 {
+			qb = 1 << 30
+		}
+		return qa - qb
+	})
+	return found[0].path
+}
+
+// AddCapture reads the capture trace at path and names the positions of
+// the robust decode table with the module path and input shapes of the op
+// that launched each kernel (inventory.LayerTable.AddCapture); its
+// warnings join the result's. It returns the capture read.
+func (r *Result) AddCapture(ctx context.Context, path string) (*tracing.Capture, error) {
+	c, err := tracing.LoadCapture(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	if r.Decode != nil {
+		r.Warnings = append(r.Warnings, r.Decode.AddCapture(c)...)
+	}
+	return c, nil
+}
