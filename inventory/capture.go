@@ -100,7 +100,7 @@ func (t *LayerTable) AddCapture(c *tracing.Capture) []diag.Warning {
 		}
 		if !exact || len(bad) > 0 {
 			warns = append(warns, diag.New(diag.CaptureMismatch, fmt.Sprintf(
-				"capture trace %s: layer kind %d matches no run of captured kernels exactly; the kernel differs at %s: those positions are named from the layers where it matches",
+				"capture trace %s: layer kind %d matches no run of captured kernels exactly; the kernel differs at %s: a position that differs in every layer is left unnamed, the others are named from the layers where the kernel matches",
 				c.Path, kind, strings.Join(bad, ", "))))
 		}
 	}

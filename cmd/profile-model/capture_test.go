@@ -1,0 +1,177 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/profile-model/profile-model/analysis"
+	"github.com/profile-model/profile-model/diag"
+	"github.com/profile-model/profile-model/inventory"
+	"github.com/profile-model/profile-model/tracing"
+)
+
+// simProfile serves `n` streaming clients from serve-sim with args, profiles
+// while they run, and returns the rank 0 trace.
+func simProfile(t *testing.T, n int, args ...string) string {
+	t.Helper()
+	profDir := filepath.Join(t.TempDir(), "traces")
+	p := startSim(t, append([]string{"--model", "org/Sim-Model", "--server-port", "0", "--torch-profiler-dir", profDir, "--time-scale", "0.5"}, args...)...)
+	completed := make(chan struct{})
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			body := fmt.Sprintf(`{"model":"org/Sim-Model","prompt":"%s","max_tokens":%d,"ignore_eos":true,"stream":true}`, strings.Repeat("w ", 40+i), 20+3*i)
+			for {
+				resp, err := http.Post(p.url+"/v1/completions", "application/json", strings.NewReader(body))
+				if !assert.NoError(t, err) {
+					return
+				}
+				_, err = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if !assert.NoError(t, err) {
+					return
+				}
+				select {
+				case completed <- struct{}{}:
+				case <-stop:
+					return
+				}
+			}
+		}()
+	}
+	post := func(path string) {
+		resp, err := http.Post(p.url+path, "application/json", nil)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode, path)
+	}
+	for range n {
+		<-completed
+	}
+	post("/start_profile")
+	for range 2 * n {
+		<-completed
+	}
+	post("/stop_profile")
+	close(stop)
+	wg.Wait()
+	traces, err := filepath.Glob(filepath.Join(profDir, "rank_0", "Sim-Model_ts_*.pt.trace.json.gz"))
+	require.NoError(t, err)
+	require.Len(t, traces, 1)
+	return traces[0]
+}
+
+type layersJSON struct {
+	DecodeBS  int                  `json:"decode_bs"`
+	Positions []inventory.Position `json:"positions"`
+	Warnings  []diag.Warning       `json:"warnings"`
+	CSV       string               `json:"csv"`
+}
+
+// TestLayersCapture: serve-sim --mark-trace writes a capture trace per
+// graph batch size, and `layers` on the run's trace names every position
+// with its module path and the shapes of its graph's batch; a capture of
+// another build warns capture_mismatch.
+func TestLayersCapture(t *testing.T) {
+	t.Parallel()
+	trace := simProfile(t, 6, "--mark-trace", "--cudagraph-capture-sizes", "[4,8,16]", "--layers", "6")
+	caps, err := filepath.Glob(filepath.Join(filepath.Dir(trace), tracing.CaptureDir, "*"))
+	require.NoError(t, err)
+	var names []string
+	for _, c := range caps {
+		names = append(names, filepath.Base(c))
+	}
+	require.ElementsMatch(t, []string{"bs_4_q_1_rank0.json.gz", "bs_8_q_1_rank0.json.gz", "bs_16_q_1_rank0.json.gz"}, names)
+
+	// A directory of rank traces does not take the capture traces for ranks.
+	files, err := analysis.RankFiles([]string{filepath.Dir(trace)})
+	require.NoError(t, err)
+	require.Equal(t, []string{trace}, files)
+
+	dir := t.TempDir()
+	var out, errb bytes.Buffer
+	require.NoError(t, run(t.Context(), []string{"layers", trace, "--json", "--csv", filepath.Join(dir, "layer.csv")}, &out, &errb), errb.String())
+	var got layersJSON
+	require.NoError(t, json.Unmarshal(out.Bytes(), &got), out.String())
+	require.Equal(t, 6, got.DecodeBS)
+	require.Empty(t, got.Warnings)
+	require.NotEmpty(t, got.Positions)
+	for _, p := range got.Positions {
+		// 6 sequences replay the graph of 8: its shapes have 8 rows.
+		require.True(t, strings.HasPrefix(p.Module, "model.layers.*"), "pos %d (%s): module %q", p.Pos, p.ShortName, p.Module)
+		require.NotEmpty(t, p.Op, "pos %d", p.Pos)
+		require.True(t, strings.HasPrefix(p.InputDims, "[[8,"), "pos %d (%s): dims %q", p.Pos, p.ShortName, p.InputDims)
+		require.NotEmpty(t, p.InputTypes, "pos %d", p.Pos)
+	}
+	experts := 0
+	for _, p := range got.Positions {
+		if p.ShortName == "MoE_GEMM (CK)" {
+			require.Equal(t, "model.layers.*.mlp.experts", p.Module)
+			experts++
+		}
+	}
+	require.Equal(t, 2, experts, "the two expert GEMMs")
+	rows, err := inventory.ReadLayerCSV(got.CSV)
+	require.NoError(t, err, "the CSV with module columns still reads as a layer table")
+	require.Len(t, rows, len(got.Positions))
+	csvText, err := os.ReadFile(got.CSV)
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(string(csvText), strings.Join(inventory.CaptureHeader, ",")+"\n"))
+
+	// Text: the module and shapes columns.
+	out.Reset()
+	require.NoError(t, run(t.Context(), []string{"layers", trace, "--force", "--csv", filepath.Join(dir, "layer.csv")}, &out, &errb))
+	require.Contains(t, out.String(), "model.layers.*.mlp.experts")
+	t.Logf("layers output:\n%s", out.String())
+
+	// --capture of the graph of 4: the same kernels as the graph of 8 (the
+	// model picks other GEMMs from 9 on), so no warning, the shapes of 4.
+	capAt := func(bs int) string {
+		return filepath.Join(filepath.Dir(trace), tracing.CaptureDir, tracing.CaptureFileName(bs, 1, 0))
+	}
+	out.Reset()
+	require.NoError(t, run(t.Context(), []string{"layers", trace, "--json", "--force", "--csv", filepath.Join(dir, "layer.csv"), "--capture", capAt(4)}, &out, &errb))
+	got = layersJSON{}
+	require.NoError(t, json.Unmarshal(out.Bytes(), &got))
+	require.Empty(t, got.Warnings)
+	for _, p := range got.Positions {
+		require.True(t, strings.HasPrefix(p.InputDims, "[[4,"), "pos %d: dims %q", p.Pos, p.InputDims)
+	}
+
+	// The graph of 16 runs other dense GEMMs: those positions stay
+	// unnamed and a capture_mismatch warning says which.
+	out.Reset()
+	require.NoError(t, run(t.Context(), []string{"layers", trace, "--json", "--force", "--csv", filepath.Join(dir, "layer.csv"), "--capture", capAt(16)}, &out, &errb))
+	got = layersJSON{}
+	require.NoError(t, json.Unmarshal(out.Bytes(), &got))
+	require.Len(t, got.Warnings, 1)
+	require.Equal(t, diag.CaptureMismatch, got.Warnings[0].Code)
+	t.Logf("mismatch warning: %s", got.Warnings[0].Message)
+	unnamed := 0
+	for _, p := range got.Positions {
+		if p.Module == "" {
+			unnamed++
+			require.Contains(t, got.Warnings[0].Message, fmt.Sprintf("pos %d (%s) in 6 of 6 layers", p.Pos, p.ShortName))
+			continue
+		}
+		require.True(t, strings.HasPrefix(p.InputDims, "[[16,"), "pos %d: dims %q", p.Pos, p.InputDims)
+	}
+	require.Equal(t, 3, unnamed, "the dense FP8 and BF16 GEMMs and the MoE sort differ from 9 sequences on")
+
+	// Compat mode never reads a capture trace.
+	require.Error(t, run(t.Context(), []string{"layers", trace, "--mode", "compat", "--capture", capAt(4)}, io.Discard, io.Discard))
+}
