@@ -2,6 +2,7 @@ package tracing
 
 import (
 	"bufio"
+	"bytes"
 	"cmp"
 	"context"
 	"fmt"
@@ -97,6 +98,11 @@ type capEvent struct {
 		InputTypes  jsontext.Value `json:"Input type"`
 	} `json:"args"`
 }
+
+var (
+	pyFunction   = []byte(`"python_function"`)
+	modulePrefix = []byte(`"nn.Module: `)
+)
 
 // scope is a CPU interval a launch can hang under.
 type scope struct {
@@ -204,6 +210,11 @@ func ReadCapture(ctx context.Context, r io.Reader, name string) (*Capture, error
 				return fail(err)
 			}
 			c.Events++
+			// Python frames are most of a trace recorded with stacks;
+			// only module scopes among them matter: skip the rest unparsed.
+			if bytes.Contains(v, pyFunction) && !bytes.Contains(v, modulePrefix) {
+				continue
+			}
 			ev = capEvent{}
 			if err := json.Unmarshal(v, &ev); err != nil {
 				return nil, fmt.Errorf("%s: event %d: %w (the capture trace is damaged: export it again)", name, c.Events-1, err)

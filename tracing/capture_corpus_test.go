@@ -49,3 +49,15 @@ func TestCaptureCorpus(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkLoadCapture reads the corpus vLLM capture trace (122 257
+// events, 2.3 MB gzip).
+func BenchmarkLoadCapture(b *testing.B) {
+	path := corpus.Path(b, "traces/vllm-piecewise-capture-mi300x.pt.trace.json.gz")
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := tracing.LoadCapture(context.Background(), path); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
