@@ -1,13 +1,19 @@
 package tracing_test
 
 import (
+	"bytes"
 	"context"
+	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/profile-model/profile-model/diag"
 	"github.com/profile-model/profile-model/internal/corpus"
+	"github.com/profile-model/profile-model/kernelmodel"
+	"github.com/profile-model/profile-model/synth"
 	"github.com/profile-model/profile-model/tracing"
 )
 
@@ -40,5 +46,36 @@ func TestTraceKind(t *testing.T) {
 				require.Equal(t, c == tt.code, diag.Has(tr.Warnings, c), "warning %s", c)
 			}
 		})
+	}
+}
+
+// ATOM's capture traces are recognised by their name and place even when
+// the graph is too small for the launch count to tell: the same file
+// elsewhere is an (odd) execution trace.
+func TestTraceKindCaptureFile(t *testing.T) {
+	t.Parallel()
+	var runs []kernelmodel.KernelRun
+	for i := range 5 {
+		runs = append(runs, kernelmodel.KernelRun{Name: fmt.Sprintf("k%d", i), ShortName: "Embedding", Section: kernelmodel.SectionForward, Layer: -1, Pos: -1, Launch: "hipLaunchKernel"})
+	}
+	var buf bytes.Buffer
+	_, err := synth.WriteCapture(context.Background(), &buf, synth.CaptureOptions{Runs: runs, BS: 1, MaxQ: 1})
+	require.NoError(t, err)
+	dir := t.TempDir()
+	for _, tt := range []struct {
+		path string
+		kind string
+	}{
+		{filepath.Join(dir, "rank_0", tracing.CaptureDir, tracing.CaptureFileName(1, 1, 0)), tracing.KindCapture},
+		{filepath.Join(dir, "rank_0", tracing.CaptureDir, "bs_1_rank0.json.gz"), tracing.KindCapture},
+		{filepath.Join(dir, "rank_0", "bs_1_q_1_rank0.json.gz"), tracing.KindExecution},
+		{filepath.Join(dir, "x.json.gz"), tracing.KindExecution},
+	} {
+		require.NoError(t, os.MkdirAll(filepath.Dir(tt.path), 0o755))
+		require.NoError(t, os.WriteFile(tt.path, buf.Bytes(), 0o644))
+		tr, err := tracing.Load(context.Background(), tt.path, tracing.Options{})
+		require.NoError(t, err)
+		require.Equal(t, tt.kind, tr.Kind, tt.path)
+		require.Equal(t, tt.kind == tracing.KindCapture, diag.Has(tr.Warnings, diag.CaptureTrace), tt.path)
 	}
 }

@@ -77,6 +77,7 @@ func simProfile(t *testing.T, n int, args ...string) string {
 
 type layersJSON struct {
 	DecodeBS  int                  `json:"decode_bs"`
+	Capture   string               `json:"capture"`
 	Positions []inventory.Position `json:"positions"`
 	Warnings  []diag.Warning       `json:"warnings"`
 	CSV       string               `json:"csv"`
@@ -108,6 +109,7 @@ func TestLayersCapture(t *testing.T) {
 	var got layersJSON
 	require.NoError(t, json.Unmarshal(out.Bytes(), &got), out.String())
 	require.Equal(t, 6, got.DecodeBS)
+	require.Equal(t, filepath.Join(filepath.Dir(trace), tracing.CaptureDir, "bs_8_q_1_rank0.json.gz"), got.Capture, "6 sequences replay the graph of 8")
 	require.Empty(t, got.Warnings)
 	require.NotEmpty(t, got.Positions)
 	for _, p := range got.Positions {
@@ -136,6 +138,7 @@ func TestLayersCapture(t *testing.T) {
 	out.Reset()
 	require.NoError(t, run(t.Context(), []string{"layers", trace, "--force", "--csv", filepath.Join(dir, "layer.csv")}, &out, &errb))
 	require.Contains(t, out.String(), "model.layers.*.mlp.experts")
+	require.Contains(t, out.String(), "module paths and shapes from the capture trace "+got.Capture+" (117 captured kernels)\n", "6 layers of 19, embedding, final norm, lm_head")
 	t.Logf("layers output:\n%s", out.String())
 
 	// --capture of the graph of 4: the same kernels as the graph of 8 (the
@@ -172,6 +175,24 @@ func TestLayersCapture(t *testing.T) {
 	}
 	require.Equal(t, 3, unnamed, "the dense FP8 and BF16 GEMMs and the MoE sort differ from 9 sequences on")
 
+	// Without the capture traces the table is the plain one: the same
+	// rows, the compatible columns alone.
+	var withCap, plain bytes.Buffer
+	require.NoError(t, run(t.Context(), []string{"layers", trace, "--csv", "-"}, &withCap, &errb))
+	require.NoError(t, os.RemoveAll(filepath.Join(filepath.Dir(trace), tracing.CaptureDir)))
+	require.NoError(t, run(t.Context(), []string{"layers", trace, "--csv", "-"}, &plain, &errb))
+	require.Equal(t, string(inventory.FormatLayerCSV(mustRows(t, plain.Bytes()))), plain.String())
+	capRows, plainRows := mustRows(t, withCap.Bytes()), mustRows(t, plain.Bytes())
+	require.Equal(t, plainRows, capRows, "the capture columns come after the same columns")
+	require.NotEqual(t, plain.String(), withCap.String())
+
 	// Compat mode never reads a capture trace.
 	require.Error(t, run(t.Context(), []string{"layers", trace, "--mode", "compat", "--capture", capAt(4)}, io.Discard, io.Discard))
+}
+
+func mustRows(t *testing.T, csv []byte) []inventory.LayerRow {
+	t.Helper()
+	rows, err := inventory.ParseLayerCSV(bytes.NewReader(csv))
+	require.NoError(t, err)
+	return rows
 }

@@ -58,12 +58,15 @@ func runLayers(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	trace := res.Path
 	bs := res.DecodeBS()
+	capNote, capPath := "", ""
 	if *mode == inventory.ModeRobust {
-		path := cmp.Or(*capture, analysis.FindCapture(trace, res.Trace.GraphBS()))
-		if path != "" {
-			if _, err := res.AddCapture(ctx, path); err != nil {
+		capPath = cmp.Or(*capture, analysis.FindCapture(trace, res.Trace.GraphBS()))
+		if capPath != "" {
+			c, err := res.AddCapture(ctx, capPath)
+			if err != nil {
 				return fmt.Errorf("layers: capture trace: %w", err)
 			}
+			capNote = fmt.Sprintf("module paths and shapes from the capture trace %s (%d captured kernels)\n", capPath, len(c.Kernels))
 		}
 	} else if *capture != "" {
 		return usageError{"layers: --capture names the robust table's positions: it does not apply to --mode compat"}
@@ -102,14 +105,16 @@ func runLayers(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return writeJSON(stdout, struct {
 			Trace      string `json:"trace"`
 			DecodeBS   int    `json:"decode_bs"`
+			Capture    string `json:"capture,omitempty"`
 			CSV        string `json:"csv,omitempty"`
 			PrefillCSV string `json:"prefill_csv,omitempty"`
 			*inventory.LayerTable
 			Prefill *inventory.LayerTable `json:"prefill,omitempty"`
 			Ranks   *analysis.RankReport  `json:"ranks,omitempty"`
-		}{trace, bs, out, prefillOut, lt, prefill, ranks})
+		}{trace, bs, capPath, out, prefillOut, lt, prefill, ranks})
 	}
 	fmt.Fprintf(stdout, "%s: decode batch size %d\n", trace, bs)
+	fmt.Fprint(stdout, capNote)
 	analysis.WriteLayersText(stdout, lt)
 	if prefill != nil {
 		fmt.Fprintln(stdout)
