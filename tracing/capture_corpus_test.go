@@ -2,6 +2,7 @@ package tracing_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -42,7 +43,12 @@ func TestCaptureCorpus(t *testing.T) {
 					shaped++
 				}
 			}
+			// Both were recorded with module scopes and shapes: every
+			// captured launch hangs under a module and an op with shapes.
+			require.Equal(t, len(c.Kernels), named)
+			require.Equal(t, len(c.Kernels), shaped)
 			t.Logf("%s: %d captured launches (%d ran), %d under a module scope, %d with input shapes, %d module scopes; %s", tc.file, len(c.Kernels), c.Eager, named, shaped, c.Modules, why)
+			require.Contains(t, c.Kernels[len(c.Kernels)/2].Module, tc.moduleSubstr)
 			for _, k := range c.Kernels[:3] {
 				t.Logf("  %s | %s | %s %s", k.Name[:min(40, len(k.Name))], k.Module, k.Op, k.InputDims)
 			}
@@ -60,4 +66,22 @@ func BenchmarkLoadCapture(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// The SGLang capture is of Qwen3-8B (36 decoder layers, hidden 4096) at
+// batch 32: each layer's QKV projection is an aten::mm of [32, 4096] rows
+// under Qwen3DecoderLayer_<i>.
+func TestCaptureCorpusQwen3(t *testing.T) {
+	t.Parallel()
+	c, err := tracing.LoadCapture(context.Background(), corpus.Path(t, "traces/sglang-capture-bs32-mi300x.json.gz"))
+	require.NoError(t, err)
+	layers := map[string]bool{}
+	for _, k := range c.Kernels {
+		if strings.Contains(k.Module, ".QKVParallelLinear_") {
+			require.Equal(t, "aten::mm", k.Op, k.Module)
+			require.True(t, strings.HasPrefix(k.InputDims, "[[32,4096],"), "%s: %s", k.Module, k.InputDims)
+			layers[strings.Split(k.Module, ".")[1]] = true
+		}
+	}
+	require.Len(t, layers, 36)
 }
