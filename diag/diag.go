@@ -53,6 +53,10 @@ const (
 	// not hold the kernels of its layers in the same order: some positions
 	// were left without a module path and shapes.
 	CaptureMismatch Code = "capture_mismatch"
+	// CaptureUnchecked: the capture trace's launches name no kernels (CUDA
+	// runtime events do not), so positions were named by their order in
+	// each layer's module scope, not checked kernel by kernel.
+	CaptureUnchecked Code = "capture_unchecked"
 )
 
 // Warning is one thing a user should know about a result.

@@ -54,8 +54,13 @@ func (t *LayerTable) AddCapture(c *tracing.Capture) []diag.Warning {
 		return nil
 	}
 	names := make([]string, len(c.Kernels))
+	named := false
 	for i := range c.Kernels {
 		names[i] = c.Kernels[i].Name
+		named = named || names[i] != ""
+	}
+	if !named {
+		return t.addUnnamedCapture(c)
 	}
 	var warns []diag.Warning
 	for kind := range t.KernelsPerLayer {
@@ -106,6 +111,108 @@ func (t *LayerTable) AddCapture(c *tracing.Capture) []diag.Warning {
 	}
 	t.Warnings = append(t.Warnings, warns...)
 	return warns
+}
+
+// addUnnamedCapture names the positions from a capture whose launches
+// do not name their kernels (CUDA runtime events do not). The layers are
+// then found by module scope instead of by kernel name: the launches under
+// one layer's scope (the outermost path component whose number changes
+// from launch to launch: model.layers.7, Qwen3DecoderLayer_7) form a
+// group, and a group with as many launches as a layer kind has positions
+// names them in order. Nothing can be checked by name, so a
+// capture_unchecked warning says how the positions were matched.
+func (t *LayerTable) addUnnamedCapture(c *tracing.Capture) []diag.Warning {
+	groups := layerGroups(c.Kernels)
+	var warns []diag.Warning
+	for kind := range t.KernelsPerLayer {
+		var at []int
+		for i := range t.Positions {
+			if t.Positions[i].LayerKind == kind {
+				at = append(at, i)
+			}
+		}
+		if len(at) == 0 {
+			continue
+		}
+		var wins [][]int
+		for _, g := range groups {
+			if len(g) == len(at) {
+				wins = append(wins, g)
+			}
+		}
+		if len(wins) == 0 {
+			warns = append(warns, diag.New(diag.CaptureMismatch, fmt.Sprintf(
+				"capture trace %s names no kernels and no layer scope of it holds %d launches (layer kind %d): positions left unnamed",
+				c.Path, len(at), kind)))
+			continue
+		}
+		for j, i := range at {
+			p := &t.Positions[i]
+			paths := make([]string, 0, len(wins))
+			for _, w := range wins {
+				paths = append(paths, c.Kernels[w[j]].Module)
+			}
+			ck := &c.Kernels[wins[0][j]]
+			p.Op, p.InputDims, p.InputTypes = ck.Op, ck.InputDims, ck.InputTypes
+			p.Module = generalizePaths(paths)
+		}
+		warns = append(warns, diag.New(diag.CaptureUnchecked, fmt.Sprintf(
+			"capture trace %s names no kernels (its launches are runtime calls without a kernel name): layer kind %d's %d positions are named in launch order from %d layer scopes of %d launches, not checked kernel by kernel",
+			c.Path, kind, len(at), len(wins), len(at))))
+	}
+	t.Warnings = append(t.Warnings, warns...)
+	return warns
+}
+
+// layerGroups splits the launches into runs that share a layer scope: the
+// module path up to the outermost component whose number changes between
+// neighbouring launches (model.layers.3 → model.layers.4, DecoderLayer_3 →
+// DecoderLayer_4). Launches outside any such scope (the embedding, the
+// final norm and head) belong to no group.
+func layerGroups(ks []tracing.CapturedKernel) [][]int {
+	depth := -1
+	for i := 1; i < len(ks); i++ {
+		a, b := strings.Split(ks[i-1].Module, "."), strings.Split(ks[i].Module, ".")
+		for d := 0; d < len(a) && d < len(b); d++ {
+			if a[d] != b[d] {
+				if hasDigit(a[d]) && stem(a[d]) == stem(b[d]) && (depth < 0 || d < depth) {
+					depth = d
+				}
+				break
+			}
+		}
+	}
+	if depth < 0 {
+		return nil
+	}
+	var groups [][]int
+	prev := ""
+	for i := range ks {
+		parts := strings.Split(ks[i].Module, ".")
+		if len(parts) <= depth || !hasDigit(parts[depth]) {
+			prev = ""
+			continue
+		}
+		key := strings.Join(parts[:depth+1], ".")
+		if key != prev {
+			groups = append(groups, nil)
+			prev = key
+		}
+		groups[len(groups)-1] = append(groups[len(groups)-1], i)
+	}
+	return groups
+}
+
+func hasDigit(s string) bool { return strings.ContainsAny(s, "0123456789") }
+
+// stem is s without its digits: DecoderLayer_3 and DecoderLayer_4 share one.
+func stem(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= '0' && r <= '9' {
+			return -1
+		}
+		return r
+	}, s)
 }
 
 // captureWindows returns the starts of the windows of names that are

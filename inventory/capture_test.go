@@ -1,6 +1,7 @@
 package inventory
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -106,6 +107,54 @@ func TestAddCapture(t *testing.T) {
 		ws := lt.AddCapture(capture([][]string{{"a", "b", "c"}, {"a", "b", "c"}}))
 		require.Len(t, ws, 1)
 		require.Contains(t, ws[0].Message, "no run of its 6 captured kernels matches layer kind 0")
+		require.False(t, lt.HasCapture())
+	})
+	t.Run("nameless launches are matched by layer scope", func(t *testing.T) {
+		t.Parallel()
+		lt := table(dense)
+		c := capture([][]string{dense, dense, dense}, "embed", "norm")
+		c.Kernels = append(c.Kernels, tracing.CapturedKernel{Module: "model.norm"}, tracing.CapturedKernel{Module: "lm_head"})
+		for i := range c.Kernels {
+			c.Kernels[i].Name = ""
+		}
+		ws := lt.AddCapture(c)
+		require.Len(t, ws, 1)
+		require.Equal(t, diag.CaptureUnchecked, ws[0].Code)
+		require.Contains(t, ws[0].Message, "from 3 layer scopes of 6 launches")
+		for p, pos := range lt.Positions {
+			require.Equal(t, "model.layers.*."+dense[p], pos.Module)
+			require.Equal(t, "op_"+dense[p], pos.Op)
+		}
+	})
+	t.Run("nameless launches under PyTorch module scopes", func(t *testing.T) {
+		t.Parallel()
+		lt := table([]string{"norm", "qkv", "attn"})
+		c := &tracing.Capture{Path: "cap.json"}
+		c.Kernels = append(c.Kernels, tracing.CapturedKernel{Module: "M_0.Embedding_0"})
+		for l := range 4 {
+			layer := fmt.Sprintf("M_0.Model_0.DecoderLayer_%d.", l)
+			c.Kernels = append(c.Kernels,
+				tracing.CapturedKernel{Module: layer + fmt.Sprintf("RMSNorm_%d", 2*l)},
+				tracing.CapturedKernel{Module: layer + fmt.Sprintf("Attention_%d.Linear_%d", l, 3*l), Op: "aten::mm"},
+				tracing.CapturedKernel{Module: layer + fmt.Sprintf("Attention_%d", l), Op: "attn_op"})
+		}
+		ws := lt.AddCapture(c)
+		require.Len(t, ws, 1)
+		require.Equal(t, diag.CaptureUnchecked, ws[0].Code)
+		require.Equal(t, "M_0.Model_0.DecoderLayer_*.Attention_*.Linear_*", lt.Positions[1].Module)
+		require.Equal(t, "aten::mm", lt.Positions[1].Op)
+		require.Equal(t, "attn_op", lt.Positions[2].Op)
+	})
+	t.Run("nameless launches of another model", func(t *testing.T) {
+		t.Parallel()
+		lt := table(dense)
+		c := capture([][]string{{"a", "b"}, {"a", "b"}})
+		for i := range c.Kernels {
+			c.Kernels[i].Name = ""
+		}
+		ws := lt.AddCapture(c)
+		require.Len(t, ws, 1)
+		require.Equal(t, diag.CaptureMismatch, ws[0].Code)
 		require.False(t, lt.HasCapture())
 	})
 	t.Run("compat tables are left alone", func(t *testing.T) {
