@@ -64,6 +64,7 @@ type Details struct {
 	InputLens       []int       // usage.prompt_tokens (else requested)
 	TargetInputLens []int       // requested prompt lengths
 	OutputLens      []int       // usage.completion_tokens (else counted)
+	ReasoningLens   []int       // of OutputLens, the reasoning tokens
 	TTFTs           []float64   // seconds
 	ITLs            [][]float64 // seconds
 	GeneratedTexts  []string
@@ -127,10 +128,18 @@ type Level struct {
 
 	OutputLensCounted  int // requests whose output length was counted, not from usage
 	InputLensRequested int // requests whose input length is the requested one
-	Profile            bool
-	TraceFiles         []string
-	DecodeBS           int
-	Warnings           []diag.Warning
+
+	// Output tokens streamed as reasoning (a thinking model's), the mean
+	// tokens per frame, and how a frame's tokens were counted (one per
+	// frame, by the tokenizer, or the usage total spread evenly).
+	ReasoningTokens      int
+	TokensPerFrame       float64
+	TokensPerFrameMethod string
+
+	Profile    bool
+	TraceFiles []string
+	DecodeBS   int
+	Warnings   []diag.Warning
 }
 
 // object is a JSON object that keeps its keys in insertion order.
@@ -189,6 +198,9 @@ func (l *Level) document() object {
 		o.add("input_lens", d.InputLens)
 		o.add("target_input_lens", d.TargetInputLens)
 		o.add("output_lens", d.OutputLens)
+		if d.ReasoningLens != nil {
+			o.add("reasoning_lens", d.ReasoningLens)
+		}
 		o.add("ttfts", d.TTFTs)
 		o.add("itls", d.ITLs)
 		o.add("generated_texts", d.GeneratedTexts)
@@ -233,6 +245,9 @@ func (l *Level) document() object {
 	}
 	o.add("output_lens_counted", l.OutputLensCounted)
 	o.add("input_lens_requested", l.InputLensRequested)
+	o.add("reasoning_tokens", l.ReasoningTokens)
+	o.add("tokens_per_frame", l.TokensPerFrame)
+	o.add("tokens_per_frame_method", l.TokensPerFrameMethod)
 	o.add("profile", l.Profile)
 	o.add("trace_files", l.TraceFiles)
 	o.add("decode_bs", l.DecodeBS)
@@ -321,6 +336,7 @@ func ParseLevel(data []byte) (*Level, error) {
 		get("input_lens", &d.InputLens)
 		get("target_input_lens", &d.TargetInputLens)
 		get("output_lens", &d.OutputLens)
+		get("reasoning_lens", &d.ReasoningLens)
 		get("ttfts", &d.TTFTs)
 		get("itls", &d.ITLs)
 		get("generated_texts", &d.GeneratedTexts)
@@ -404,6 +420,9 @@ func ParseLevel(data []byte) (*Level, error) {
 	get("prompt_calibrated", &l.Shaping.Calibrated)
 	get("output_lens_counted", &l.OutputLensCounted)
 	get("input_lens_requested", &l.InputLensRequested)
+	get("reasoning_tokens", &l.ReasoningTokens)
+	get("tokens_per_frame", &l.TokensPerFrame)
+	get("tokens_per_frame_method", &l.TokensPerFrameMethod)
 	get("profile", &l.Profile)
 	get("trace_files", &l.TraceFiles)
 	get("decode_bs", &l.DecodeBS)

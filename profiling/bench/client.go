@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/profile-model/profile-model/tokenizer"
 )
 
 // FailureKind says why a request failed.
@@ -55,8 +57,8 @@ type Output struct {
 	TTFT         time.Duration
 	ITL          Gaps // gaps between consecutive tokens
 	E2EL         time.Duration
-	TokenEvents  int    // events carrying a choice with non-empty text
-	OutputTokens int    // usage.completion_tokens, else TokenEvents
+	TokenEvents  int    // frames that carried tokens (text, or a token sent as empty text)
+	OutputTokens int    // usage.completion_tokens, else FrameTokens
 	PromptTokens int    // usage.prompt_tokens, else the requested length
 	PromptLen    int    // the requested length (Request.PromptLen)
 	Text         string // the generated text, when Client.KeepText
@@ -64,6 +66,13 @@ type Output struct {
 	UsagePrompt  bool
 	Failure      FailureKind // "" on success
 	Error        string
+
+	// How the tokens came in frames: FrameTokens is what the frames carried
+	// (the usage total, shared out among them as Split says), of which
+	// ReasoningTokens came as reasoning_content or reasoning deltas.
+	FrameTokens     int
+	ReasoningTokens int
+	Split           TokenSplit
 }
 
 // Gaps are the gaps between a stream's consecutive tokens, held as varint
@@ -117,6 +126,11 @@ type Client struct {
 	Timeout   time.Duration // per request; 0 = none
 	KeepText  bool          // keep each request's generated text in Output.Text
 	HTTP      *http.Client
+
+	tok     tokenizer.Counter // counts each frame's tokens (SetTokenizer); nil: none
+	special int               // what tok counts for an empty text (its added special tokens)
+	now     func() time.Time  // the clock; nil: time.Now (tests drive a fake one)
+	logs    sync.Pool         // *frameLog
 
 	stream  *streamTransport // completions of a plain http:// server; nil: HTTP
 	readers sync.Pool
@@ -261,7 +275,7 @@ func (c *Client) Do(ctx context.Context, req Request) Output {
 // out.Start is the moment it is handed to the transport.
 func (c *Client) post(ctx context.Context, out *Output, u string, payload []byte) (int, io.ReadCloser, error) {
 	if t := c.stream; t != nil && t.base == c.BaseURL {
-		out.Start = time.Now()
+		out.Start = c.clock()
 		status, body, err := t.post(ctx, c.Endpoint, payload)
 		if err != nil {
 			return 0, nil, &url.Error{Op: "Post", URL: u, Err: err}
@@ -277,7 +291,7 @@ func (c *Client) post(ctx context.Context, out *Output, u string, payload []byte
 	hreq.GetBody = pl.rewind
 	hreq.Header.Set("Content-Type", "application/json")
 	hreq.Header.Set("Accept", "text/event-stream")
-	out.Start = time.Now()
+	out.Start = c.clock()
 	resp, err := c.HTTP.Do(hreq)
 	if err != nil {
 		return 0, nil, err
@@ -332,15 +346,23 @@ func (r *payloadReader) Close() error { return nil }
 
 // readStream consumes the events of one response into out.
 func (c *Client) readStream(ctx context.Context, out *Output, sse *SSEReader) {
-	var last time.Time
 	var ch chunk
 	var text strings.Builder
 	if c.KeepText {
 		defer func() { out.Text = text.String() }()
 	}
+	log, _ := c.logs.Get().(*frameLog)
+	if log == nil {
+		log = &frameLog{}
+	}
+	defer func() {
+		log.reset()
+		c.logs.Put(log)
+	}()
+	total := -1 // usage.completion_tokens
 	for {
 		data, err := sse.Next()
-		now := time.Now()
+		now := c.clock()
 		if err != nil {
 			switch {
 			case err == io.EOF:
@@ -365,30 +387,59 @@ func (c *Client) readStream(ctx context.Context, out *Output, sse *SSEReader) {
 			out.fail(FailStream, fmt.Errorf("event %d: server error in stream: %.300s", sse.Events()-1, f.message))
 			return
 		}
-		if len(f.delta) > 0 {
-			if c.KeepText {
-				text.Write(f.delta)
+		if f.choices {
+			switch {
+			case len(f.delta) > 0:
+				if c.KeepText {
+					text.Write(f.delta)
+				}
+				w := 1
+				if c.tok != nil {
+					w = max(c.tok.Count(string(f.delta))-c.special, 1)
+				}
+				log.add(out.Start, now, w, f.reasoning)
+			case f.finish || f.role:
+				// The closing frame, or a chat stream's opening one.
+			case c.chat() && sse.Events() == 1:
+				// Older ATOM releases open a chat stream with an empty
+				// delta at once, before any token.
+			default:
+				// A token whose text the detokenizer held back (it ended
+				// inside a UTF-8 character): a token all the same.
+				log.add(out.Start, now, 0, false)
 			}
-			if out.TokenEvents == 0 {
-				out.TTFT = now.Sub(out.Start)
-			} else {
-				out.ITL.add(now.Sub(last))
-			}
-			last = now
-			out.TokenEvents++
 		}
 		if f.usage {
-			out.OutputTokens, out.UsageOutput = f.output, true
+			out.OutputTokens, out.UsageOutput, total = f.output, true, f.output
 			if f.prompt > 0 {
 				out.PromptTokens, out.UsagePrompt = f.prompt, true
 			}
 		}
 	}
+	log.split(out, total, c.tok != nil)
 	if !out.UsageOutput {
-		out.OutputTokens = out.TokenEvents
+		out.OutputTokens = out.FrameTokens
 	}
 	if out.TokenEvents == 0 || out.OutputTokens == 0 {
 		out.fail(FailNoTokens, fmt.Errorf("stream finished without any token (%d events)", sse.Events()))
+	}
+}
+
+// clock is the time now.
+func (c *Client) clock() time.Time {
+	if c.now != nil {
+		return c.now()
+	}
+	return time.Now()
+}
+
+// SetTokenizer makes the client count each frame's tokens with t (the
+// served model's tokenizer), so that a frame carrying several tokens is
+// split by what its text holds; nil: none.
+func (c *Client) SetTokenizer(t tokenizer.Counter) {
+	c.tok, c.special = t, 0
+	if t != nil {
+		c.special = t.Count("")
 	}
 }
 

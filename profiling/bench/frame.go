@@ -11,23 +11,29 @@ type frame struct {
 	// reasoning: the delta came from reasoning_content or reasoning (a
 	// thinking model's tokens before its answer: tokens all the same).
 	reasoning bool
-	choices   bool   // choices is not empty
-	usage     bool   // usage is given
-	prompt    int    // usage.prompt_tokens
-	output    int    // usage.completion_tokens
-	failed    bool   // an in-stream error: error is not null, or object is "error"
-	message   string // the error's text
+	choices   bool // choices is not empty
+	// finish: choices[0].finish_reason is not null (with empty text, the
+	// closing frame, not a token); role: its delta names a role (a chat
+	// stream's opening frame, not a token unless it has text).
+	finish, role bool
+	usage        bool   // usage is given
+	prompt       int    // usage.prompt_tokens
+	output       int    // usage.completion_tokens
+	failed       bool   // an in-stream error: error is not null, or object is "error"
+	message      string // the error's text
 }
 
 // chunk is one streamed frame as the general decoder reads it;
 // completions carry text, chat a delta.
 type chunk struct {
 	Choices []struct {
-		Text  string `json:"text"`
-		Delta struct {
-			Content          string `json:"content"`
-			ReasoningContent string `json:"reasoning_content"`
-			Reasoning        string `json:"reasoning"`
+		Text         string         `json:"text"`
+		FinishReason jsontext.Value `json:"finish_reason"`
+		Delta        struct {
+			Content          string         `json:"content"`
+			ReasoningContent string         `json:"reasoning_content"`
+			Reasoning        string         `json:"reasoning"`
+			Role             jsontext.Value `json:"role"`
 		} `json:"delta"`
 	} `json:"choices"`
 	Usage *struct {
@@ -79,12 +85,16 @@ func parseFrameSlow(data []byte, ch *chunk) (frame, error) {
 			f.reasoning = d != ""
 		}
 		f.delta = []byte(d)
+		f.finish = notNull(c.FinishReason)
+		f.role = notNull(c.Delta.Role)
 	}
 	if ch.Usage != nil {
 		f.usage, f.prompt, f.output = true, ch.Usage.PromptTokens, ch.Usage.CompletionTokens
 	}
 	return f, nil
 }
+
+func notNull(v jsontext.Value) bool { return len(v) > 0 && string(v) != "null" }
 
 // frameLexer reads the subset of JSON the fast path takes: strings of
 // printable ASCII without escapes, numbers, literals.
@@ -304,9 +314,15 @@ func (l *frameLexer) choices(f *frame) bool {
 			return false
 		}
 		var text, content, reasoning []byte
-		var seenText, seenDelta bool
+		var seenText, seenDelta, seenFinish, finish, role bool
 		ok := l.members(func(key []byte) bool {
 			switch string(key) {
+			case "finish_reason":
+				if seenFinish {
+					return false
+				}
+				seenFinish, finish = true, l.peek() != 'n'
+				return l.scalar()
 			case "text":
 				s, ascii, ok := l.str()
 				if seenText || !ok || !ascii {
@@ -319,12 +335,18 @@ func (l *frameLexer) choices(f *frame) bool {
 					return false
 				}
 				seenDelta = true
-				var seenContent, seenRC, seenR bool
+				var seenContent, seenRC, seenR, seenRole bool
 				var rc, r []byte
 				ok := l.members(func(key []byte) bool {
 					var seen *bool
 					var dst *[]byte
 					switch string(key) {
+					case "role":
+						if seenRole {
+							return false
+						}
+						seenRole, role = true, l.peek() != 'n'
+						return l.scalar()
 					case "content":
 						seen, dst = &seenContent, &content
 					case "reasoning_content":
@@ -353,7 +375,7 @@ func (l *frameLexer) choices(f *frame) bool {
 			return false
 		}
 		if k == 0 {
-			f.choices = true
+			f.choices, f.finish, f.role = true, finish, role
 			f.delta = text
 			if len(text) == 0 {
 				f.delta = content

@@ -31,6 +31,11 @@ var frameSeeds = []string{
 	`{"choices":[{"delta":{"reasoning":"think","content":""}}]}`,
 	`{"choices":[{"delta":{"content":"answer","reasoning_content":"think"}}]}`,
 	`{"choices":[{"delta":{"reasoning_content":null,"content":"x"}}]}`,
+	`{"choices":[{"index":0,"text":"","finish_reason":"stop"}]}`,
+	`{"choices":[{"delta":{"role":null,"content":""},"finish_reason":null}]}`,
+	`{"choices":[{"delta":{"role":"assistant","role":"x"}}]}`,
+	`{"choices":[{"text":"","finish_reason":null,"finish_reason":"length"}]}`,
+	`{"choices":[{"text":"","finish_reason":{"type":"stop"}}]}`,
 	`{"choices":[{"text":"a"}]} x`,
 	`{"choices":[{"text":"a"}]}  ` + "\n",
 	`{"choices":null}`,
@@ -55,7 +60,7 @@ func checkFrame(t *testing.T, data []byte) (fast bool) {
 	got, ok := parseFrameFast(data)
 	// A reused chunk, as a stream reuses it, and a fresh one.
 	reused := chunk{}
-	_, _ = parseFrameSlow([]byte(`{"choices":[{"text":"stale","delta":{"content":"stale","reasoning_content":"stale","reasoning":"stale"}}],"usage":{"prompt_tokens":7,"completion_tokens":7},"object":"x"}`), &reused)
+	_, _ = parseFrameSlow([]byte(`{"choices":[{"text":"stale","finish_reason":"stale","delta":{"content":"stale","reasoning_content":"stale","reasoning":"stale","role":"stale"}}],"usage":{"prompt_tokens":7,"completion_tokens":7},"object":"x"}`), &reused)
 	for _, ch := range []*chunk{{}, &reused} {
 		want, err := parseFrameSlow(data, ch)
 		if !ok {

@@ -193,6 +193,23 @@ type Metrics struct {
 	// came from counted events (the requested length) instead of usage.
 	OutputCounted, PromptRequested int
 	InputLens, OutputLens          []int // per successful request
+
+	// Tokens by kind and by frame, over successful requests: of the output
+	// tokens, those that were reasoning; the tokens the frames carried and
+	// the frames; the least exact way a request's tokens were shared among
+	// its frames.
+	ReasoningTokens     int
+	FrameTokens, Frames int
+	Split               TokenSplit
+}
+
+// TokensPerFrame is the mean number of tokens a frame carried; 0 without
+// frames.
+func (m *Metrics) TokensPerFrame() float64 {
+	if m.Frames == 0 {
+		return 0
+	}
+	return float64(m.FrameTokens) / float64(m.Frames)
 }
 
 // Aggregate computes a level's metrics from its outputs. total is the
@@ -218,6 +235,12 @@ func Aggregate(outs []Output, total int, duration time.Duration, pcts []float64,
 		}
 		if !o.UsagePrompt {
 			m.PromptRequested++
+		}
+		m.ReasoningTokens += o.ReasoningTokens
+		m.FrameTokens += o.FrameTokens
+		m.Frames += o.TokenEvents
+		if o.Split.rank() > m.Split.rank() || m.Split == "" {
+			m.Split = o.Split
 		}
 		ttft, e2el := ms(o.TTFT), ms(o.E2EL)
 		ttfts = append(ttfts, ttft)

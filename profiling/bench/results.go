@@ -38,6 +38,7 @@ func levelDoc(cfg *SweepConfig, model string, s Shaper, lv *LevelResult) *result
 		IgnoreEOS: true, Temperature: 0,
 		Shaping:           results.Shaping{Method: s.Method()},
 		OutputLensCounted: m.OutputCounted, InputLensRequested: m.PromptRequested,
+		ReasoningTokens: m.ReasoningTokens, TokensPerFrame: m.TokensPerFrame(), TokensPerFrameMethod: string(m.Split),
 		Profile: cfg.Profile, TraceFiles: lv.TraceFiles, DecodeBS: lv.DecodeBS, Warnings: lv.Warnings,
 	}
 	if cfg.SLO.set() {
@@ -52,6 +53,7 @@ func levelDoc(cfg *SweepConfig, model string, s Shaper, lv *LevelResult) *result
 			d.TargetInputLens = append(d.TargetInputLens, out.PromptLen)
 			d.GeneratedTexts = append(d.GeneratedTexts, out.Text)
 			d.OutputLens = append(d.OutputLens, out.OutputTokens)
+			d.ReasoningLens = append(d.ReasoningLens, out.ReasoningTokens)
 			d.TTFTs = append(d.TTFTs, out.TTFT.Seconds())
 			g := make([]float64, 0, out.ITL.Len())
 			for x := range out.ITL.All() {

@@ -200,6 +200,7 @@ func Sweep(ctx context.Context, cfg SweepConfig) (*SweepResult, error) {
 		return res, err
 	}
 	res.Shaper = s
+	c.SetTokenizer(s.Counter)
 
 	// The run directory is made once the server answered, so a run that
 	// could not start leaves nothing behind.
@@ -326,6 +327,9 @@ func runLevel(ctx context.Context, cfg *SweepConfig, c *Client, s Shaper, conc i
 	}
 	if n := lv.Metrics.OutputCounted; n > 0 {
 		lv.Warnings = append(lv.Warnings, diag.New(diag.Usage, fmt.Sprintf("%d requests had no usage.completion_tokens: their output lengths are counted token events", n)))
+	}
+	if w := splitWarning(&lv.Metrics); w != "" {
+		lv.Warnings = append(lv.Warnings, diag.New(diag.Usage, w))
 	}
 	if n := lv.Metrics.PromptRequested; n > 0 {
 		lv.Warnings = append(lv.Warnings, diag.New(diag.Usage, fmt.Sprintf("%d requests had no usage.prompt_tokens: their input lengths are the requested lengths", n)))

@@ -1,0 +1,179 @@
+package bench
+
+import (
+	"encoding/binary"
+	"fmt"
+	"time"
+)
+
+// TokenSplit says how a request's output tokens were shared among the
+// frames that carried them.
+type TokenSplit string
+
+// The ways tokens are shared among frames.
+const (
+	// SplitOnePerFrame: every frame carried one token (the usage total
+	// equals the frames, or there was no usage and no tokenizer).
+	SplitOnePerFrame TokenSplit = "one_per_frame"
+	// SplitTokenizer: frames carried several tokens, shared out in
+	// proportion to the model's tokenizer count of each frame's text.
+	SplitTokenizer TokenSplit = "tokenizer"
+	// SplitEven: frames carried several tokens and no tokenizer was at
+	// hand: the usage total is spread evenly over the frames.
+	SplitEven TokenSplit = "even"
+)
+
+// rank orders splits from exact to estimated: a level reports its least
+// exact one.
+func (s TokenSplit) rank() int {
+	switch s {
+	case SplitTokenizer:
+		return 1
+	case SplitEven:
+		return 2
+	}
+	return 0
+}
+
+// frameLog records, as a stream arrives, the frames that may carry tokens:
+// each as its gap from the frame before (the first: from the request's
+// start) and its weight, all varints. Which frames carry how many tokens is
+// decided at the end, when the usage total is known.
+type frameLog struct {
+	b    []byte
+	last time.Time
+	// Frames with text, frames with empty text (a token whose text the
+	// detokenizer held back), and the sum of the text frames' weights.
+	text, empty, weight int
+}
+
+// Frame flags, in the low bits of each frame's weight varint.
+const (
+	logEmpty     = 1 << iota // the frame's text was empty
+	logReasoning             // reasoning_content or reasoning
+	logShift     = iota
+)
+
+// add records a frame that arrived at now; w is its tokenizer count (1
+// without a tokenizer), 0 for an empty-text frame.
+func (l *frameLog) add(start, now time.Time, w int, reasoning bool) {
+	from := l.last
+	if from.IsZero() {
+		from = start
+	}
+	l.b = binary.AppendUvarint(l.b, uint64(max(now.Sub(from), 0)))
+	l.last = now
+	v := uint64(max(w, 1)) << logShift
+	if w == 0 {
+		v |= logEmpty
+		l.empty++
+	} else {
+		l.text++
+		l.weight += max(w, 1)
+	}
+	if reasoning {
+		v |= logReasoning
+	}
+	l.b = binary.AppendUvarint(l.b, v)
+}
+
+func (l *frameLog) reset() {
+	l.b, l.last = l.b[:0], time.Time{}
+	l.text, l.empty, l.weight = 0, 0, 0
+}
+
+// split decides how many tokens each logged frame carried and fills out's
+// TTFT, ITL (one gap per token: a frame of k tokens that came g after the
+// one before gives k gaps of g/k; the first frame's further tokens give
+// none, their times being unknown), TokenEvents, FrameTokens,
+// ReasoningTokens and Split. total is the usage total, < 0 when the
+// server sent none; tokenizer says whether the weights are tokenizer
+// counts.
+//
+// Every frame with text carries at least one token; an empty-text frame
+// carries one unless the usage total leaves no room for it (then the
+// earliest empty frames are not tokens). Tokens beyond one per frame are
+// shared in proportion to the frames' weights beyond one, else evenly.
+func (l *frameLog) split(out *Output, total int, tokenizer bool) {
+	kept := l.text + l.empty
+	drop := 0
+	if total >= 0 && total < kept {
+		drop = min(l.empty, kept-total)
+		kept -= drop
+	}
+	sum := kept // tokens at one per frame
+	extraW := l.weight - l.text
+	if total < 0 && tokenizer {
+		sum = kept + extraW
+	}
+	if total > sum {
+		sum = total
+	}
+	extra := sum - kept
+	out.TokenEvents, out.FrameTokens, out.Split = kept, 0, SplitOnePerFrame
+	if extra > 0 {
+		out.Split = SplitEven
+		if tokenizer && extraW > 0 {
+			out.Split = SplitTokenizer
+		}
+	}
+	var (
+		gap      time.Duration // from the last kept frame
+		i        int           // kept frames so far
+		cumW     int           // weight beyond one of the kept frames so far
+		given    int           // extra tokens given so far
+		seenTime bool
+	)
+	for p := 0; p < len(l.b); {
+		g, n := binary.Uvarint(l.b[p:])
+		p += n
+		v, n := binary.Uvarint(l.b[p:])
+		p += n
+		gap += time.Duration(g)
+		if v&logEmpty != 0 && drop > 0 {
+			drop--
+			continue
+		}
+		k := 1
+		if extra > 0 {
+			var share int
+			if out.Split == SplitTokenizer {
+				if v&logEmpty == 0 {
+					cumW += int(v>>logShift) - 1
+				}
+				share = extra * cumW / extraW
+			} else {
+				share = extra * (i + 1) / kept
+			}
+			k += share - given
+			given = share
+		}
+		i++
+		out.FrameTokens += k
+		if v&logReasoning != 0 {
+			out.ReasoningTokens += k
+		}
+		if !seenTime {
+			out.TTFT, seenTime = gap, true
+		} else {
+			q, r := gap/time.Duration(k), gap%time.Duration(k)
+			for j := range k {
+				d := q
+				if time.Duration(j) < r {
+					d++ // the gaps add up to the frame's gap exactly
+				}
+				out.ITL.add(d)
+			}
+		}
+		gap = 0
+	}
+}
+
+// splitWarning says when a level's frames carried several tokens and
+// nothing told how many each: its per-token gaps are then estimates.
+func splitWarning(m *Metrics) string {
+	if m.Split != SplitEven {
+		return ""
+	}
+	return fmt.Sprintf("frames carried %.2f tokens on average and no tokenizer was at hand: each request's usage total is spread evenly over its frames, so ITL divides a frame's gap evenly among its tokens (pass --tokenizer for counts per frame)", m.TokensPerFrame())
+}
