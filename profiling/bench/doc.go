@@ -11,11 +11,18 @@
 //
 // # Conventions
 //
-// A token is a streamed event carrying a choice with non-empty text: the
-// extra empty-text finish_reason frame that ATOM sends is not a token (vLLM's
-// client counts it as an inter-token gap). TTFT runs from sending the
-// request to the first token; ITL is every gap between consecutive tokens,
-// pooled over requests; E2EL runs from sending to the end of the stream;
+// A frame carries tokens when its choice has text (content, reasoning_content
+// or reasoning: a thinking model's reasoning is output too), or has empty
+// text without a finish reason or role: a token whose text the
+// detokenizer held back. The closing empty-text frame with a finish
+// reason, a chat role frame and an older ATOM's empty opening delta carry
+// none. A frame may carry several tokens (merged frames, speculative
+// decoding): the usage total is shared among the frames, by the model's
+// tokenizer count of each frame's text when there is one, else evenly.
+// TTFT runs from sending the request to the first token of either kind;
+// ITL is every gap between consecutive tokens (a frame of k tokens that
+// came g after the one before gives k gaps of g/k), pooled over requests;
+// E2EL runs from sending to the end of the stream;
 // TPOT is (E2EL − TTFT)/(output_tokens − 1). Output and input token counts
 // come from the usage frame; when a server sends none, the counted token
 // events and the requested prompt length are used and the result says so.
