@@ -14,6 +14,7 @@ func TestLevelClientFieldsRoundTrip(t *testing.T) {
 	l := sampleLevel(true)
 	l.ReasoningTokens, l.TokensPerFrame, l.TokensPerFrameMethod = 620, 3.75, "even"
 	l.Details.ReasoningLens = []int{20}
+	l.RequestsResent = 3
 	var b bytes.Buffer
 	require.NoError(t, l.Write(&b))
 	require.Contains(t, b.String(), `"tokens_per_frame": 3.75`)

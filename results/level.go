@@ -135,6 +135,9 @@ type Level struct {
 	ReasoningTokens      int
 	TokensPerFrame       float64
 	TokensPerFrameMethod string
+	// Requests sent again because the server had closed their kept-alive
+	// connection while it was idle (not failures).
+	RequestsResent int
 
 	Profile    bool
 	TraceFiles []string
@@ -248,6 +251,7 @@ func (l *Level) document() object {
 	o.add("reasoning_tokens", l.ReasoningTokens)
 	o.add("tokens_per_frame", l.TokensPerFrame)
 	o.add("tokens_per_frame_method", l.TokensPerFrameMethod)
+	o.add("requests_resent", l.RequestsResent)
 	o.add("profile", l.Profile)
 	o.add("trace_files", l.TraceFiles)
 	o.add("decode_bs", l.DecodeBS)
@@ -423,6 +427,7 @@ func ParseLevel(data []byte) (*Level, error) {
 	get("reasoning_tokens", &l.ReasoningTokens)
 	get("tokens_per_frame", &l.TokensPerFrame)
 	get("tokens_per_frame_method", &l.TokensPerFrameMethod)
+	get("requests_resent", &l.RequestsResent)
 	get("profile", &l.Profile)
 	get("trace_files", &l.TraceFiles)
 	get("decode_bs", &l.DecodeBS)

@@ -73,6 +73,10 @@ type Output struct {
 	FrameTokens     int
 	ReasoningTokens int
 	Split           TokenSplit
+
+	// Resent: kept-alive connections the server had closed that the request
+	// went past before it was sent on a live one (not failures).
+	Resent int
 }
 
 // Gaps are the gaps between a stream's consecutive tokens, held as varint
@@ -276,7 +280,8 @@ func (c *Client) Do(ctx context.Context, req Request) Output {
 func (c *Client) post(ctx context.Context, out *Output, u string, payload []byte) (int, io.ReadCloser, error) {
 	if t := c.stream; t != nil && t.base == c.BaseURL {
 		out.Start = c.clock()
-		status, body, err := t.post(ctx, c.Endpoint, payload)
+		status, body, resent, err := t.post(ctx, c.Endpoint, payload)
+		out.Resent = resent
 		if err != nil {
 			return 0, nil, &url.Error{Op: "Post", URL: u, Err: err}
 		}

@@ -201,6 +201,9 @@ type Metrics struct {
 	ReasoningTokens     int
 	FrameTokens, Frames int
 	Split               TokenSplit
+	// Resent counts the dead kept-alive connections requests went past
+	// (the server had closed them while idle): not failures.
+	Resent int
 }
 
 // TokensPerFrame is the mean number of tokens a frame carried; 0 without
@@ -220,6 +223,7 @@ func Aggregate(outs []Output, total int, duration time.Duration, pcts []float64,
 	good := 0
 	for i := range outs {
 		o := &outs[i]
+		m.Resent += o.Resent
 		if !o.OK() {
 			m.Failed++
 			m.Failures[o.Failure]++

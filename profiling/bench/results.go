@@ -39,7 +39,8 @@ func levelDoc(cfg *SweepConfig, model string, s Shaper, lv *LevelResult) *result
 		Shaping:           results.Shaping{Method: s.Method()},
 		OutputLensCounted: m.OutputCounted, InputLensRequested: m.PromptRequested,
 		ReasoningTokens: m.ReasoningTokens, TokensPerFrame: m.TokensPerFrame(), TokensPerFrameMethod: string(m.Split),
-		Profile: cfg.Profile, TraceFiles: lv.TraceFiles, DecodeBS: lv.DecodeBS, Warnings: lv.Warnings,
+		RequestsResent: m.Resent,
+		Profile:        cfg.Profile, TraceFiles: lv.TraceFiles, DecodeBS: lv.DecodeBS, Warnings: lv.Warnings,
 	}
 	if cfg.SLO.set() {
 		g := m.RequestGoodput

@@ -96,22 +96,26 @@ func (t *streamTransport) put(c *streamConn) {
 
 // post sends body to path and reads the response's status and headers;
 // the body is read from the returned reader, which must be closed. A
-// connection kept alive that the server had closed meanwhile (nothing came
-// back on it) is replaced by the next one, as net/http does: after a
+// connection kept alive that the server had closed meanwhile (the write
+// failed, or it ended before any byte of a response) is replaced by the
+// next one, as net/http does, and the request sent again: it never
+// reached the server, which closes idle connections after a few seconds
+// (ATOM's after 5 s), so this is not a failure; resent counts them. After a
 // server restart every idle connection is such a one, and a fresh dial
-// ends the search.
-func (t *streamTransport) post(ctx context.Context, path string, body []byte) (status int, resp *streamBody, err error) {
-	for {
+// ends the search. On a fresh connection, or once a response began, the
+// request did reach the server and an error is a failure.
+func (t *streamTransport) post(ctx context.Context, path string, body []byte) (status int, resp *streamBody, resent int, err error) {
+	for ; ; resent++ {
 		c, reused, err := t.conn(ctx)
 		if err != nil {
-			return 0, nil, err
+			return 0, nil, resent, err
 		}
 		// A cancelled or expired ctx ends any read or write at once.
 		stop := context.AfterFunc(ctx, func() { c.nc.SetDeadline(time.Unix(1, 0)) })
 		status, r, started, err := t.exchange(c, path, body)
 		if err == nil {
 			r.t, r.c, r.stop = t, c, stop
-			return status, r, nil
+			return status, r, resent, nil
 		}
 		stop()
 		c.nc.Close()
@@ -121,7 +125,7 @@ func (t *streamTransport) post(ctx context.Context, path string, body []byte) (s
 		if ctx.Err() != nil {
 			err = fmt.Errorf("%w (%w)", ctx.Err(), err)
 		}
-		return 0, nil, err
+		return 0, nil, resent, err
 	}
 }
 
