@@ -57,6 +57,9 @@ const (
 	// runtime events do not), so positions were named by their order in
 	// each layer's module scope, not checked kernel by kernel.
 	CaptureUnchecked Code = "capture_unchecked"
+	// ServerMetrics: the server's /metrics could not be read around a
+	// level; its result has no server metrics (or none before or after).
+	ServerMetrics Code = "server_metrics"
 )
 
 // Warning is one thing a user should know about a result.

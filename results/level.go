@@ -138,6 +138,9 @@ type Level struct {
 	// Requests sent again because the server had closed their kept-alive
 	// connection while it was idle (not failures).
 	RequestsResent int
+	// Server is what the server's /metrics said over the level; nil when
+	// it was not read.
+	Server *ServerMetrics
 
 	Profile    bool
 	TraceFiles []string
@@ -252,6 +255,9 @@ func (l *Level) document() object {
 	o.add("tokens_per_frame", l.TokensPerFrame)
 	o.add("tokens_per_frame_method", l.TokensPerFrameMethod)
 	o.add("requests_resent", l.RequestsResent)
+	if l.Server != nil {
+		o.add("server_metrics", l.Server.document())
+	}
 	o.add("profile", l.Profile)
 	o.add("trace_files", l.TraceFiles)
 	o.add("decode_bs", l.DecodeBS)
@@ -428,6 +434,13 @@ func ParseLevel(data []byte) (*Level, error) {
 	get("tokens_per_frame", &l.TokensPerFrame)
 	get("tokens_per_frame_method", &l.TokensPerFrameMethod)
 	get("requests_resent", &l.RequestsResent)
+	if v, ok := raw["server_metrics"]; ok && string(v) != "null" {
+		m, err := parseServerMetrics(v)
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("key \"server_metrics\": %v", err))
+		}
+		l.Server = m
+	}
 	get("profile", &l.Profile)
 	get("trace_files", &l.TraceFiles)
 	get("decode_bs", &l.DecodeBS)

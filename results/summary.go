@@ -5,6 +5,7 @@ import (
 	"encoding/csv"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"slices"
 	"strconv"
@@ -12,7 +13,17 @@ import (
 
 // SummaryHeader is the sweep summary CSV's header.
 var SummaryHeader = []string{"conc", "completed", "failed", "req_s", "out_tok_s", "total_tok_s",
-	"ttft_p50_ms", "ttft_p99_ms", "tpot_p50_ms", "tpot_p99_ms", "itl_p50_ms", "e2el_p50_ms", "decode_bs"}
+	"ttft_p50_ms", "ttft_p99_ms", "tpot_p50_ms", "tpot_p99_ms", "itl_p50_ms", "e2el_p50_ms", "decode_bs",
+	// From the server's /metrics (empty when not read): peaks of running
+	// and waiting requests and KV-cache use, growth of preemptions,
+	// generated tokens and prefix-cached prompt tokens.
+	"srv_running_peak", "srv_waiting_peak", "srv_kv_usage_peak", "srv_preemptions", "srv_generated_tokens", "srv_prefix_cached_tokens"}
+
+// optionalColumns may be missing from a summary (written before they were).
+var optionalColumns = map[string]bool{
+	"srv_running_peak": true, "srv_waiting_peak": true, "srv_kv_usage_peak": true,
+	"srv_preemptions": true, "srv_generated_tokens": true, "srv_prefix_cached_tokens": true,
+}
 
 // SummaryRow is one level of summary.csv. Failed counts failed and unsent
 // requests together. DecodeBS is 0 when unknown (an empty cell).
@@ -23,6 +34,9 @@ type SummaryRow struct {
 	TPOTP50MS, TPOTP99MS     float64
 	ITLP50MS, E2ELP50MS      float64
 	DecodeBS                 int
+	// Server holds the srv_* columns in header order, NaN where empty;
+	// nil when the server's metrics were not read.
+	Server []float64
 }
 
 // SummaryRowOf is the summary row of a level result.
@@ -33,6 +47,7 @@ func SummaryRowOf(l *Level) SummaryRow {
 		ReqS: l.RequestThroughput, OutTokS: l.OutputThroughput, TotalTokS: l.TotalTokenThroughput,
 		TTFTP50MS: p(l.TTFT, 50), TTFTP99MS: p(l.TTFT, 99), TPOTP50MS: p(l.TPOT, 50), TPOTP99MS: p(l.TPOT, 99),
 		ITLP50MS: p(l.ITL, 50), E2ELP50MS: p(l.E2EL, 50), DecodeBS: l.DecodeBS,
+		Server: serverValues(l.Server),
 	}
 }
 
@@ -48,9 +63,17 @@ func WriteSummary(w io.Writer, rows []SummaryRow) error {
 		if r.DecodeBS > 0 {
 			bs = strconv.Itoa(r.DecodeBS)
 		}
-		_ = cw.Write([]string{strconv.Itoa(r.Conc), strconv.Itoa(r.Completed), strconv.Itoa(r.Failed),
+		rec := []string{strconv.Itoa(r.Conc), strconv.Itoa(r.Completed), strconv.Itoa(r.Failed),
 			f2(r.ReqS), f2(r.OutTokS), f2(r.TotalTokS), f2(r.TTFTP50MS), f2(r.TTFTP99MS),
-			f2(r.TPOTP50MS), f2(r.TPOTP99MS), f2(r.ITLP50MS), f2(r.E2ELP50MS), bs})
+			f2(r.TPOTP50MS), f2(r.TPOTP99MS), f2(r.ITLP50MS), f2(r.E2ELP50MS), bs}
+		for k := range serverColumns {
+			cell := ""
+			if k < len(r.Server) && !math.IsNaN(r.Server[k]) {
+				cell = strconv.FormatFloat(r.Server[k], 'f', -1, 64)
+			}
+			rec = append(rec, cell)
+		}
+		_ = cw.Write(rec)
 	}
 	cw.Flush()
 	return cw.Error()
@@ -82,6 +105,7 @@ func LoadSummary(path string) ([]SummaryRow, error) {
 func ReadSummary(r io.Reader) ([]SummaryRow, error) {
 	cr := csv.NewReader(r)
 	cr.ReuseRecord = false
+	cr.FieldsPerRecord = -1 // trailing optional cells may be left off
 	head, err := cr.Read()
 	if err != nil {
 		return nil, fmt.Errorf("reading the summary header: %w", err)
@@ -91,7 +115,7 @@ func ReadSummary(r io.Reader) ([]SummaryRow, error) {
 		col[h] = i
 	}
 	for _, h := range SummaryHeader {
-		if _, ok := col[h]; !ok {
+		if _, ok := col[h]; !ok && !optionalColumns[h] {
 			return nil, fmt.Errorf("summary header has no %q column (got %v)", h, head)
 		}
 	}
@@ -106,8 +130,14 @@ func ReadSummary(r io.Reader) ([]SummaryRow, error) {
 		}
 		var row SummaryRow
 		var bad []string
+		cell := func(name string) string {
+			if j := col[name]; j < len(rec) {
+				return rec[j]
+			}
+			return ""
+		}
 		i := func(name string, dst *int) {
-			s := rec[col[name]]
+			s := cell(name)
 			if s == "" && name == "decode_bs" {
 				return
 			}
@@ -118,7 +148,7 @@ func ReadSummary(r io.Reader) ([]SummaryRow, error) {
 			*dst = v
 		}
 		f := func(name string, dst *float64) {
-			v, err := strconv.ParseFloat(rec[col[name]], 64)
+			v, err := strconv.ParseFloat(cell(name), 64)
 			if err != nil {
 				bad = append(bad, name)
 			}
@@ -137,6 +167,15 @@ func ReadSummary(r io.Reader) ([]SummaryRow, error) {
 		f("itl_p50_ms", &row.ITLP50MS)
 		f("e2el_p50_ms", &row.E2ELP50MS)
 		i("decode_bs", &row.DecodeBS)
+		for k, c := range serverColumns {
+			if _, ok := col[c.name]; !ok || cell(c.name) == "" {
+				continue
+			}
+			if row.Server == nil {
+				row.Server = nanRow()
+			}
+			f(c.name, &row.Server[k])
+		}
 		if len(bad) > 0 {
 			return nil, fmt.Errorf("line %d: not a number in %v", line, slices.Compact(bad))
 		}

@@ -37,6 +37,7 @@ type sweepFlags struct {
 	percentiles, goodput, tokFlag *string
 	details                       *bool
 	timeout                       *time.Duration
+	scrape                        *string
 }
 
 func addSweepFlags(fs *flag.FlagSet, defaultOSL, defaultMul int, modelHelp string) *sweepFlags {
@@ -59,6 +60,7 @@ func addSweepFlags(fs *flag.FlagSet, defaultOSL, defaultMul int, modelHelp strin
 		goodput:     fs.String("goodput", "", "SLOs for goodput in ms, e.g. ttft:500,tpot:50,e2el:10000"),
 		details:     fs.Bool("details", false, "save per-request lengths, TTFTs, ITLs, generated texts and errors in the result JSON"),
 		timeout:     fs.Duration("timeout", 0, "per-request timeout (0: none)"),
+		scrape:      fs.String("scrape-metrics", bench.ScrapeAuto, "read the server's /metrics before and after each level and sample its gauges: auto (when /metrics answers with engine metrics), on (required) or off"),
 		tokFlag:     fs.String("tokenizer", "", "the served model's `tokenizer.json` (or its directory) for exact prompt lengths; default: found locally from the model name (a model directory or the Hugging Face cache); none: calibrate from the server"),
 	}
 }
@@ -94,6 +96,7 @@ func (f *sweepFlags) config(cmd string) (bench.SweepConfig, error) {
 		RequestRate: rps, Burstiness: *f.burstiness, Warmups: *f.warmups, Seed: *f.seed,
 		RequestTimeout: *f.timeout, ExportTimeout: *f.exportWait,
 		Percentiles: pcts, SLO: slo, Details: *f.details,
+		ScrapeMetrics: *f.scrape,
 	}
 	switch *f.tokFlag {
 	case "none":

@@ -39,8 +39,8 @@ func levelDoc(cfg *SweepConfig, model string, s Shaper, lv *LevelResult) *result
 		Shaping:           results.Shaping{Method: s.Method()},
 		OutputLensCounted: m.OutputCounted, InputLensRequested: m.PromptRequested,
 		ReasoningTokens: m.ReasoningTokens, TokensPerFrame: m.TokensPerFrame(), TokensPerFrameMethod: string(m.Split),
-		RequestsResent: m.Resent,
-		Profile:        cfg.Profile, TraceFiles: lv.TraceFiles, DecodeBS: lv.DecodeBS, Warnings: lv.Warnings,
+		RequestsResent: m.Resent, Server: lv.Server,
+		Profile: cfg.Profile, TraceFiles: lv.TraceFiles, DecodeBS: lv.DecodeBS, Warnings: lv.Warnings,
 	}
 	if cfg.SLO.set() {
 		g := m.RequestGoodput
@@ -177,6 +177,9 @@ func printLevel(w io.Writer, cfg *SweepConfig, model string, lv *LevelResult) {
 	fmt.Fprintln(w, strings.Repeat("=", 50))
 	if lv.Status != StatusOK {
 		fmt.Fprintf(w, "status: %s\n", lv.Status)
+	}
+	if lv.Server != nil {
+		fmt.Fprintf(w, "server metrics: %s\n", lv.Server)
 	}
 	for _, t := range lv.TraceFiles {
 		fmt.Fprintf(w, "trace: %s\n", t)

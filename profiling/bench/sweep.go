@@ -78,6 +78,14 @@ type SweepConfig struct {
 	ReadTraces func(ctx context.Context, conc int, files []string) (decodeBS int, warnings []diag.Warning, err error)
 	// Now names the run directory; nil = time.Now.
 	Now func() time.Time
+
+	// ScrapeMetrics reads the server's /metrics before and after each level
+	// and samples its gauges during it: ScrapeAuto ("", the default) when
+	// /metrics answers with an engine's metrics, ScrapeOn (an error when it
+	// does not) or ScrapeOff. ScrapeInterval is between samples; 0 = 500 ms.
+	ScrapeMetrics  string
+	ScrapeInterval time.Duration
+	metricsURL     string // the /metrics read, once known to answer
 }
 
 // Level statuses.
@@ -99,6 +107,7 @@ type LevelResult struct {
 	DecodeBS   int      // from the first trace; 0 when unknown
 	Warnings   []diag.Warning
 	ResultFile string
+	Server     *results.ServerMetrics // what /metrics said over the level; nil when not read
 }
 
 // SweepResult is what a run produced.
@@ -171,6 +180,16 @@ func (cfg *SweepConfig) defaults() error {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	switch cfg.ScrapeMetrics {
+	case "":
+		cfg.ScrapeMetrics = ScrapeAuto
+	case ScrapeAuto, ScrapeOn, ScrapeOff:
+	default:
+		return fmt.Errorf("scrape-metrics %q: want auto, on or off", cfg.ScrapeMetrics)
+	}
+	if cfg.ScrapeInterval <= 0 {
+		cfg.ScrapeInterval = 500 * time.Millisecond
+	}
 	return nil
 }
 
@@ -201,6 +220,9 @@ func Sweep(ctx context.Context, cfg SweepConfig) (*SweepResult, error) {
 	}
 	res.Shaper = s
 	c.SetTokenizer(s.Counter)
+	if err := cfg.checkMetrics(ctx, c.HTTP); err != nil {
+		return res, err
+	}
 
 	// The run directory is made once the server answered, so a run that
 	// could not start leaves nothing behind.
@@ -301,6 +323,13 @@ func runLevel(ctx context.Context, cfg *SweepConfig, c *Client, s Shaper, conc i
 		}
 	}
 
+	var scrape *scraper
+	if cfg.metricsURL != "" {
+		var err error
+		if scrape, err = startScrape(ctx, c.HTTP, cfg.metricsURL, cfg.ScrapeInterval); err != nil {
+			lv.Warnings = append(lv.Warnings, diag.New(diag.ServerMetrics, fmt.Sprintf("before the level: %v", err)))
+		}
+	}
 	var update func(int)
 	var finish func()
 	if cfg.Progress != nil {
@@ -318,6 +347,13 @@ func runLevel(ctx context.Context, cfg *SweepConfig, c *Client, s Shaper, conc i
 		finish()
 	}
 	lv.Start, lv.End, lv.Outputs = start, end, outs
+	if scrape != nil {
+		m, err := scrape.finish(context.WithoutCancel(ctx))
+		if err != nil {
+			lv.Warnings = append(lv.Warnings, diag.New(diag.ServerMetrics, fmt.Sprintf("after the level: %v", err)))
+		}
+		lv.Server = m
+	}
 	lv.Metrics = Aggregate(outs, lv.NumPrompts, end.Sub(start), cfg.Percentiles, cfg.SLO)
 	if lv.Metrics.Failed > 0 || lv.Metrics.NotSent > 0 {
 		lv.Status = StatusFailed

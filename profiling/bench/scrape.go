@@ -1,0 +1,289 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/profile-model/profile-model/results"
+)
+
+// Scrape modes of SweepConfig.ScrapeMetrics.
+const (
+	ScrapeAuto = "auto" // when GET /metrics answers with engine metrics
+	ScrapeOn   = "on"   // always; a server without /metrics is an error
+	ScrapeOff  = "off"
+)
+
+// engineNamespaces are the metric name prefixes read from /metrics: the
+// engines' own metrics, not the process or runtime ones beside them.
+var engineNamespaces = []string{"atom:", "vllm:", "sglang:"}
+
+// promValue is one metric read from /metrics, summed over its label sets.
+type promValue struct {
+	v     float64
+	gauge bool
+}
+
+// parsePrometheus reads the counters and gauges of the engine namespaces
+// from Prometheus text exposition format. A counter is keyed by its sample
+// name (with the _total suffix the client libraries add); histograms and
+// summaries are left out. It fails on text that is not the format (a line
+// that is neither a comment nor a sample), and finds nothing in text of
+// another server.
+func parsePrometheus(data []byte) (map[string]promValue, error) {
+	types := map[string]string{}
+	out := map[string]promValue{}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 0, 4096), 1<<20)
+	for line := 1; sc.Scan(); line++ {
+		s := strings.TrimSpace(sc.Text())
+		if s == "" {
+			continue
+		}
+		if rest, ok := strings.CutPrefix(s, "#"); ok {
+			f := strings.Fields(rest)
+			if len(f) >= 3 && f[0] == "TYPE" {
+				types[f[1]] = f[2]
+			}
+			continue
+		}
+		name, value, err := promSample(s)
+		if err != nil {
+			return nil, fmt.Errorf("line %d: %w", line, err)
+		}
+		if !hasEnginePrefix(name) {
+			continue
+		}
+		typ, ok := types[name]
+		if !ok {
+			if base, found := strings.CutSuffix(name, "_total"); found {
+				typ = types[base]
+			}
+		}
+		switch typ {
+		case "counter", "gauge", "", "untyped":
+		default:
+			continue // a histogram's or summary's samples
+		}
+		if typ == "" && (strings.HasSuffix(name, "_bucket") || strings.HasSuffix(name, "_sum") || strings.HasSuffix(name, "_count")) {
+			continue
+		}
+		pv := out[name]
+		pv.v += value
+		pv.gauge = typ != "counter" && !strings.HasSuffix(name, "_total")
+		out[name] = pv
+	}
+	return out, sc.Err()
+}
+
+func hasEnginePrefix(name string) bool {
+	for _, p := range engineNamespaces {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// promSample reads `name{labels} value [timestamp]`.
+func promSample(s string) (name string, v float64, err error) {
+	i := strings.IndexAny(s, "{ \t")
+	if i <= 0 {
+		return "", 0, fmt.Errorf("not a sample line: %.80q", s)
+	}
+	name, rest := s[:i], s[i:]
+	if rest[0] == '{' {
+		// Skip the labels; a quoted value may hold '}' or an escaped quote.
+		quoted, end := false, -1
+		for j := 1; j < len(rest) && end < 0; j++ {
+			switch c := rest[j]; {
+			case c == '\\' && quoted:
+				j++
+			case c == '"':
+				quoted = !quoted
+			case c == '}' && !quoted:
+				end = j
+			}
+		}
+		if end < 0 {
+			return "", 0, fmt.Errorf("unterminated labels: %.80q", s)
+		}
+		rest = rest[end+1:]
+	}
+	f := strings.Fields(rest)
+	if len(f) < 1 || len(f) > 2 {
+		return "", 0, fmt.Errorf("not a sample line: %.80q", s)
+	}
+	if v, err = strconv.ParseFloat(f[0], 64); err != nil {
+		return "", 0, fmt.Errorf("sample %s: value %q is not a number", name, f[0])
+	}
+	return name, v, nil
+}
+
+// fetchMetrics reads GET url (the server's /metrics).
+func fetchMetrics(ctx context.Context, hc *http.Client, url string) (map[string]promValue, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, fmt.Errorf("GET %s: %w", url, err)
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("GET %s: %w", url, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
+	if err != nil {
+		return nil, fmt.Errorf("GET %s: %w", url, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: HTTP %d", url, resp.StatusCode)
+	}
+	m, err := parsePrometheus(body)
+	if err != nil {
+		return nil, fmt.Errorf("GET %s: not Prometheus text: %w", url, err)
+	}
+	if len(m) == 0 {
+		return nil, fmt.Errorf("GET %s: no %s metrics in the answer", url, strings.Join(engineNamespaces, ", "))
+	}
+	return m, nil
+}
+
+// gaugeAcc accumulates a gauge's readings.
+type gaugeAcc struct {
+	peak, sum, last float64
+	n               int
+}
+
+func (g *gaugeAcc) add(v float64) {
+	if g.n == 0 || v > g.peak {
+		g.peak = v
+	}
+	g.sum += v
+	g.last = v
+	g.n++
+}
+
+// scraper reads a server's /metrics before a level, every interval during
+// it (for the gauges' peaks; one reading at a time, so a slow server
+// slows the sampling, never stacks requests), and after it.
+type scraper struct {
+	hc       *http.Client
+	url      string
+	interval time.Duration
+
+	mu      sync.Mutex
+	before  map[string]promValue
+	gauges  map[string]*gaugeAcc
+	samples int
+	stop    context.CancelFunc
+	done    chan struct{}
+}
+
+// startScrape reads /metrics once and starts the sampling.
+func startScrape(ctx context.Context, hc *http.Client, url string, interval time.Duration) (*scraper, error) {
+	before, err := fetchMetrics(ctx, hc, url)
+	if err != nil {
+		return nil, err
+	}
+	s := &scraper{hc: hc, url: url, interval: interval, before: before, gauges: map[string]*gaugeAcc{}, done: make(chan struct{})}
+	s.take(before)
+	var sctx context.Context
+	sctx, s.stop = context.WithCancel(ctx)
+	go s.loop(sctx)
+	return s, nil
+}
+
+func (s *scraper) take(m map[string]promValue) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.samples++
+	for name, v := range m {
+		if !v.gauge {
+			continue
+		}
+		g := s.gauges[name]
+		if g == nil {
+			g = &gaugeAcc{}
+			s.gauges[name] = g
+		}
+		g.add(v.v)
+	}
+}
+
+func (s *scraper) loop(ctx context.Context) {
+	defer close(s.done)
+	t := time.NewTicker(s.interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if m, err := fetchMetrics(ctx, s.hc, s.url); err == nil {
+			s.take(m)
+		}
+	}
+}
+
+// finish stops the sampling, reads /metrics once more and returns the
+// counters' growth and the gauges' readings.
+func (s *scraper) finish(ctx context.Context) (*results.ServerMetrics, error) {
+	s.stop()
+	<-s.done
+	after, err := fetchMetrics(ctx, s.hc, s.url)
+	if err != nil {
+		return nil, err
+	}
+	s.take(after)
+	m := &results.ServerMetrics{Samples: s.samples, IntervalMS: float64(s.interval) / 1e6}
+	for name, v := range after {
+		if v.gauge {
+			continue
+		}
+		if b, ok := s.before[name]; ok {
+			m.Counters = append(m.Counters, results.CounterDelta{Name: name, Delta: roundSmall(v.v - b.v)})
+		}
+	}
+	for name, g := range s.gauges {
+		if _, ok := after[name]; !ok {
+			continue
+		}
+		m.Gauges = append(m.Gauges, results.GaugeStats{Name: name, Peak: g.peak, Mean: roundSmall(g.sum / float64(g.n)), Last: g.last})
+	}
+	m.Sort()
+	return m, nil
+}
+
+// roundSmall rounds away binary noise (0.30000000000000004) for the file.
+func roundSmall(v float64) float64 { return math.Round(v*1e9) / 1e9 }
+
+// checkMetrics decides whether the sweep reads the server's /metrics.
+func (cfg *SweepConfig) checkMetrics(ctx context.Context, hc *http.Client) error {
+	if cfg.ScrapeMetrics == ScrapeOff {
+		return nil
+	}
+	url := cfg.URL + "/metrics"
+	_, err := fetchMetrics(ctx, hc, url)
+	switch {
+	case err == nil:
+		cfg.metricsURL = url
+		fmt.Fprintf(cfg.Log, "server metrics: %s read before and after each level, gauges every %v\n", url, cfg.ScrapeInterval)
+	case cfg.ScrapeMetrics == ScrapeOn:
+		return fmt.Errorf("--scrape-metrics on: %w (pass --scrape-metrics off to run without)", err)
+	default:
+		fmt.Fprintf(cfg.Log, "server metrics: not read (%v)\n", err)
+	}
+	return nil
+}

@@ -1,0 +1,139 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/profile-model/profile-model/profiling/sim"
+	"github.com/profile-model/profile-model/results"
+)
+
+func TestParsePrometheus(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, text string
+		want       map[string]promValue
+		err        string
+	}{
+		{
+			name: "ATOM's names",
+			text: "# HELP atom:requests_running Number of requests.\n# TYPE atom:requests_running gauge\natom:requests_running 4\n" +
+				"# TYPE atom:generation_tokens counter\natom:generation_tokens_total 1.5e3\n",
+			want: map[string]promValue{"atom:requests_running": {4, true}, "atom:generation_tokens_total": {1500, false}},
+		},
+		{
+			name: "vLLM's: labels summed, histograms and other namespaces left out",
+			text: "# TYPE vllm:num_requests_running gauge\n" +
+				`vllm:num_requests_running{model_name="a",engine="0"} 3` + "\n" +
+				`vllm:num_requests_running{model_name="b}\"x",engine="1"} 2 1700000000000` + "\n" +
+				"# TYPE vllm:e2e_request_latency_seconds histogram\n" +
+				`vllm:e2e_request_latency_seconds_bucket{le="0.3"} 7` + "\n" +
+				"vllm:e2e_request_latency_seconds_count 7\n" +
+				"# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total 12.5\n" +
+				"# TYPE vllm:num_preemptions counter\nvllm:num_preemptions_total 0\n",
+			want: map[string]promValue{"vllm:num_requests_running": {5, true}, "vllm:num_preemptions_total": {0, false}},
+		},
+		{name: "an HTML page", text: "<html><body>metrics</body></html>\n", err: "line 1"},
+		{name: "JSON", text: `{"running": 4}`, err: "line 1"},
+		{name: "a value that is no number", text: "atom:x abc\n", err: "not a number"},
+		{name: "unterminated labels", text: `atom:x{a="1" 2` + "\n", err: "unterminated"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := parsePrometheus([]byte(tc.text))
+			if tc.err != "" {
+				require.ErrorContains(t, err, tc.err)
+				return
+			}
+			require.NoError(t, err)
+			if d := cmp.Diff(tc.want, got, cmp.AllowUnexported(promValue{})); d != "" {
+				t.Fatalf("(-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+// With auto, a server without engine metrics is run without them; with
+// on, that is an error naming the URL and the way out.
+func TestCheckMetrics(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		handler http.HandlerFunc
+		mode    string
+		read    bool
+		err     string
+	}{
+		{"not found, auto", http.NotFound, ScrapeAuto, false, ""},
+		{"not found, on", http.NotFound, ScrapeOn, false, "HTTP 404"},
+		{"an HTML page, on", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "<html>hi</html>") }, ScrapeOn, false, "not Prometheus text"},
+		{"only process metrics, on", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "process_open_fds 9\n") }, ScrapeOn, false, "no atom:"},
+		{"engine metrics, auto", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "atom:requests_running 0\n") }, ScrapeAuto, true, ""},
+		{"engine metrics, off", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "atom:requests_running 0\n") }, ScrapeOff, false, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			srv := httptest.NewServer(tc.handler)
+			defer srv.Close()
+			cfg := SweepConfig{URL: srv.URL, ISL: 1, OSL: 1, Concurrencies: []int{1}, ScrapeMetrics: tc.mode}
+			require.NoError(t, cfg.defaults())
+			var log bytes.Buffer
+			cfg.Log = &log
+			err := cfg.checkMetrics(context.Background(), srv.Client())
+			if tc.err != "" {
+				require.ErrorContains(t, err, tc.err)
+				require.ErrorContains(t, err, "--scrape-metrics off")
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tc.read, cfg.metricsURL != "", log.String())
+		})
+	}
+}
+
+// A sweep against the simulated engine stores what its /metrics said over
+// each level: counters' growth (the level's generated tokens and finished
+// requests, warmups excluded) and gauges' peaks, in the JSON and the
+// summary.
+func TestSweepScrapesMetrics(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a level against the simulated engine; skipped with -short")
+	}
+	t.Parallel()
+	const conc = 4
+	lv, doc := sweepSim(t, sim.Config{TimeScale: 5}, SweepConfig{ISL: 64, OSL: 48, Concurrencies: []int{conc}, NumPromptsMul: 3,
+		Warmups: 1, ScrapeInterval: 20 * time.Millisecond})
+	m := doc.Server
+	require.NotNil(t, m, "%v", lv.Warnings)
+	require.Equal(t, lv.Server, m, "the file holds what the level measured")
+	gen, ok := m.Counter(results.GeneratedMetrics...)
+	require.True(t, ok)
+	require.Equal(t, float64(doc.TotalOutputTokens), gen, "generated tokens over the level, warmup excluded")
+	fin, ok := m.Counter("atom:requests_finished_total")
+	require.True(t, ok)
+	require.Equal(t, float64(doc.Completed), fin)
+	run, ok := m.Gauge(results.RunningMetrics...)
+	require.True(t, ok)
+	require.GreaterOrEqual(t, run.Peak, 1.0, "requests ran while sampled")
+	require.LessOrEqual(t, run.Peak, float64(conc))
+	require.Greater(t, m.Samples, 2, "sampled during the level")
+
+	rows, err := results.LoadSummary(results.Run(filepath.Dir(lv.ResultFile)).Summary())
+	require.NoError(t, err)
+	require.Len(t, rows, 1)
+	require.Equal(t, run.Peak, rows[0].Server[0], "srv_running_peak")
+	require.Equal(t, gen, rows[0].Server[4], "srv_generated_tokens")
+
+	data, err := os.ReadFile(lv.ResultFile)
+	require.NoError(t, err)
+	require.Contains(t, string(data), `"server_metrics"`)
+}
