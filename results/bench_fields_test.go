@@ -52,3 +52,18 @@ func TestServerMetricsRoundTrip(t *testing.T) {
 		t.Fatalf("server columns differ (-wrote +read):\n%s", d)
 	}
 }
+
+// The profile window survives a level file.
+func TestProfileWindowRoundTrip(t *testing.T) {
+	t.Parallel()
+	l := sampleLevel(false)
+	l.Window = &ProfileWindow{StartS: -0.01, StopS: 2.5, StoppedBy: "steps", SteadyS: 0.02, DecodeSteps: 101.25, StepsFrom: "streamed tokens / concurrency", StopWaitS: 0.3}
+	var b bytes.Buffer
+	require.NoError(t, l.Write(&b))
+	require.Contains(t, b.String(), `"stopped_by": "steps"`)
+	back, err := ParseLevel(b.Bytes())
+	require.NoError(t, err)
+	if d := cmp.Diff(l, back); d != "" {
+		t.Fatalf("round trip differs (-wrote +read):\n%s", d)
+	}
+}

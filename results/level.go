@@ -141,6 +141,8 @@ type Level struct {
 	// Server is what the server's /metrics said over the level; nil when
 	// it was not read.
 	Server *ServerMetrics
+	// Window is the part of the level the trace covers; nil unless profiled.
+	Window *ProfileWindow
 
 	Profile    bool
 	TraceFiles []string
@@ -257,6 +259,9 @@ func (l *Level) document() object {
 	o.add("requests_resent", l.RequestsResent)
 	if l.Server != nil {
 		o.add("server_metrics", l.Server.document())
+	}
+	if l.Window != nil {
+		o.add("profile_window", l.Window.document())
 	}
 	o.add("profile", l.Profile)
 	o.add("trace_files", l.TraceFiles)
@@ -440,6 +445,12 @@ func ParseLevel(data []byte) (*Level, error) {
 			errs = append(errs, fmt.Sprintf("key \"server_metrics\": %v", err))
 		}
 		l.Server = m
+	}
+	if v, ok := raw["profile_window"]; ok && string(v) != "null" {
+		var w profileWindowJSON
+		get("profile_window", &w)
+		pw := ProfileWindow(w)
+		l.Window = &pw
 	}
 	get("profile", &l.Profile)
 	get("trace_files", &l.TraceFiles)

@@ -38,6 +38,8 @@ type sweepFlags struct {
 	details                       *bool
 	timeout                       *time.Duration
 	scrape                        *string
+	profSteps                     *int
+	profFor                       *time.Duration
 }
 
 func addSweepFlags(fs *flag.FlagSet, defaultOSL, defaultMul int, modelHelp string) *sweepFlags {
@@ -60,6 +62,8 @@ func addSweepFlags(fs *flag.FlagSet, defaultOSL, defaultMul int, modelHelp strin
 		goodput:     fs.String("goodput", "", "SLOs for goodput in ms, e.g. ttft:500,tpot:50,e2el:10000"),
 		details:     fs.Bool("details", false, "save per-request lengths, TTFTs, ITLs, generated texts and errors in the result JSON"),
 		timeout:     fs.Duration("timeout", 0, "per-request timeout (0: none)"),
+		profSteps:   fs.Int("profile-steps", 0, "with --profile: stop the profiler after about N decode steps of steady load (every slot busy) instead of at the level's end (0: at the end)"),
+		profFor:     fs.Duration("profile-seconds", 0, "with --profile: stop the profiler after this long of steady load, e.g. 20s (0: at the level's end)"),
 		scrape:      fs.String("scrape-metrics", bench.ScrapeAuto, "read the server's /metrics before and after each level and sample its gauges: auto (when /metrics answers with engine metrics), on (required) or off"),
 		tokFlag:     fs.String("tokenizer", "", "the served model's `tokenizer.json` (or its directory) for exact prompt lengths; default: found locally from the model name (a model directory or the Hugging Face cache); none: calibrate from the server"),
 	}
@@ -96,7 +100,15 @@ func (f *sweepFlags) config(cmd string) (bench.SweepConfig, error) {
 		RequestRate: rps, Burstiness: *f.burstiness, Warmups: *f.warmups, Seed: *f.seed,
 		RequestTimeout: *f.timeout, ExportTimeout: *f.exportWait,
 		Percentiles: pcts, SLO: slo, Details: *f.details,
-		ScrapeMetrics: *f.scrape,
+		ScrapeMetrics: *f.scrape, ProfileSteps: *f.profSteps, ProfileFor: *f.profFor,
+	}
+	if *f.profSteps < 0 || *f.profFor < 0 {
+		return cfg, usageError{cmd + ": --profile-steps and --profile-seconds must not be negative"}
+	}
+	switch *f.scrape {
+	case bench.ScrapeAuto, bench.ScrapeOn, bench.ScrapeOff:
+	default:
+		return cfg, usageError{fmt.Sprintf("%s: --scrape-metrics %q: want auto, on or off", cmd, *f.scrape)}
 	}
 	switch *f.tokFlag {
 	case "none":
@@ -148,6 +160,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if *profile && *traceDir == "" {
 		return usageError{"bench: --profile needs --trace-dir (the server's torch profiler directory) to wait for the traces"}
+	}
+	if !*profile && (*sf.profSteps > 0 || *sf.profFor > 0) {
+		return usageError{"bench: --profile-steps and --profile-seconds set when the profiler stops: they need --profile"}
 	}
 	cfg, err := sf.config("bench")
 	if err != nil {

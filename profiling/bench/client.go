@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -135,6 +136,8 @@ type Client struct {
 	special int               // what tok counts for an empty text (its added special tokens)
 	now     func() time.Time  // the clock; nil: time.Now (tests drive a fake one)
 	logs    sync.Pool         // *frameLog
+
+	streamed atomic.Int64 // tokens streamed so far, as estimated while they stream
 
 	stream  *streamTransport // completions of a plain http:// server; nil: HTTP
 	readers sync.Pool
@@ -403,6 +406,7 @@ func (c *Client) readStream(ctx context.Context, out *Output, sse *SSEReader) {
 					w = max(c.tok.Count(string(f.delta))-c.special, 1)
 				}
 				log.add(out.Start, now, w, f.reasoning)
+				c.streamed.Add(c.streamedTokens(w, f.delta))
 			case f.finish || f.role:
 				// The closing frame, or a chat stream's opening one.
 			case c.chat() && sse.Events() == 1:
@@ -412,6 +416,7 @@ func (c *Client) readStream(ctx context.Context, out *Output, sse *SSEReader) {
 				// A token whose text the detokenizer held back (it ended
 				// inside a UTF-8 character): a token all the same.
 				log.add(out.Start, now, 0, false)
+				c.streamed.Add(1)
 			}
 		}
 		if f.usage {

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -19,6 +20,8 @@ type Load struct {
 	StopOnConnection bool
 	// Progress, when set, is called after each finished request.
 	Progress func(done int)
+	// InFlight, when set, counts the requests in flight as they go.
+	InFlight *atomic.Int64
 }
 
 // Run sends the requests of src under load l and returns one Output per
@@ -98,10 +101,16 @@ loop:
 			}
 		}
 		sent[i] = true
+		if l.InFlight != nil {
+			l.InFlight.Add(1)
+		}
 		wg.Add(1)
 		go func(i int, req Request) {
 			defer wg.Done()
 			o := c.Do(ctx, req)
+			if l.InFlight != nil {
+				l.InFlight.Add(-1)
+			}
 			<-sem
 			results[i] = o
 			if o.Failure == FailConnection && l.StopOnConnection {

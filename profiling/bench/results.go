@@ -39,7 +39,7 @@ func levelDoc(cfg *SweepConfig, model string, s Shaper, lv *LevelResult) *result
 		Shaping:           results.Shaping{Method: s.Method()},
 		OutputLensCounted: m.OutputCounted, InputLensRequested: m.PromptRequested,
 		ReasoningTokens: m.ReasoningTokens, TokensPerFrame: m.TokensPerFrame(), TokensPerFrameMethod: string(m.Split),
-		RequestsResent: m.Resent, Server: lv.Server,
+		RequestsResent: m.Resent, Server: lv.Server, Window: lv.Window,
 		Profile: cfg.Profile, TraceFiles: lv.TraceFiles, DecodeBS: lv.DecodeBS, Warnings: lv.Warnings,
 	}
 	if cfg.SLO.set() {
@@ -180,6 +180,9 @@ func printLevel(w io.Writer, cfg *SweepConfig, model string, lv *LevelResult) {
 	}
 	if lv.Server != nil {
 		fmt.Fprintf(w, "server metrics: %s\n", lv.Server)
+	}
+	if win := lv.Window; win != nil {
+		fmt.Fprintf(w, "profile window: %.2f s to %.2f s of the level (stopped by %s)\n", win.StartS, win.StopS, win.StoppedBy)
 	}
 	for _, t := range lv.TraceFiles {
 		fmt.Fprintf(w, "trace: %s\n", t)

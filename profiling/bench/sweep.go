@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-json-experiment/json"
@@ -86,6 +87,13 @@ type SweepConfig struct {
 	ScrapeMetrics  string
 	ScrapeInterval time.Duration
 	metricsURL     string // the /metrics read, once known to answer
+
+	// ProfileSteps and ProfileFor (with Profile) stop the profiler once
+	// the load is steady (every request slot busy) for about that many
+	// decode steps or that long, instead of at the level's end, to keep
+	// the traces of long levels small; 0: at the end.
+	ProfileSteps int
+	ProfileFor   time.Duration
 }
 
 // Level statuses.
@@ -108,6 +116,7 @@ type LevelResult struct {
 	Warnings   []diag.Warning
 	ResultFile string
 	Server     *results.ServerMetrics // what /metrics said over the level; nil when not read
+	Window     *results.ProfileWindow // the part of the level the trace covers; nil unless profiled
 }
 
 // SweepResult is what a run produced.
@@ -149,6 +158,12 @@ func (cfg *SweepConfig) defaults() error {
 	}
 	if cfg.NumPromptsMul < 1 {
 		cfg.NumPromptsMul = 1
+	}
+	if cfg.ProfileSteps < 0 || cfg.ProfileFor < 0 {
+		return errors.New("profile-steps and profile-seconds must not be negative")
+	}
+	if !cfg.Profile && (cfg.ProfileSteps > 0 || cfg.ProfileFor > 0) {
+		return errors.New("--profile-steps and --profile-seconds need --profile")
 	}
 	if cfg.Profile && cfg.TraceDir == "" {
 		return errors.New("--profile needs --trace-dir: the server's torch profiler directory, where the traces are waited for")
@@ -313,6 +328,7 @@ func runLevel(ctx context.Context, cfg *SweepConfig, c *Client, s Shaper, conc i
 	}
 
 	var before map[string]int64
+	var profStart time.Time
 	if cfg.Profile {
 		var err error
 		if before, err = traceFiles(cfg.TraceDir); err != nil {
@@ -321,6 +337,10 @@ func runLevel(ctx context.Context, cfg *SweepConfig, c *Client, s Shaper, conc i
 		if err := postProfile(ctx, c.HTTP, cfg.URL+"/start_profile", cfg.ExportTimeout); err != nil {
 			return fail(err.Error())
 		}
+		profStart = time.Now()
+	}
+	stopProfile := func(ctx context.Context) error {
+		return postProfile(ctx, c.HTTP, cfg.URL+"/stop_profile", cfg.ExportTimeout)
 	}
 
 	var scrape *scraper
@@ -335,7 +355,14 @@ func runLevel(ctx context.Context, cfg *SweepConfig, c *Client, s Shaper, conc i
 	if cfg.Progress != nil {
 		update, finish = cfg.Progress(conc, lv.NumPrompts)
 	}
+	var inFlight atomic.Int64
+	var watch *windowWatch
+	if cfg.Profile && (cfg.ProfileSteps > 0 || cfg.ProfileFor > 0) {
+		now := time.Now()
+		watch = startWindow(ctx, cfg, c, min(conc, lv.NumPrompts), &inFlight, now, profStart, stopProfile)
+	}
 	outs, start, end := Run(ctx, c, reqs, Load{
+		InFlight:         &inFlight,
 		MaxConcurrency:   conc,
 		RequestRate:      cfg.RequestRate,
 		Burstiness:       cfg.Burstiness,
@@ -375,8 +402,25 @@ func runLevel(ctx context.Context, cfg *SweepConfig, c *Client, s Shaper, conc i
 		// The benchmark window is closed; the export is not part of it. A
 		// cancelled run still stops the profiler so the server is not left
 		// recording.
-		stopCtx := context.WithoutCancel(ctx)
-		if err := postProfile(stopCtx, c.HTTP, cfg.URL+"/stop_profile", cfg.ExportTimeout); err != nil {
+		stopLater, err := true, error(nil)
+		lv.Window = &results.ProfileWindow{StartS: profStart.Sub(start).Seconds(), StopS: end.Sub(start).Seconds(), StoppedBy: StopAtLevelEnd, SteadyS: -1}
+		if watch != nil {
+			var w results.ProfileWindow
+			w, stopLater, err = watch.finish(start, end)
+			lv.Window = &w
+			switch {
+			case w.StoppedBy != StopAtLevelEnd:
+				fmt.Fprintf(cfg.Log, "profiler stopped after %.2f s of steady load, about %.0f decode steps (%s)\n", w.StopS-w.SteadyS, w.DecodeSteps, w.StepsFrom)
+			case w.SteadyS < 0:
+				fmt.Fprintf(cfg.Log, "the load never kept all %d slots busy: the profiler ran to the level's end\n", min(conc, lv.NumPrompts))
+			default:
+				fmt.Fprintf(cfg.Log, "the level ended before its profile window was full: the profiler ran to the level's end\n")
+			}
+		}
+		if stopLater {
+			err = stopProfile(context.WithoutCancel(ctx))
+		}
+		if err != nil {
 			lv.Warnings = append(lv.Warnings, diag.New(diag.Trace, err.Error()))
 			if lv.Status == StatusOK {
 				lv.Status = StatusFailed

@@ -1,0 +1,65 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/profile-model/profile-model/profiling/sim"
+	"github.com/profile-model/profile-model/results"
+)
+
+func TestBenchWindowAndScrapeUsage(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"steps without profile", []string{"--url", "http://x", "--profile-steps", "10"}, "need --profile"},
+		{"seconds without profile", []string{"--url", "http://x", "--profile-seconds", "5s"}, "need --profile"},
+		{"negative steps", []string{"--url", "http://x", "--profile", "--trace-dir", "d", "--profile-steps", "-1"}, "must not be negative"},
+		{"bad scrape mode", []string{"--url", "http://x", "--scrape-metrics", "yes"}, "want auto, on or off"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var out, errb bytes.Buffer
+			err := run(context.Background(), append([]string{"bench"}, tc.args...), &out, &errb)
+			var u usageError
+			require.True(t, errors.As(err, &u), "want a usage error, got %v", err)
+			require.Contains(t, err.Error(), tc.want)
+		})
+	}
+}
+
+// bench against a simulated engine that merges frames, profiled with a
+// window of 20 steps: the level JSON says 4 tokens per frame, holds the
+// server's metrics and the window.
+func TestBenchCommandWindowAndMetrics(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a profiled level against the simulated engine; skipped with -short")
+	}
+	t.Parallel()
+	traces := t.TempDir()
+	url := benchSim(t, sim.Config{TimeScale: 5, MergeFrames: 4, ProfilerDir: traces, PythonPerStep: -1})
+	out := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	err := run(context.Background(), []string{"bench", "--url", url, "--isl", "32", "--osl", "64", "--random-range-ratio", "1",
+		"--conc", "4", "--num-prompts-mul", "1", "--out", out, "--profile", "--trace-dir", traces, "--profile-steps", "20"}, &stdout, &stderr)
+	require.NoError(t, err, "stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+	require.Contains(t, stdout.String(), "server metrics: running_peak=")
+	require.Contains(t, stdout.String(), "(stopped by steps)")
+	files, err := filepath.Glob(filepath.Join(out, "run-*", "conc4.json"))
+	require.NoError(t, err)
+	require.Len(t, files, 1)
+	l, err := results.LoadLevel(files[0])
+	require.NoError(t, err)
+	require.InDelta(t, 4.0, l.TokensPerFrame, 1e-9)
+	require.NotNil(t, l.Server)
+	require.NotNil(t, l.Window)
+	require.Equal(t, "steps", l.Window.StoppedBy)
+}
