@@ -79,7 +79,8 @@ func parsePrometheus(data []byte) (map[string]promValue, error) {
 		}
 		pv := out[name]
 		pv.v += value
-		pv.gauge = typ != "counter" && !strings.HasSuffix(name, "_total")
+		// Without a TYPE line, a _total name is a counter's.
+		pv.gauge = typ == "gauge" || typ != "counter" && !strings.HasSuffix(name, "_total")
 		out[name] = pv
 	}
 	return out, sc.Err()

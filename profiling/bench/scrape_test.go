@@ -28,8 +28,11 @@ func TestParsePrometheus(t *testing.T) {
 		{
 			name: "ATOM's names",
 			text: "# HELP atom:requests_running Number of requests.\n# TYPE atom:requests_running gauge\natom:requests_running 4\n" +
-				"# TYPE atom:generation_tokens counter\natom:generation_tokens_total 1.5e3\n",
-			want: map[string]promValue{"atom:requests_running": {4, true}, "atom:generation_tokens_total": {1500, false}},
+				"# TYPE atom:generation_tokens counter\natom:generation_tokens_total 1.5e3\n" +
+				"# TYPE atom:kv_cache_blocks_total gauge\natom:kv_cache_blocks_total 65536\n" +
+				"atom:untyped_total 3\natom:untyped 2\n",
+			want: map[string]promValue{"atom:requests_running": {4, true}, "atom:generation_tokens_total": {1500, false},
+				"atom:kv_cache_blocks_total": {65536, true}, "atom:untyped_total": {3, false}, "atom:untyped": {2, true}},
 		},
 		{
 			name: "vLLM's: labels summed, histograms and other namespaces left out",
