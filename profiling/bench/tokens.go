@@ -35,6 +35,10 @@ func (s TokenSplit) rank() int {
 	return 0
 }
 
+// maxTokensPerFrame bounds the tokens one frame is taken to carry: merged
+// frames and speculative decoding put a few to a few dozen in a frame.
+const maxTokensPerFrame = 64
+
 // frameLog records, as a stream arrives, the frames that may carry tokens:
 // each as its gap from the frame before (the first: from the request's
 // start) and its weight, all varints. Which frames carry how many tokens is
@@ -107,7 +111,10 @@ func (l *frameLog) split(out *Output, total int, tokenizer bool) {
 		sum = kept + extraW
 	}
 	if total > sum {
-		sum = total
+		// A usage total beyond maxTokensPerFrame a frame is not believed
+		// (and would cost a gap per claimed token): the frames carry at
+		// most that, and FrameTokens stays below the claim.
+		sum = min(total, kept*maxTokensPerFrame)
 	}
 	extra := sum - kept
 	out.TokenEvents, out.FrameTokens, out.Split = kept, 0, SplitOnePerFrame

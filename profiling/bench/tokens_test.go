@@ -23,6 +23,14 @@ type wordCounter struct{}
 
 func (wordCounter) Count(text string) int { return len(strings.Fields(text)) }
 
+func repeat(v float64, n int) []float64 {
+	out := make([]float64, n)
+	for i := range out {
+		out[i] = v
+	}
+	return out
+}
+
 func gapsList(g Gaps) []time.Duration {
 	var out []time.Duration
 	for d := range g.All() {
@@ -87,6 +95,11 @@ func TestFrameLogSplit(t *testing.T) {
 			name: "no usage, with a tokenizer", why: "the tokenizer's counts are the tokens",
 			frames: []fr{{10, 2, false}, {20, 3, false}}, total: -1, tokenizer: true,
 			ttft: 10, itl: []float64{10.0 / 3, 10.0 / 3, 10.0 / 3}, events: 2, tokens: 5, split: SplitTokenizer,
+		},
+		{
+			name: "an implausible usage total", why: "a billion tokens in two frames: each frame is taken to carry at most 64",
+			frames: []fr{{10, 1, false}, {20, 1, false}}, total: 1e9,
+			ttft: 10, itl: repeat(10.0/64, 64), events: 2, tokens: 128, split: SplitEven,
 		},
 		{
 			name: "usage above the tokenizer's counts", why: "the tokenizer says one each: the rest is spread evenly",
