@@ -401,12 +401,8 @@ func (c *Client) readStream(ctx context.Context, out *Output, sse *SSEReader) {
 				if c.KeepText {
 					text.Write(f.delta)
 				}
-				w := 1
-				if c.tok != nil {
-					w = max(c.tok.Count(string(f.delta))-c.special, 1)
-				}
-				log.add(out.Start, now, w, f.reasoning)
-				c.streamed.Add(c.streamedTokens(w, f.delta))
+				log.add(out.Start, now, f.delta, f.reasoning)
+				c.streamed.Add(streamedTokens(f.delta))
 			case f.finish || f.role:
 				// The closing frame, or a chat stream's opening one.
 			case c.chat() && sse.Events() == 1:
@@ -415,7 +411,7 @@ func (c *Client) readStream(ctx context.Context, out *Output, sse *SSEReader) {
 			default:
 				// A token whose text the detokenizer held back (it ended
 				// inside a UTF-8 character): a token all the same.
-				log.add(out.Start, now, 0, false)
+				log.add(out.Start, now, nil, false)
 				c.streamed.Add(1)
 			}
 		}
@@ -426,7 +422,11 @@ func (c *Client) readStream(ctx context.Context, out *Output, sse *SSEReader) {
 			}
 		}
 	}
-	log.split(out, total, c.tok != nil)
+	var count func(string) int
+	if c.tok != nil {
+		count = func(s string) int { return c.tok.Count(s) - c.special }
+	}
+	log.split(out, total, count)
 	if !out.UsageOutput {
 		out.OutputTokens = out.FrameTokens
 	}

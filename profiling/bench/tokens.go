@@ -41,49 +41,61 @@ const maxTokensPerFrame = 64
 
 // frameLog records, as a stream arrives, the frames that may carry tokens:
 // each as its gap from the frame before (the first: from the request's
-// start) and its weight, all varints. Which frames carry how many tokens is
-// decided at the end, when the usage total is known.
+// start), its flags and its text. Which frames carry how many tokens is
+// decided at the end, when the usage total is known; only then, and only
+// when frames carried several tokens, is the tokenizer asked (counting
+// every frame as it came cost ~4 µs a token).
 type frameLog struct {
-	b    []byte
+	b    []byte // per frame: uvarint gap, uvarint flags|len(text)<<logShift, text
 	last time.Time
-	// Frames with text, frames with empty text (a token whose text the
-	// detokenizer held back), and the sum of the text frames' weights.
-	text, empty, weight int
+	// Frames with text, and with empty text (a token whose text the
+	// detokenizer held back).
+	text, empty int
 }
 
-// Frame flags, in the low bits of each frame's weight varint.
+// Frame flags, in the low bits of each frame's second varint.
 const (
 	logEmpty     = 1 << iota // the frame's text was empty
 	logReasoning             // reasoning_content or reasoning
 	logShift     = iota
 )
 
-// add records a frame that arrived at now; w is its tokenizer count (1
-// without a tokenizer), 0 for an empty-text frame.
-func (l *frameLog) add(start, now time.Time, w int, reasoning bool) {
+// add records a frame with text (empty: a token sent as "") that arrived
+// at now.
+func (l *frameLog) add(start, now time.Time, text []byte, reasoning bool) {
 	from := l.last
 	if from.IsZero() {
 		from = start
 	}
 	l.b = binary.AppendUvarint(l.b, uint64(max(now.Sub(from), 0)))
 	l.last = now
-	v := uint64(max(w, 1)) << logShift
-	if w == 0 {
+	v := uint64(len(text)) << logShift
+	if len(text) == 0 {
 		v |= logEmpty
 		l.empty++
 	} else {
 		l.text++
-		l.weight += max(w, 1)
 	}
 	if reasoning {
 		v |= logReasoning
 	}
 	l.b = binary.AppendUvarint(l.b, v)
+	l.b = append(l.b, text...)
+}
+
+// next decodes the frame at offset p and returns the offset after it.
+func (l *frameLog) next(p int) (gap time.Duration, flags uint64, text []byte, q int) {
+	g, n := binary.Uvarint(l.b[p:])
+	p += n
+	v, n := binary.Uvarint(l.b[p:])
+	p += n
+	end := p + int(v>>logShift)
+	return time.Duration(g), v, l.b[p:end], end
 }
 
 func (l *frameLog) reset() {
 	l.b, l.last = l.b[:0], time.Time{}
-	l.text, l.empty, l.weight = 0, 0, 0
+	l.text, l.empty = 0, 0
 }
 
 // split decides how many tokens each logged frame carried and fills out's
@@ -91,23 +103,40 @@ func (l *frameLog) reset() {
 // one before gives k gaps of g/k; the first frame's further tokens give
 // none, their times being unknown), TokenEvents, FrameTokens,
 // ReasoningTokens and Split. total is the usage total, < 0 when the
-// server sent none; tokenizer says whether the weights are tokenizer
-// counts.
+// server sent none; count, when not nil, counts the tokens of a frame's
+// text with the model's tokenizer (at least 1).
 //
 // Every frame with text carries at least one token; an empty-text frame
 // carries one unless the usage total leaves no room for it (then the
 // earliest empty frames are not tokens). Tokens beyond one per frame are
-// shared in proportion to the frames' weights beyond one, else evenly.
-func (l *frameLog) split(out *Output, total int, tokenizer bool) {
+// shared in proportion to the frames' tokenizer counts beyond one, else
+// evenly.
+func (l *frameLog) split(out *Output, total int, count func(string) int) {
 	kept := l.text + l.empty
 	drop := 0
 	if total >= 0 && total < kept {
 		drop = min(l.empty, kept-total)
 		kept -= drop
 	}
+	// Tokenizer weights, only when frames carry more than one token each
+	// (or nothing else says how many).
+	var weights []int
+	extraW := 0
+	if count != nil && (total < 0 || total > kept) {
+		weights = make([]int, 0, l.text+l.empty)
+		for p := 0; p < len(l.b); {
+			var text []byte
+			_, _, text, p = l.next(p)
+			w := 1
+			if len(text) > 0 {
+				w = max(count(string(text)), 1)
+			}
+			weights = append(weights, w)
+			extraW += w - 1
+		}
+	}
 	sum := kept // tokens at one per frame
-	extraW := l.weight - l.text
-	if total < 0 && tokenizer {
+	if total < 0 && weights != nil {
 		sum = kept + extraW
 	}
 	if total > sum {
@@ -120,7 +149,7 @@ func (l *frameLog) split(out *Output, total int, tokenizer bool) {
 	out.TokenEvents, out.FrameTokens, out.Split = kept, 0, SplitOnePerFrame
 	if extra > 0 {
 		out.Split = SplitEven
-		if tokenizer && extraW > 0 {
+		if extraW > 0 {
 			out.Split = SplitTokenizer
 		}
 	}
@@ -131,12 +160,10 @@ func (l *frameLog) split(out *Output, total int, tokenizer bool) {
 		given    int           // extra tokens given so far
 		seenTime bool
 	)
-	for p := 0; p < len(l.b); {
-		g, n := binary.Uvarint(l.b[p:])
-		p += n
-		v, n := binary.Uvarint(l.b[p:])
-		p += n
-		gap += time.Duration(g)
+	for p, f := 0, 0; p < len(l.b); f++ {
+		g, v, _, q := l.next(p)
+		p = q
+		gap += g
 		if v&logEmpty != 0 && drop > 0 {
 			drop--
 			continue
@@ -145,9 +172,7 @@ func (l *frameLog) split(out *Output, total int, tokenizer bool) {
 		if extra > 0 {
 			var share int
 			if out.Split == SplitTokenizer {
-				if v&logEmpty == 0 {
-					cumW += int(v>>logShift) - 1
-				}
+				cumW += weights[f] - 1
 				share = extra * cumW / extraW
 			} else {
 				share = extra * (i + 1) / kept

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"strconv"
@@ -15,6 +16,8 @@ import (
 
 	"github.com/profile-model/profile-model/profiling/sim"
 	"github.com/profile-model/profile-model/results"
+	"github.com/profile-model/profile-model/tokenizer"
+	"github.com/profile-model/profile-model/tokenizer/tokenizertest"
 )
 
 // wordCounter counts whitespace-separated words: the simulated engine's
@@ -47,7 +50,7 @@ func TestFrameLogSplit(t *testing.T) {
 	t.Parallel()
 	type fr struct {
 		at        float64 // ms from the request's start
-		w         int     // tokenizer count; 0: empty text
+		text      string  // a word a token; "": a token sent as empty text
 		reasoning bool
 	}
 	for _, tc := range []struct {
@@ -63,47 +66,47 @@ func TestFrameLogSplit(t *testing.T) {
 		split     TokenSplit
 	}{
 		{
-			name: "one token per frame", frames: []fr{{10, 1, false}, {15, 1, false}, {25, 1, false}},
+			name: "one token per frame", frames: []fr{{10, " a", false}, {15, " a", false}, {25, " a", false}},
 			total: 3, ttft: 10, itl: []float64{5, 10}, events: 3, tokens: 3, split: SplitOnePerFrame,
 		},
 		{
 			name: "merged frames without a tokenizer", why: "12 tokens spread evenly over 3 frames: each frame's gap is divided by 4",
-			frames: []fr{{40, 1, false}, {80, 1, false}, {120, 1, false}},
+			frames: []fr{{40, " a", false}, {80, " a", false}, {120, " a", false}},
 			total:  12, ttft: 40, itl: []float64{10, 10, 10, 10, 10, 10, 10, 10}, events: 3, tokens: 12, split: SplitEven,
 		},
 		{
 			name: "merged frames with a tokenizer", why: "weights 3, 1, 2 share the 6 tokens exactly",
-			frames: []fr{{30, 3, true}, {40, 1, true}, {60, 2, false}}, total: 6, tokenizer: true,
+			frames: []fr{{30, " a b c", true}, {40, " a", true}, {60, " a b", false}}, total: 6, tokenizer: true,
 			ttft: 30, itl: []float64{10, 10, 10}, events: 3, tokens: 6, reasoning: 4, split: SplitTokenizer,
 		},
 		{
 			name: "an empty-text token counts", why: "usage says 3 tokens in 3 frames, one of them with empty text",
-			frames: []fr{{10, 1, false}, {20, 0, false}, {30, 1, false}},
+			frames: []fr{{10, " a", false}, {20, "", false}, {30, " a", false}},
 			total:  3, ttft: 10, itl: []float64{10, 10}, events: 3, tokens: 3, split: SplitOnePerFrame,
 		},
 		{
 			name: "an empty frame the usage has no room for", why: "the earliest empty frame is not a token; its gap joins the next frame's",
-			frames: []fr{{5, 0, false}, {10, 1, false}, {20, 0, false}, {30, 1, false}},
+			frames: []fr{{5, "", false}, {10, " a", false}, {20, "", false}, {30, " a", false}},
 			total:  3, ttft: 10, itl: []float64{10, 10}, events: 3, tokens: 3, split: SplitOnePerFrame,
 		},
 		{
 			name: "no usage", why: "every frame is a token, the empty one too",
-			frames: []fr{{10, 1, false}, {20, 0, false}}, total: -1,
+			frames: []fr{{10, " a", false}, {20, "", false}}, total: -1,
 			ttft: 10, itl: []float64{10}, events: 2, tokens: 2, split: SplitOnePerFrame,
 		},
 		{
 			name: "no usage, with a tokenizer", why: "the tokenizer's counts are the tokens",
-			frames: []fr{{10, 2, false}, {20, 3, false}}, total: -1, tokenizer: true,
+			frames: []fr{{10, " a b", false}, {20, " a b c", false}}, total: -1, tokenizer: true,
 			ttft: 10, itl: []float64{10.0 / 3, 10.0 / 3, 10.0 / 3}, events: 2, tokens: 5, split: SplitTokenizer,
 		},
 		{
 			name: "an implausible usage total", why: "a billion tokens in two frames: each frame is taken to carry at most 64",
-			frames: []fr{{10, 1, false}, {20, 1, false}}, total: 1e9,
+			frames: []fr{{10, " a", false}, {20, " a", false}}, total: 1e9,
 			ttft: 10, itl: repeat(10.0/64, 64), events: 2, tokens: 128, split: SplitEven,
 		},
 		{
 			name: "usage above the tokenizer's counts", why: "the tokenizer says one each: the rest is spread evenly",
-			frames: []fr{{10, 1, false}, {30, 1, false}}, total: 4, tokenizer: true,
+			frames: []fr{{10, " a", false}, {30, " a", false}}, total: 4, tokenizer: true,
 			ttft: 10, itl: []float64{10, 10}, events: 2, tokens: 4, split: SplitEven,
 		},
 	} {
@@ -111,10 +114,14 @@ func TestFrameLogSplit(t *testing.T) {
 			start := time.Unix(100, 0)
 			var l frameLog
 			for _, f := range tc.frames {
-				l.add(start, start.Add(msd(f.at)), f.w, f.reasoning)
+				l.add(start, start.Add(msd(f.at)), []byte(f.text), f.reasoning)
 			}
 			var out Output
-			l.split(&out, tc.total, tc.tokenizer)
+			var count func(string) int
+			if tc.tokenizer {
+				count = wordCounter{}.Count
+			}
+			l.split(&out, tc.total, count)
 			require.Equal(t, msd(tc.ttft), out.TTFT, tc.why)
 			var want []time.Duration
 			for _, v := range tc.itl {
@@ -139,10 +146,10 @@ func TestFrameLogSplitExactSum(t *testing.T) {
 	t.Parallel()
 	start := time.Unix(0, 0)
 	var l frameLog
-	l.add(start, start.Add(7), 1, false)
-	l.add(start, start.Add(7+1000), 1, false)
+	l.add(start, start.Add(7), []byte(" a"), false)
+	l.add(start, start.Add(7+1000), []byte(" b"), false)
 	var out Output
-	l.split(&out, 8, false) // 4 and 4 tokens: 1000 ns in 4 gaps
+	l.split(&out, 8, nil) // 4 and 4 tokens: 1000 ns in 4 gaps
 	var sum time.Duration
 	for d := range out.ITL.All() {
 		sum += d
@@ -489,4 +496,29 @@ func TestSweepDialectsAlike(t *testing.T) {
 	}
 	t.Logf("ITL p50 legacy %.3f ms, current %.3f ms; tokens per frame %.3f", l.ITL.Median, c.ITL.Median, l.TokensPerFrame)
 	require.InEpsilon(t, l.ITL.Median, c.ITL.Median, 0.15, "same schedule, same per-token gaps")
+}
+
+// BenchmarkReadStreamTokenizer is BenchmarkReadStream with the model's
+// tokenizer counting every frame (a byte-level BPE fixture): the cost a
+// tokenizer adds per token.
+func BenchmarkReadStreamTokenizer(b *testing.B) {
+	tr := tokenizertest.Train(strings.Repeat(tokenizertest.TrainText+"\n", 4), 800)
+	data, err := tr.JSON(tokenizertest.Options{Split: true, BOS: true})
+	require.NoError(b, err)
+	tok, err := tokenizer.Parse(data)
+	require.NoError(b, err)
+	const n = 1000
+	body := []byte(atomFrames(n, 1024))
+	c := &Client{}
+	c.SetTokenizer(tok)
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		out := Output{Start: time.Now()}
+		c.readStream(context.Background(), &out, NewSSEReader(bytes.NewReader(body)))
+		if !out.OK() || out.TokenEvents != n {
+			b.Fatalf("%s: %s", out.Failure, out.Error)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/token")
 }

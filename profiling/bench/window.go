@@ -23,13 +23,10 @@ const stepsSource = "streamed tokens / concurrency"
 const windowPoll = 5 * time.Millisecond
 
 // streamedTokens estimates the tokens a frame carries while it streams
-// (the usage total, which settles it, comes only at the end): the
-// tokenizer's count, else its words (a word is about a token, and a frame
-// of one token is counted exactly), at least 1.
-func (c *Client) streamedTokens(w int, delta []byte) int64 {
-	if c.tok != nil || w == 0 {
-		return int64(max(w, 1))
-	}
+// (the usage total, which settles it, comes only at the end): its words
+// (a word is about a token, and a frame of one token is counted exactly),
+// at least 1.
+func streamedTokens(delta []byte) int64 {
 	words, in := 0, false
 	for _, b := range delta {
 		space := b == ' ' || b == '\t' || b == '\n' || b == '\r'
