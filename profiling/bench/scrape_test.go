@@ -140,3 +140,21 @@ func TestSweepScrapesMetrics(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, string(data), `"server_metrics"`)
 }
+
+// parsePrometheus never panics, and keeps only the engines' metrics.
+func FuzzParsePrometheus(f *testing.F) {
+	f.Add([]byte("# TYPE atom:requests_running gauge\natom:requests_running 4\n"))
+	f.Add([]byte(`vllm:num_requests_running{model_name="a\"}"} 3 17` + "\n"))
+	f.Add([]byte("# TYPE vllm:x histogram\nvllm:x_bucket{le=\"+Inf\"} 2\nvllm:x_count 2\n"))
+	f.Add([]byte("<html>\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := parsePrometheus(data)
+		if err != nil {
+			require.Nil(t, m)
+			return
+		}
+		for name := range m {
+			require.True(t, hasEnginePrefix(name), name)
+		}
+	})
+}
