@@ -20,6 +20,19 @@ const (
 	// Trailer: the JSON document is complete but the file is damaged after
 	// it (a missing gzip checksum, bytes after the document).
 	Trailer Code = "trailer"
+	// ImpossibleValue: a time in the trace cannot be right (a negative
+	// duration or timestamp, a timestamp far outside the profile window, a
+	// kernel longer than the trace); the message names the event.
+	ImpossibleValue Code = "impossible_value"
+	// DuplicateKey: an event gives a key twice; the message says which
+	// value was used.
+	DuplicateKey Code = "duplicate_key"
+	// QuotedNumber: a number the reader uses is written as a string; it
+	// was read as a number.
+	QuotedNumber Code = "quoted_number"
+	// TrailingData: data follows the JSON document (or a second gzip
+	// member does); it was ignored.
+	TrailingData Code = "trailing_data"
 	// NoKernels: the trace holds no GPU kernels.
 	NoKernels Code = "no_kernels"
 	// BSMismatch: the decode batch size in the trace differs from the

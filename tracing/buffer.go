@@ -1,12 +1,14 @@
 package tracing
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"io"
 	"sync/atomic"
 
 	"github.com/klauspost/compress/gzip"
+	"github.com/profile-model/profile-model/diag"
 )
 
 // The Scanner's input buffer: refilling it (from a reader or the
@@ -155,29 +157,55 @@ func (s *Scanner) extent() (int, bool) {
 	}
 }
 
-// drain reads a gzip stream to its end once the JSON has ended, so that
-// gzip checks each member's trailer (CRC-32 and size); what is left is
-// only the trailer, perhaps with trailing whitespace. A bad trailer
-// becomes a TrailerError.
+// drain reads what follows the JSON document once it has ended: only
+// whitespace may, and anything else is noted (a plain file is read no
+// further than that). A gzip stream is read to its end, so that gzip checks
+// each member's trailer (CRC-32 and size); a bad trailer becomes a
+// TrailerError, and a gzip member that begins after the document is noted.
 func (s *Scanner) drain() {
-	if s.cnt == nil {
-		return // plain JSON: nothing to verify
-	}
-	for !s.eof {
-		s.r = s.w // the rest is not read
-		var added bool
-		if s.ra != nil {
-			added = s.fillChunk()
-		} else {
-			added = s.fill()
+	end := s.Offset()
+	trailing := int64(-1)
+	for trailing < 0 {
+		for ; s.r < s.w; s.r++ {
+			if !isSpace(s.buf[s.r]) {
+				trailing = s.Offset()
+				break
+			}
 		}
-		if !added && !s.eof {
-			s.eof, s.rerr = true, io.ErrNoProgress
+		if trailing >= 0 || !s.fill() {
+			break
 		}
 	}
-	s.r = s.w
-	if s.rerr != nil && s.err == nil {
-		s.err = &TrailerError{CompressedOffset: s.cnt.n.Load(), Err: s.rerr}
+	var snippet string
+	if trailing >= 0 {
+		snippet = string(s.buf[s.r:min(s.w, s.r+24)])
+	}
+	if s.cnt != nil {
+		for !s.eof {
+			s.r = s.w // the rest is not read
+			var added bool
+			if s.ra != nil {
+				added = s.fillChunk()
+			} else {
+				added = s.fill()
+			}
+			if !added && !s.eof {
+				s.eof, s.rerr = true, io.ErrNoProgress
+			}
+		}
+		s.r = s.w
+		if s.rerr != nil && s.err == nil {
+			s.err = &TrailerError{CompressedOffset: s.cnt.n.Load(), Err: s.rerr}
+		}
+	}
+	if s.mem != nil {
+		if at := s.mem.second.Load(); at >= end {
+			s.notes.add(diag.TrailingData, "member", fmt.Sprintf("a second gzip member begins at compressed byte %d, after the JSON document ended (uncompressed byte %d): it was ignored; the file is probably two files joined (cat a.gz b.gz): keep one trace per file", s.mem.secondC.Load(), end))
+			return
+		}
+	}
+	if trailing >= 0 {
+		s.notes.add(diag.TrailingData, "trailing", fmt.Sprintf("byte %d: data follows the JSON document (%q...): it was ignored; the file may be damaged, or two traces joined", trailing, snippet))
 	}
 }
 
@@ -219,4 +247,65 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.n.Add(int64(n))
 	return n, err
+}
+
+// memberReader reads a gzip stream member by member (as gzip's multistream
+// mode does) and notes where a second member begins, so that one starting
+// after the JSON document is not read silently.
+type memberReader struct {
+	zr      *gzip.Reader
+	br      *bufio.Reader
+	cnt     *countingReader
+	out     int64        // uncompressed bytes read
+	second  atomic.Int64 // uncompressed offset of the second member, -1 when none
+	secondC atomic.Int64 // its compressed offset
+}
+
+func newMemberReader(zr *gzip.Reader, br *bufio.Reader, cnt *countingReader) *memberReader {
+	zr.Multistream(false)
+	m := &memberReader{zr: zr, br: br, cnt: cnt}
+	m.second.Store(-1)
+	return m
+}
+
+func (m *memberReader) Read(p []byte) (int, error) {
+	for {
+		n, err := m.zr.Read(p)
+		m.out += int64(n)
+		if err != io.EOF {
+			return n, err
+		}
+		if _, perr := m.br.Peek(1); perr != nil {
+			return n, io.EOF
+		}
+		at := m.cnt.n.Load() - int64(m.br.Buffered())
+		if err := m.zr.Reset(m.br); err != nil {
+			return n, err // not gzip: a TrailerError says so
+		}
+		if m.second.Load() < 0 {
+			m.secondC.Store(at)
+			m.second.Store(m.out)
+		}
+		m.zr.Multistream(false)
+		if n > 0 {
+			return n, nil
+		}
+	}
+}
+
+// openInput detects gzip by its magic bytes and returns the uncompressed
+// stream; for gzip, also the compressed byte count and the member reader.
+func openInput(r io.Reader) (io.Reader, *countingReader, *memberReader, error) {
+	cnt := &countingReader{r: r}
+	br := bufio.NewReaderSize(cnt, 64<<10)
+	magic, _ := br.Peek(2)
+	if len(magic) < 2 || magic[0] != 0x1f || magic[1] != 0x8b {
+		return br, nil, nil, nil
+	}
+	zr, err := gzip.NewReader(br)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("reading gzip header: %w (the file is truncated, or gzip-like but not gzip)", err)
+	}
+	m := newMemberReader(zr, br, cnt)
+	return m, cnt, m, nil
 }

@@ -3,6 +3,8 @@ package tracing
 import (
 	"bytes"
 	"fmt"
+
+	"github.com/profile-model/profile-model/diag"
 )
 
 // The general event parser: any key order, any spacing, every error
@@ -17,7 +19,10 @@ import (
 func (s *Scanner) parseEvent(b []byte) (end int, kept bool, msg string) {
 	l := lexer{b: b, i: 1}
 	var ph, cat, name, pid, tid, ts, dur, args []byte
-	var havePh, haveCat, haveName, pidQ, tidQ, argsDone bool
+	var havePh, haveCat, haveName, pidQ, tidQ, tsQ, durQ, argsDone bool
+	var seen uint16 // event keys read, to find one given twice
+	var dup string  // the first key given twice
+	var an argNotes
 	cl := clSkip
 	if l.peek() == '}' {
 		s.countCat(nil, false)
@@ -90,17 +95,20 @@ func (s *Scanner) parseEvent(b []byte) (end int, kept bool, msg string) {
 		}
 		switch string(key) {
 		case "ph":
+			mark(&seen, keyPh, key, &dup)
 			ph, havePh = l.str()
 			if !havePh {
 				return s.bad(b, "ph is not a string")
 			}
 		case "cat":
+			mark(&seen, keyCat, key, &dup)
 			cat, haveCat = l.str()
 			if !haveCat {
 				return s.bad(b, "cat is not a string")
 			}
 			cl = classify(cat)
 		case "name":
+			mark(&seen, keyName, key, &dup)
 			name, haveName = l.longStr()
 			if !haveName {
 				return s.bad(b, "name is not a string")
@@ -117,13 +125,16 @@ func (s *Scanner) parseEvent(b []byte) (end int, kept bool, msg string) {
 				return s.bad(b, fmt.Sprintf("bad %s", key))
 			}
 			if key[0] == 'p' {
+				mark(&seen, keyPID, key, &dup)
 				pid, pidQ = v, q
 			} else {
+				mark(&seen, keyTID, key, &dup)
 				tid, tidQ = v, q
 			}
 		case "ts", "dur":
 			var v []byte
-			if l.peek() == '"' {
+			q := l.peek() == '"'
+			if q {
 				v, ok = l.str()
 			} else {
 				v, ok = l.scalar()
@@ -132,16 +143,19 @@ func (s *Scanner) parseEvent(b []byte) (end int, kept bool, msg string) {
 				return s.bad(b, fmt.Sprintf("bad %s", key))
 			}
 			if key[0] == 't' {
-				ts = v
+				mark(&seen, keyTS, key, &dup)
+				ts, tsQ = v, q
 			} else {
-				dur = v
+				mark(&seen, keyDur, key, &dup)
+				dur, durQ = v, q
 			}
 		case "args":
+			mark(&seen, keyArgs, key, &dup)
 			if haveCat {
 				// Kept (cat came first, as Kineto writes it): read args in place.
 				if kept, decided := keep(cl, ph, name, havePh, haveName, s.KeepOps); decided && kept {
 					s.ev = Event{Device: -1, Stream: -1}
-					if msg := parseArgs(&s.ev, &l); msg != "" {
+					if msg := parseArgs(&s.ev, &l, &an); msg != "" {
 						return s.bad(b, msg)
 					}
 					argsDone = true
@@ -187,14 +201,51 @@ func (s *Scanner) parseEvent(b []byte) (end int, kept bool, msg string) {
 	if kept, _ := keep(cl, ph, name, havePh, haveName, s.KeepOps); !kept {
 		return end, false, ""
 	}
-	bad := s.build(cl, cat, name, pid, tid, ts, dur, args, pidQ, tidQ, argsDone)
+	bad := s.build(cl, cat, name, pid, tid, ts, dur, args, pidQ, tidQ, argsDone, &an)
 	if bad != "" && cl == clOp {
 		// CPU ops are read only to name what launched a kernel: a damaged
 		// one is skipped, as it is when ops are not read, rather than
 		// failing a trace that reads without them.
 		return end, false, ""
 	}
+	if bad == "" && (dup != "" || tsQ || durQ || an.dup != "" || an.quoted != "") {
+		s.oddEvent(dup, tsQ, durQ, &an, map[string][]byte{"ph": ph, "cat": cat, "name": name, "pid": pid, "tid": tid, "ts": ts, "dur": dur})
+	}
 	return end, true, bad
+}
+
+// mark records an event key read, and the first one read twice.
+func mark(seen *uint16, bit uint16, key []byte, dup *string) {
+	if *seen&bit != 0 && *dup == "" {
+		*dup = string(key)
+	}
+	*seen |= bit
+}
+
+// oddEvent warns about a kept event read in full that has a key twice or a
+// number written as a string. The values are raw text by key.
+func (s *Scanner) oddEvent(dup string, tsQ, durQ bool, an *argNotes, raw map[string][]byte) {
+	if dup != "" {
+		won := "the last args object"
+		if dup != "args" {
+			won = fmt.Sprintf("the last value (%s)", truncate(string(raw[dup]), 40))
+		}
+		s.eventNote(diag.DuplicateKey, "event key", "the event gives %q more than once: %s was used", dup, won)
+	}
+	if an.dup != "" {
+		s.eventNote(diag.DuplicateKey, "args key", "args gives %q more than once: the last value was used", an.dup)
+	}
+	for _, k := range []struct {
+		key string
+		q   bool
+	}{{"ts", tsQ}, {"dur", durQ}} {
+		if k.q {
+			s.eventNote(diag.QuotedNumber, k.key, "%s is written as a string (%q): it was read as a number", k.key, truncate(string(raw[k.key]), 40))
+		}
+	}
+	if an.quoted != "" {
+		s.eventNote(diag.QuotedNumber, "args "+an.quoted, "args.%s is written as a string (%q): it was read as a number", an.quoted, truncate(string(an.raw), 40))
+	}
 }
 
 // bad tells a malformed event from one that the buffered data cuts short.
@@ -212,12 +263,12 @@ func (s *Scanner) bad(b []byte, msg string) (int, bool, string) {
 }
 
 // build builds s.ev from the raw fields of a kept event.
-func (s *Scanner) build(cl class, cat, name, pid, tid, ts, dur, args []byte, pidQ, tidQ, argsDone bool) string {
+func (s *Scanner) build(cl class, cat, name, pid, tid, ts, dur, args []byte, pidQ, tidQ, argsDone bool, an *argNotes) string {
 	ev := &s.ev
 	if !argsDone {
 		*ev = Event{Device: -1, Stream: -1}
 		if args != nil {
-			if msg := parseArgs(ev, &lexer{b: args}); msg != "" {
+			if msg := parseArgs(ev, &lexer{b: args}, an); msg != "" {
 				return msg
 			}
 		}
@@ -269,19 +320,21 @@ func truncate(s string, n int) string {
 }
 
 // parseArgs reads the args fields Load needs from the object at l.
-func parseArgs(ev *Event, l *lexer) string {
+func parseArgs(ev *Event, l *lexer, an *argNotes) string {
 	if !l.expect('{') {
 		return "args is not an object"
 	}
+	an.seen = 0 // a second args object is read afresh
 	if l.peek() == '}' {
 		l.i++
 		return ""
 	}
-	return argMembers(ev, l)
+	return argMembers(ev, l, an)
 }
 
-// argMembers reads args from a member's key on to the closing '}'.
-func argMembers(ev *Event, l *lexer) string {
+// argMembers reads args from a member's key on to the closing '}'. an
+// gets the keys given twice and the numbers written as strings.
+func argMembers(ev *Event, l *lexer, an *argNotes) string {
 	for {
 		key, ok := l.str()
 		if !ok || !l.expect(':') {
@@ -289,25 +342,54 @@ func argMembers(ev *Event, l *lexer) string {
 		}
 		switch string(key) {
 		case "device", "stream", "correlation", "External id", "external id":
-			t, ok := l.scalar()
-			if !ok {
-				if !l.skip() {
+			var bit int
+			switch key[0] {
+			case 'd':
+				bit = argDevice
+			case 's':
+				bit = argStream
+			case 'c':
+				bit = argCorrelation
+			default:
+				bit = argExternal
+			}
+			an.mark(bit, key)
+			var v int64
+			if l.peek() == '"' {
+				// A number in a string is read, and said so; any other
+				// string is ignored.
+				raw, ok := l.str()
+				if !ok {
 					return fmt.Sprintf("bad args.%s", key)
 				}
-				break
+				if v, ok = parseInt(raw); !ok {
+					break
+				}
+				if an.quoted == "" {
+					an.quoted, an.raw = string(key), raw
+				}
+			} else {
+				t, ok := l.scalar()
+				if !ok {
+					if !l.skip() {
+						return fmt.Sprintf("bad args.%s", key)
+					}
+					break
+				}
+				v, _ = parseInt(t)
 			}
-			v, _ := parseInt(t)
-			switch string(key) {
-			case "device":
+			switch bit {
+			case argDevice:
 				ev.Device = int32(v)
-			case "stream":
+			case argStream:
 				ev.Stream = int32(v)
-			case "correlation":
+			case argCorrelation:
 				ev.Correlation = v
 			default:
 				ev.External = v
 			}
 		case "kind":
+			an.mark(argKind, key)
 			if l.peek() == '"' {
 				v, _ := l.str()
 				ev.Replay = string(v) == "Dispatch Task"
@@ -318,6 +400,9 @@ func argMembers(ev *Event, l *lexer) string {
 			dst := &ev.Grid
 			if key[0] == 'b' {
 				dst = &ev.Block
+				an.mark(argBlock, key)
+			} else {
+				an.mark(argGrid, key)
 			}
 			if l.peek() != '[' {
 				if !l.skip() {

@@ -198,9 +198,16 @@ func kernelArgs(ev *Event, b []byte, i int) (int, bool) {
 		return 0, false
 	}
 	key, v := argKey(b, i)
+	var seen uint16 // a key given twice goes to the general path, which says so
 	for {
 		var n int64
 		var ok bool
+		if key != argOther {
+			if seen&argBit(key) != 0 {
+				return 0, false
+			}
+			seen |= argBit(key)
+		}
 		switch key {
 		case argDevice:
 			if i, n, ok = intAt(b, v); !ok {
@@ -238,7 +245,8 @@ func kernelArgs(ev *Event, b []byte, i int) (int, bool) {
 		default:
 			// An unusual key: the general reader goes on from it.
 			l := lexer{b: b, i: i}
-			if argMembers(ev, &l) != "" {
+			an := argNotes{seen: seen}
+			if argMembers(ev, &l, &an) != "" || an.dup != "" || an.quoted != "" {
 				return 0, false
 			}
 			return l.i, true

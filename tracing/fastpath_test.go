@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/profile-model/profile-model/diag"
 )
 
 // kernelSeeds are kernel, flow and other events in and around the layout
@@ -36,6 +38,10 @@ var kernelSeeds = []string{
 	`{"ph": "f", "id": a\b, "cat": "x"}`,
 	`{"ph": "f", "name": "a\"b", "cat": "x"}`,
 	`{"ph": "f", "name": "a", "cat": "x\u0041"}`,
+	`{"ph": "X", "cat": "kernel", "name": "k", "pid": 2, "tid": 7, "ts": 1, "dur": 2, "args": {"device": 0, "stream": 1, "device": 2}}`,
+	`{"ph": "X", "cat": "kernel", "name": "k", "pid": 2, "tid": 7, "ts": 1, "dur": 2, "args": {"device": 0, "queued": 1, "device": 2}}`,
+	`{"ph": "X", "cat": "kernel", "name": "k", "pid": 2, "tid": 7, "ts": 1, "dur": 2, "args": {"queued": 1, "correlation": "5"}}`,
+	`{"ph": "X", "cat": "kernel", "name": "k", "pid": 2, "tid": 7, "ts": "1", "dur": -2, "args": {"device": 0}, "ts": 3}`,
 	`{"ph": "f", "a": "0123456789012345678901234567890123456789012345678901234567890123456789", "b": "0123456789012345678901234567890123456789012345678901234567890123456789", "c": "0123456789012345678901234567890123456789012345678901234567890123456789", "d": "0123456789012345678901234567890123456789012345678901234567890123456789", "e": "012345678901234567890123456789012345678901234567890", "f": "012345678901234567890123456789012345678901234567890", "g": "012345678901234567890123456789012345678901234567890", "cat": "x"}`,
 }
 
@@ -45,6 +51,7 @@ type scanResult struct {
 	Err        string
 	Entries    int64
 	Categories map[string]int64
+	Warnings   []diag.Warning
 }
 
 func scanAll(data []byte, noFast bool) scanResult {
@@ -57,7 +64,7 @@ func scanAll(data []byte, noFast bool) scanResult {
 	if s.Err() != nil {
 		r.Err = s.Err().Error()
 	}
-	r.Entries, r.Categories = s.Events(), s.Categories()
+	r.Entries, r.Categories, r.Warnings = s.Events(), s.Categories(), s.Warnings()
 	return r
 }
 

@@ -1,7 +1,6 @@
 package tracing
 
 import (
-	"bufio"
 	"cmp"
 	"context"
 	"errors"
@@ -12,7 +11,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/klauspost/compress/gzip"
 	"github.com/profile-model/profile-model/diag"
 )
 
@@ -92,6 +90,7 @@ func read(ctx context.Context, r io.Reader, name string, opts Options, size int6
 	}
 	var warnings []diag.Warning
 	err = sc.Err()
+	var te *TruncatedError
 	var tre *TrailerError
 	if errors.As(err, &tre) {
 		// The JSON is complete: analyse it, and say the file is bad.
@@ -99,7 +98,6 @@ func read(ctx context.Context, r io.Reader, name string, opts Options, size int6
 		err = nil
 	}
 	if err != nil {
-		var te *TruncatedError
 		if !errors.As(err, &te) {
 			var se *SyntaxError
 			if errors.As(err, &se) && se.Event >= 0 {
@@ -110,14 +108,27 @@ func read(ctx context.Context, r io.Reader, name string, opts Options, size int6
 		if b.klog.n == 0 {
 			return nil, fmt.Errorf("%s: %w; no GPU kernel was read before the cut, so there is nothing to analyse", name, err)
 		}
-		warnings = append(warnings, diag.New(diag.Truncated, fmt.Sprintf("%s; analysed the %d kernels read before the cut", err.Error(), b.klog.n)))
 	} else if sc.Events() == 0 {
 		return nil, fmt.Errorf("%s: traceEvents is empty: the profiler recorded nothing (was the workload run between start and stop of the profiler?)", name)
 	}
 	// The input buffers are not needed past the scan: give them back
 	// before the kernels are decoded (the peak of memory).
+	for _, w := range sc.Warnings() {
+		w.Message = name + ": " + w.Message
+		warnings = append(warnings, w)
+	}
+	kernels := b.klog.n
 	closeScan()
-	t := b.finish(sc, name)
+	t := b.finish(sc, name, te != nil)
+	if te != nil {
+		msg := fmt.Sprintf("%s; analysed the %d kernels read before the cut", te.Error(), kernels)
+		if c := t.Coverage; c.StepsWithoutKernels > 0 {
+			// A cut loses the events written last, often the kernels of
+			// the last steps: that is not a profiler buffer drop.
+			msg += fmt.Sprintf("; %d of %d steps have no kernels, probably because their GPU events were past the cut (not a profiler buffer drop)", c.StepsWithoutKernels, c.Steps)
+		}
+		warnings = append([]diag.Warning{diag.New(diag.Truncated, msg)}, warnings...)
+	}
 	t.Warnings = append(warnings, t.Warnings...)
 	return t, nil
 }
@@ -129,21 +140,12 @@ func openScanner(ctx context.Context, r io.Reader, opts Options) (*Scanner, func
 		s := NewScanner(r)
 		return s, func() {}, s.err
 	}
-	cnt := &countingReader{r: r}
-	br := bufio.NewReaderSize(cnt, 64<<10)
-	var src io.Reader = br
-	magic, _ := br.Peek(2)
-	if len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
-		zr, err := gzip.NewReader(br)
-		if err != nil {
-			return nil, nil, fmt.Errorf("reading gzip header: %w (the file is truncated, or gzip-like but not gzip)", err)
-		}
-		src = zr
-	} else {
-		cnt = nil
+	src, cnt, mem, err := openInput(r)
+	if err != nil {
+		return nil, nil, err
 	}
 	ra := newReadAhead(ctx, src)
-	return newScannerFrom(ra, cnt), ra.Close, nil
+	return newScannerFrom(ra, cnt, mem), ra.Close, nil
 }
 
 // builder collects the kept events of one pass.
@@ -161,14 +163,21 @@ type builder struct {
 	minTS    int64
 	maxTS    int64
 	any      bool
+	// For the checks of impossible times: the events with the first and
+	// the last start, and the longest kernel.
+	minIdx, maxStart, maxStartIdx int64
+	maxDur, maxDurIdx             int64
 }
 
-func (b *builder) span(start, end int64) {
+func (b *builder) span(start, end, idx int64) {
 	if !b.any || start < b.minTS {
-		b.minTS = start
+		b.minTS, b.minIdx = start, idx
 	}
 	if !b.any || end > b.maxTS {
 		b.maxTS = end
+	}
+	if !b.any || start > b.maxStart {
+		b.maxStart, b.maxStartIdx = start, idx
 	}
 	b.any = true
 }
@@ -218,6 +227,9 @@ func (b *builder) add(ev *Event) {
 		if ev.TS%1000 != 0 {
 			b.fracTS = true
 		}
+		if ev.Dur > b.maxDur {
+			b.maxDur, b.maxDurIdx = ev.Dur, ev.Index
+		}
 		b.klog.add(&k)
 	case EventLaunch:
 		b.launches = append(b.launches, Launch{
@@ -248,11 +260,11 @@ func (b *builder) add(ev *Event) {
 			b.legacy = true
 		}
 	}
-	b.span(ev.TS, ev.TS+ev.Dur)
+	b.span(ev.TS, ev.TS+ev.Dur, ev.Index)
 }
 
 // finish turns the collected events into a Trace.
-func (b *builder) finish(sc *Scanner, name string) *Trace {
+func (b *builder) finish(sc *Scanner, name string, truncated bool) *Trace {
 	h := sc.Header()
 	kernels := b.klog.kernels()
 	if len(kernels) >= 1<<16 {
@@ -297,6 +309,7 @@ func (b *builder) finish(sc *Scanner, name string) *Trace {
 		}
 		b.minTS += h.BaseNS
 		b.maxTS += h.BaseNS
+		b.maxStart += h.BaseNS
 	}
 	t.Vendor, t.Era = b.era(h)
 	sortByStart(t.Kernels, func(k *Kernel) int64 { return k.Start })
@@ -308,7 +321,8 @@ func (b *builder) finish(sc *Scanner, name string) *Trace {
 	linkGraphs(t, idx)
 	segmentSteps(t, idx)
 	decodeBS(t)
-	measureCoverage(t, b.minTS, b.maxTS)
+	ws, we, steps := measureCoverage(t, b.minTS, b.maxTS, truncated)
+	b.checkTimes(t, ws, we, steps)
 	classifyTrace(t, idx)
 	if len(t.Kernels) == 0 {
 		t.Warnings = append(t.Warnings, diag.New(diag.NoKernels, "no GPU kernels in the trace: was the profiler started with CUDA/ROCm activities (ProfilerActivity.CUDA)?"))

@@ -1,11 +1,11 @@
 package tracing
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 
-	"github.com/klauspost/compress/gzip"
+	"github.com/profile-model/profile-model/diag"
+	"github.com/profile-model/profile-model/units"
 )
 
 // EventType classifies the events the Scanner keeps.
@@ -83,6 +83,7 @@ type Scanner struct {
 	ra    *readAhead      // when set, chunks come from it (rd is unused)
 	chunk bool            // buf is a read-ahead chunk, to give back
 	cnt   *countingReader // compressed input, nil when not gzip
+	mem   *memberReader   // gzip members, nil when not gzip
 	buf   []byte
 	r, w  int   // unread data is buf[r:w]
 	base  int64 // stream offset of buf[0]
@@ -100,33 +101,26 @@ type Scanner struct {
 	hdr     Header
 	scratch []byte
 	noFast  bool // tests: no fast path (kernels read, flows skipped)
+	notes   notes
 }
 
 // NewScanner returns a Scanner reading r, plain JSON or gzip.
 func NewScanner(r io.Reader) *Scanner {
 	s := &Scanner{names: make(map[string]string), hdr: Header{Meta: map[string]string{}}}
-	s.cnt = &countingReader{r: r}
-	br := bufio.NewReaderSize(s.cnt, 64<<10)
-	magic, _ := br.Peek(2)
-	if len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
-		zr, err := gzip.NewReader(br)
-		if err != nil {
-			s.err = fmt.Errorf("reading gzip header: %w (the file is truncated, or gzip-like but not gzip)", err)
-			s.state = stDone
-			return s
-		}
-		s.rd = zr
-	} else {
-		s.rd = br
-		s.cnt = nil
+	src, cnt, mem, err := openInput(r)
+	if err != nil {
+		s.err = err
+		s.state = stDone
+		return s
 	}
+	s.rd, s.cnt, s.mem = src, cnt, mem
 	s.buf = make([]byte, 64<<10)
 	return s
 }
 
 // newScannerFrom scans the chunks of a read-ahead.
-func newScannerFrom(ra *readAhead, cnt *countingReader) *Scanner {
-	return &Scanner{ra: ra, cnt: cnt, names: make(map[string]string), hdr: Header{Meta: map[string]string{}}}
+func newScannerFrom(ra *readAhead, cnt *countingReader, mem *memberReader) *Scanner {
+	return &Scanner{ra: ra, cnt: cnt, mem: mem, names: make(map[string]string), hdr: Header{Meta: map[string]string{}}}
 }
 
 // Event returns the event found by the last successful Scan. It is
@@ -404,6 +398,10 @@ func (s *Scanner) event() bool {
 		if kept {
 			s.ev.Index = s.entries
 			s.ev.Offset = s.Offset()
+			if s.ev.Dur < 0 {
+				s.eventNote(diag.ImpossibleValue, "negative dur", "%s %q has a negative duration (%s µs): counted as 0", s.ev.Type, truncate(s.ev.Name, 80), units.Duration(s.ev.Dur))
+				s.ev.Dur = 0
+			}
 		}
 		s.entries++
 		s.r += e

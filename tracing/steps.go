@@ -446,9 +446,8 @@ func decodeBS(t *Trace) {
 
 // measureCoverage compares the CPU step window with the GPU kernel span
 // and warns when GPU events are missing (docs/analysis.md, "Profiler coverage").
-func measureCoverage(t *Trace, minTS, maxTS int64) {
+func measureCoverage(t *Trace, minTS, maxTS int64, truncated bool) (ws, we int64, steps bool) {
 	c := &t.Coverage
-	var ws, we int64
 	haveWindow, engine := false, false
 	for _, profiler := range []bool{false, true} {
 		for _, l := range stepAnnotations(t.Annotations, false, profiler) {
@@ -498,8 +497,10 @@ func measureCoverage(t *Trace, minTS, maxTS int64) {
 	// catches the case where the CPU steps lost their launches too.
 	covered := min(c.GPUSpan, c.Window)
 	short := c.Window > 0 && float64(covered) < 0.5*float64(c.Window)
-	if !engine || (c.StepsWithoutKernels == 0 && !short) {
-		return
+	// A truncated trace lost the GPU events past the cut: the truncation
+	// warning says so, and it is not a profiler buffer drop.
+	if !engine || truncated || (c.StepsWithoutKernels == 0 && !short) {
+		return ws, we, haveWindow
 	}
 	pct := 0.0
 	if c.Window > 0 {
@@ -524,6 +525,7 @@ func measureCoverage(t *Trace, minTS, maxTS int64) {
 	}
 	msg += "; the profiler buffer dropped GPU events: raise KINETO_BUFFER_SIZE_MB (e.g. 256 or more), profile a shorter window, or send fewer prompts; per-step numbers cover only the steps with kernels"
 	t.Warnings = append(t.Warnings, diag.New(diag.Coverage, msg))
+	return ws, we, haveWindow
 }
 
 // span prints a window length for people: seconds, one decimal.

@@ -1,0 +1,47 @@
+package tracing
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/profile-model/profile-model/diag"
+	"github.com/profile-model/profile-model/units"
+)
+
+// outsideSlack is how far outside the profile window an event may start
+// (at least; the window's own length when that is longer): GPU work runs
+// behind the CPU, but never by this much.
+const outsideSlack = int64(10 * time.Second)
+
+// checkTimes warns about times that cannot be right: a negative timestamp,
+// an event starting far outside the profile window [ws, we] (when steps
+// give one), a kernel longer than the trace. It runs once, on what the
+// scan kept track of, so it costs the reader nothing per event.
+func (b *builder) checkTimes(t *Trace, ws, we int64, steps bool) {
+	if !b.any {
+		return
+	}
+	warn := func(format string, args ...any) {
+		t.Warnings = append(t.Warnings, diag.New(diag.ImpossibleValue, fmt.Sprintf(format, args...)))
+	}
+	if b.minTS < 0 {
+		warn("traceEvents[%d]: the timestamp %s µs is negative: the trace's clock or this event is wrong; times and spans that involve it are not trustworthy", b.minIdx, units.Duration(b.minTS))
+	}
+	if !steps {
+		return
+	}
+	slack := max(we-ws, outsideSlack)
+	ks := t.Kernels
+	if lo := ws - slack; b.minTS < lo {
+		n := sort.Search(len(ks), func(i int) bool { return ks[i].Start >= lo })
+		warn("traceEvents[%d] starts %s before the profile window (%d kernels start that early): the timestamp cannot be right, and the GPU span and coverage include it", b.minIdx, span(units.Duration(ws-b.minTS)), n)
+	}
+	if hi := we + slack; b.maxStart > hi {
+		n := len(ks) - sort.Search(len(ks), func(i int) bool { return ks[i].Start > hi })
+		warn("traceEvents[%d] starts %s after the profile window (%d kernels start that late): the timestamp cannot be right, and the GPU span and coverage include it", b.maxStartIdx, span(units.Duration(b.maxStart-we)), n)
+	}
+	if long := max(we-ws, b.maxStart-b.minTS); b.maxDur > long {
+		warn("traceEvents[%d]: a kernel lasts %s, longer than the whole trace (%s): its duration cannot be right, and kernel totals include it", b.maxDurIdx, span(units.Duration(b.maxDur)), span(units.Duration(long)))
+	}
+}
