@@ -87,8 +87,16 @@ func WriteSummaryText(w io.Writer, s tracing.Summary) error {
 	if s.SpecSteps > 0 || s.Steps[string(tracing.StepDraft)] > 0 {
 		p("speculative  %d decode steps verified draft tokens, %d draft steps\n", s.SpecSteps, s.Steps[string(tracing.StepDraft)])
 	}
-	p("coverage     GPU kernels span %.3f s of a %.3f s window; %d of %d steps without kernels\n",
-		s.Coverage.GPUSpanS, s.Coverage.WindowS, s.Coverage.StepsWithoutKernels, s.Coverage.Steps)
+	// The GPU runs behind the CPU, so its span can be longer than the
+	// window: what it covers is at most the window (at most 100%).
+	c := s.Coverage
+	covered := min(c.GPUSpanS, c.WindowS)
+	pct := ""
+	if c.WindowS > 0 {
+		pct = fmt.Sprintf(" (%.0f%%)", 100*covered/c.WindowS)
+	}
+	p("coverage     GPU kernels cover %.3f s of a %.3f s profile window%s; %d of %d steps without kernels\n",
+		covered, c.WindowS, pct, c.StepsWithoutKernels, c.Steps)
 	for _, wmsg := range s.Warnings {
 		p("warning: %s\n", wmsg.Message)
 	}
