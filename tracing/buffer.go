@@ -18,8 +18,11 @@ import (
 // scanBuf is the buffer size the Scanner grows to on large input.
 const scanBuf = 1 << 20
 
-// maxValue bounds one event (or top-level value) held in memory at once.
-const maxValue = 256 << 20
+// maxValue bounds one event (or top-level value) held in memory at once:
+// the largest real events (a templated kernel name, a CPU op's inputs) are
+// kilobytes; a value this large is hostile or damaged input, and holding it
+// costs at most about twice this.
+const maxValue = 64 << 20
 
 // fill reads more input after buf[r:w], moving the unread part to the front
 // and growing the buffer when that part fills more than half of it. It
@@ -91,18 +94,28 @@ func (s *Scanner) fillChunk() bool {
 		s.buf, s.chunk = c.b, true
 		s.r, s.w = start, readAheadHeadroom+c.n
 	} else {
-		// An event longer than the headroom spans the boundary: join.
-		if left+c.n > maxValue {
+		// An event longer than the headroom spans the boundary: join,
+		// in a buffer of its own that grows by doubling (a value over
+		// many chunks is copied O(1) times per byte, not once per chunk).
+		need := left + c.n
+		if need > maxValue {
+			s.ra.release(c.b)
 			s.fail("a single value is larger than %d MB; this is not a trace event", maxValue>>20)
 			return false
 		}
-		nb := make([]byte, left+c.n)
-		copy(nb, s.buf[s.r:s.w])
+		var nb []byte
+		if !oldChunk && len(old) >= need {
+			nb = old
+			copy(nb, old[s.r:s.w])
+		} else {
+			nb = make([]byte, min(2*need, maxValue))
+			copy(nb, old[s.r:s.w])
+		}
 		copy(nb[left:], c.b[readAheadHeadroom:readAheadHeadroom+c.n])
 		s.ra.release(c.b)
 		s.base += int64(s.r)
 		s.buf, s.chunk = nb, false
-		s.r, s.w = 0, left+c.n
+		s.r, s.w = 0, need
 	}
 	if oldChunk {
 		s.ra.release(old)
@@ -127,25 +140,40 @@ func (s *Scanner) peek() (byte, bool) {
 
 // extent returns the end index in buf of the value starting at buf[s.r].
 func (s *Scanner) extent() (int, bool) {
-	for {
-		var e int
-		switch c := s.buf[s.r]; c {
-		case '"':
-			e = stringEnd(s.buf[:s.w], s.r)
-			if e < 0 {
-				e = incomplete
-			}
-		case '{', '[':
-			e = compositeEnd(s.buf[:s.w], s.r)
-		default:
-			e = scalarEnd(s.buf[:s.w], s.r)
-			if e == incomplete && s.eof {
-				e = s.w
-			}
+	var e int
+	switch c := s.buf[s.r]; c {
+	case '"':
+		e = stringEnd(s.buf[:s.w], s.r)
+		if e < 0 {
+			e = incomplete
 		}
-		switch {
+	case '{', '[':
+		e = compositeEnd(s.buf[:s.w], s.r)
+	default:
+		e = scalarEnd(s.buf[:s.w], s.r)
+		if e == incomplete && s.eof {
+			e = s.w
+		}
+	}
+	switch {
+	case e >= 0:
+		return e, true
+	case e == invalid:
+		s.fail("brackets do not match")
+		return 0, false
+	}
+	return s.valueEnd()
+}
+
+// valueEnd reads until the buffer holds the whole value starting at
+// buf[s.r] (up to maxValue), in one pass however many refills it takes,
+// and returns its end index in buf.
+func (s *Scanner) valueEnd() (int, bool) {
+	var v valueScan
+	for {
+		switch e := v.scan(s.buf[s.r:s.w], s.eof); {
 		case e >= 0:
-			return e, true
+			return s.r + e, true
 		case e == invalid:
 			s.fail("brackets do not match")
 			return 0, false

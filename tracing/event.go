@@ -88,30 +88,30 @@ func (s *Scanner) parseEvent(b []byte) (end int, kept bool, msg string) {
 	for {
 		key, ok := l.str()
 		if !ok {
-			return s.bad(b, "expected a key string in an event")
+			return s.badOp(b, cl == clOp && haveCat && !opNamed(ph, name, havePh, haveName), cat, "expected a key string in an event")
 		}
 		if !l.expect(':') {
-			return s.bad(b, fmt.Sprintf("expected ':' after event key %q", key))
+			return s.badOp(b, cl == clOp && haveCat && !opNamed(ph, name, havePh, haveName), cat, fmt.Sprintf("expected ':' after event key %q", key))
 		}
 		switch string(key) {
 		case "ph":
 			mark(&seen, keyPh, key, &dup)
 			ph, havePh = l.str()
 			if !havePh {
-				return s.bad(b, "ph is not a string")
+				return s.badOp(b, cl == clOp && haveCat && !opNamed(ph, name, havePh, haveName), cat, "ph is not a string")
 			}
 		case "cat":
 			mark(&seen, keyCat, key, &dup)
 			cat, haveCat = l.str()
 			if !haveCat {
-				return s.bad(b, "cat is not a string")
+				return s.badOp(b, cl == clOp && haveCat && !opNamed(ph, name, havePh, haveName), cat, "cat is not a string")
 			}
 			cl = classify(cat)
 		case "name":
 			mark(&seen, keyName, key, &dup)
 			name, haveName = l.longStr()
 			if !haveName {
-				return s.bad(b, "name is not a string")
+				return s.badOp(b, cl == clOp && haveCat && !opNamed(ph, name, havePh, haveName), cat, "name is not a string")
 			}
 		case "pid", "tid":
 			var v []byte
@@ -122,7 +122,7 @@ func (s *Scanner) parseEvent(b []byte) (end int, kept bool, msg string) {
 				v, ok = l.scalar()
 			}
 			if !ok {
-				return s.bad(b, fmt.Sprintf("bad %s", key))
+				return s.badOp(b, cl == clOp && haveCat && !opNamed(ph, name, havePh, haveName), cat, fmt.Sprintf("bad %s", key))
 			}
 			if key[0] == 'p' {
 				mark(&seen, keyPID, key, &dup)
@@ -140,7 +140,7 @@ func (s *Scanner) parseEvent(b []byte) (end int, kept bool, msg string) {
 				v, ok = l.scalar()
 			}
 			if !ok {
-				return s.bad(b, fmt.Sprintf("bad %s", key))
+				return s.badOp(b, cl == clOp && haveCat && !opNamed(ph, name, havePh, haveName), cat, fmt.Sprintf("bad %s", key))
 			}
 			if key[0] == 't' {
 				mark(&seen, keyTS, key, &dup)
@@ -156,7 +156,7 @@ func (s *Scanner) parseEvent(b []byte) (end int, kept bool, msg string) {
 				if kept, decided := keep(cl, ph, name, havePh, haveName, s.KeepOps); decided && kept {
 					s.ev = Event{Device: -1, Stream: -1}
 					if msg := parseArgs(&s.ev, &l, &an); msg != "" {
-						return s.bad(b, msg)
+						return s.badOp(b, cl == clOp && haveCat && !opNamed(ph, name, havePh, haveName), cat, msg)
 					}
 					argsDone = true
 					break
@@ -164,12 +164,12 @@ func (s *Scanner) parseEvent(b []byte) (end int, kept bool, msg string) {
 			}
 			a := l.i
 			if !l.skip() {
-				return s.bad(b, "bad args")
+				return s.badOp(b, cl == clOp && haveCat && !opNamed(ph, name, havePh, haveName), cat, "bad args")
 			}
 			args = b[a:l.i]
 		default:
 			if !l.skip() {
-				return s.bad(b, fmt.Sprintf("bad value of event key %q", key))
+				return s.badOp(b, cl == clOp && haveCat && !opNamed(ph, name, havePh, haveName), cat, fmt.Sprintf("bad value of event key %q", key))
 			}
 		}
 		if haveCat {
@@ -177,7 +177,7 @@ func (s *Scanner) parseEvent(b []byte) (end int, kept bool, msg string) {
 				// Skipped: find the end without reading the rest.
 				e := objectRest(b, l.i)
 				if e < 0 {
-					return s.bad(b, "")
+					return s.badOp(b, cl == clOp && haveCat && !opNamed(ph, name, havePh, haveName), cat, "")
 				}
 				s.countCat(cat, true)
 				return e, false, ""
@@ -189,7 +189,7 @@ func (s *Scanner) parseEvent(b []byte) (end int, kept bool, msg string) {
 			continue
 		case '}':
 		default:
-			return s.bad(b, "expected ',' or '}' in an event")
+			return s.badOp(b, cl == clOp && haveCat && !opNamed(ph, name, havePh, haveName), cat, "expected ',' or '}' in an event")
 		}
 		break
 	}
@@ -246,6 +246,27 @@ func (s *Scanner) oddEvent(dup string, tsQ, durQ bool, an *argNotes, raw map[str
 	if an.quoted != "" {
 		s.eventNote(diag.QuotedNumber, "args "+an.quoted, "args.%s is written as a string (%q): it was read as a number", an.quoted, truncate(string(an.raw), 40))
 	}
+}
+
+// badOp is bad for an event that may be a CPU op kept only for its name
+// (opOnly: KeepOps is set, and the op is no ProfilerStep#N). Without
+// KeepOps such an op is skipped on its brackets alone, and reading ops
+// must change nothing else: so it is skipped when its brackets match.
+func (s *Scanner) badOp(b []byte, opOnly bool, cat []byte, msg string) (int, bool, string) {
+	if opOnly && s.KeepOps {
+		if e := compositeEnd(b, 0); e >= 0 {
+			s.countCat(cat, true)
+			return e, false, ""
+		}
+	}
+	return s.bad(b, msg)
+}
+
+// opNamed tells a CPU op kept without KeepOps (a ProfilerStep#N), or one
+// whose ph or name is not read yet.
+func opNamed(ph, name []byte, havePh, haveName bool) bool {
+	kept, decided := keep(clOp, ph, name, havePh, haveName, false)
+	return kept || !decided
 }
 
 // bad tells a malformed event from one that the buffered data cuts short.

@@ -382,12 +382,22 @@ func (s *Scanner) event() bool {
 	}
 	// One pass: parse the event in the buffered data; when the data ends
 	// first, read more and parse it again (events are small, refills rare).
+	whole := false // the buffer holds the whole event
 	for {
 		e, kept, msg := s.parseEvent(s.buf[s.r:s.w])
 		switch {
 		case msg != "":
 			s.fail("%s", msg)
 			return false
+		case e == incomplete && !whole:
+			// Read to the event's end in one pass, then parse it once:
+			// parsing again after every refill would cost the square
+			// of a huge event's size.
+			if _, ok := s.valueEnd(); !ok {
+				return false
+			}
+			whole = true
+			continue
 		case e == incomplete:
 			if !s.fill() {
 				s.needData()

@@ -1,0 +1,118 @@
+package tracing
+
+import "bytes"
+
+// valueScan finds where one JSON value ends when it spans many refills of
+// the buffer: it keeps its place (nesting, inside a string or not) between
+// calls, so a value of n bytes costs O(n) however it arrives. Scanning it
+// again from its start at each refill, as the one-shot helpers do, made a
+// 64 MB value cost minutes. Like compositeEnd, it checks that brackets
+// match and nothing else.
+type valueScan struct {
+	pos   int      // bytes of the value scanned so far
+	depth int      // open brackets
+	open  []uint64 // one bit per open bracket, set for '{'
+	inStr bool
+	esc   bool
+}
+
+// scan goes on over b, which holds the value from its first byte, and
+// returns the index past its end, incomplete, or invalid. eof says no more
+// bytes will come (a number or literal then ends with b).
+func (v *valueScan) scan(b []byte, eof bool) int {
+	if len(b) == 0 {
+		return incomplete
+	}
+	switch c := b[0]; {
+	case c == '"':
+		return v.str(b)
+	case c == '{' || c == '[':
+		return v.composite(b)
+	default:
+		if e := scalarEnd(b, v.pos); e >= 0 {
+			return e
+		}
+		v.pos = len(b)
+		if eof {
+			return len(b)
+		}
+		return incomplete
+	}
+}
+
+// str finds the closing quote of the string value at b[0].
+func (v *valueScan) str(b []byte) int {
+	i := max(v.pos, 1)
+	for i < len(b) {
+		if v.esc {
+			v.esc = false
+			i++
+			continue
+		}
+		k := bytes.IndexAny(b[i:], `"\`)
+		if k < 0 {
+			i = len(b)
+			break
+		}
+		i += k
+		if b[i] == '"' {
+			return i + 1
+		}
+		v.esc = true
+		i++
+	}
+	v.pos = i
+	return incomplete
+}
+
+// composite finds the bracket that closes the object or array at b[0].
+func (v *valueScan) composite(b []byte) int {
+	i := v.pos
+	for i < len(b) {
+		c := b[i]
+		switch {
+		case v.esc:
+			v.esc = false
+		case v.inStr:
+			// The rest of the string at once.
+			k := bytes.IndexAny(b[i:], `"\`)
+			if k < 0 {
+				i = len(b)
+				continue
+			}
+			i += k
+			if b[i] == '\\' {
+				v.esc = true
+			} else {
+				v.inStr = false
+			}
+		case c == '"':
+			v.inStr = true
+		case c == '{' || c == '[':
+			w, bit := v.depth/64, uint64(1)<<(v.depth%64)
+			if w == len(v.open) {
+				v.open = append(v.open, 0)
+			}
+			if c == '{' {
+				v.open[w] |= bit
+			} else {
+				v.open[w] &^= bit
+			}
+			v.depth++
+		case c == '}' || c == ']':
+			if v.depth == 0 {
+				return invalid
+			}
+			v.depth--
+			if (v.open[v.depth/64]>>(v.depth%64)&1 == 1) != (c == '}') {
+				return invalid
+			}
+			if v.depth == 0 {
+				return i + 1
+			}
+		}
+		i++
+	}
+	v.pos = i
+	return incomplete
+}
