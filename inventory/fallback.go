@@ -210,6 +210,7 @@ const (
 )
 
 func nameClass(name string) (Class, int) {
+	name = matchText(name)
 	short := ShortName(name)
 	full := Demangle(name)
 	ws, wf := nameWords(short), nameWords(full)

@@ -162,9 +162,23 @@ func (r *Rule) matches(s string) bool {
 	return strings.Contains(s, r.Pattern)
 }
 
+// maxMatchName bounds the part of a kernel name that rules and name words
+// are matched against: the longest real names (templated GEMMs) are a few
+// kilobytes, and matching every rule against a 10 MB name took a minute.
+const maxMatchName = 16 << 10
+
+// matchText is the part of name that classification reads.
+func matchText(name string) string {
+	if len(name) > maxMatchName {
+		return name[:maxMatchName]
+	}
+	return name
+}
+
 // Match returns the winning rule for a kernel name (checked as written and
-// demangled), or nil.
+// demangled; its first 16 KiB), or nil.
 func (rs *Rules) Match(name string) *Rule {
+	name = matchText(name)
 	demangled := Demangle(name)
 	var best *Rule
 	for i := range rs.rules {

@@ -92,3 +92,32 @@ func TestRulePriority(t *testing.T) {
 	require.Equal(t, Class{Category: "High", Provider: "b", ShortName: "mine", Source: SourceRule}, c, "highest priority, earlier line on a tie")
 	require.Equal(t, "Low", rs.Classify("other_gemm").Category)
 }
+
+// A hostile name (megabytes long) is classified by its first 16 KiB, as
+// fast as a real one: the rule that matches there wins, and a pattern past
+// the limit is not seen.
+func TestClassifyGiantName(t *testing.T) {
+	t.Parallel()
+	rules := DefaultRules()
+	pad := strings.Repeat("x", 10<<20)
+	cases := []struct {
+		name, kernel string
+	}{
+		{"rule match at the start", "ampere_bf16_s16816gemm_bf16_128x64_ldg8_f2f_stages_64x3_tn" + pad},
+		{"name words at the start", "triton_poi_fused_add_mul_0" + pad},
+		{"nothing to match", pad},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			got := rules.Classify(c.kernel)
+			want := rules.Classify(c.kernel[:maxMatchName])
+			require.Equal(t, want.Category, got.Category)
+			require.Equal(t, want.Source, got.Source)
+		})
+	}
+	// Past the limit: a GEMM word 20 KiB into the name is not read.
+	late := strings.Repeat("x", 20<<10) + "_gemm_bf16"
+	require.Equal(t, rules.Classify(strings.Repeat("x", 20<<10)).Category, rules.Classify(late).Category)
+	require.NotEqual(t, rules.Classify("_gemm_bf16").Category, rules.Classify(late).Category)
+}
