@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"runtime"
 	"slices"
 	"strings"
@@ -31,7 +30,7 @@ type Options struct {
 
 // Load reads the trace file at path (JSON or gzip) into a Trace.
 func Load(ctx context.Context, path string, opts Options) (*Trace, error) {
-	f, err := os.Open(path)
+	f, err := openFile(ctx, path)
 	if err != nil {
 		return nil, fmt.Errorf("opening trace: %w", err)
 	}
@@ -51,6 +50,7 @@ func Read(ctx context.Context, r io.Reader, name string, opts Options) (*Trace, 
 }
 
 func read(ctx context.Context, r io.Reader, name string, opts Options, size int64) (*Trace, error) {
+	defer interruptOnCancel(ctx, r)()
 	in := &countingReader{r: r}
 	sc, closeFn, err := openScanner(ctx, in, opts)
 	if err != nil {

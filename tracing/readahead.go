@@ -12,6 +12,7 @@ import (
 // headroom before the data receives the few bytes of an event cut by the
 // chunk boundary.
 type readAhead struct {
+	ctx    context.Context
 	full   chan chunk
 	free   chan []byte
 	done   chan struct{}
@@ -40,6 +41,7 @@ const (
 
 func newReadAhead(ctx context.Context, r io.Reader) *readAhead {
 	ra := &readAhead{
+		ctx:    ctx,
 		full:   make(chan chunk, readAheadDepth),
 		free:   make(chan []byte, readAheadDepth+2),
 		done:   make(chan struct{}),
@@ -95,7 +97,14 @@ func (ra *readAhead) next() chunk {
 	if ra.err != nil {
 		return chunk{err: ra.err}
 	}
-	c := <-ra.full
+	// A read that cannot be interrupted (a slow device) still lets the
+	// scan end when ctx is cancelled.
+	var c chunk
+	select {
+	case c = <-ra.full:
+	case <-ra.ctx.Done():
+		c = chunk{err: ra.ctx.Err()}
+	}
 	ra.err = c.err
 	return c
 }
@@ -112,6 +121,11 @@ func (ra *readAhead) release(b []byte) {
 // holds (a trace's analysis goes on after the scan: they are garbage then).
 func (ra *readAhead) Close() {
 	close(ra.done)
+	if ra.ctx.Err() != nil {
+		// Cancelled: the goroutine may be blocked in a read that cannot
+		// be interrupted; it ends after that read, on done.
+		return
+	}
 	<-ra.exited
 	for {
 		select {

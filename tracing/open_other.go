@@ -1,0 +1,7 @@
+//go:build !unix
+
+package tracing
+
+// unblockFIFO does nothing where FIFOs are not Unix FIFOs: the goroutine
+// waiting in open stays until a writer comes.
+func unblockFIFO(string) {}
