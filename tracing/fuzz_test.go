@@ -39,6 +39,8 @@ var fuzzSeeds = []string{
 	`[{"ph": "X", "name": "k"}]`,
 	`{"traceEvents": []}`,
 	`{"other": {"traceEvents": 1}}`,
+	"\xff\xfe{\x00\"\x00",
+	"\xef\xbb\xbf{\"traceEvents\": []}",
 	"",
 }
 

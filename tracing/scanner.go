@@ -193,6 +193,12 @@ func (s *Scanner) truncated() {
 }
 
 func (s *Scanner) start() {
+	for s.w-s.r < 4 && s.fill() {
+	}
+	if enc, fix := encodingOf(s.buf[s.r:s.w]); enc != "" {
+		s.fail("the input is %s, not plain UTF-8 JSON as the PyTorch profiler writes it: %s", enc, fix)
+		return
+	}
 	c, ok := s.peek()
 	switch {
 	case !ok:
@@ -480,3 +486,35 @@ func (s *Scanner) intern(b []byte) string {
 	s.recent[h] = v
 	return v
 }
+
+// encodingOf names the text encoding that the first bytes of the input
+// show when it is not plain UTF-8 (a byte-order mark, or the zero bytes
+// that UTF-16 and UTF-32 put around ASCII), with what to do; "" for UTF-8.
+func encodingOf(b []byte) (name, fix string) {
+	const convert = "convert it to UTF-8 (iconv -f %s -t UTF-8) or export the trace again"
+	bom := func(p ...byte) bool { return len(b) >= len(p) && string(b[:len(p)]) == string(p) }
+	switch {
+	case bom(0xEF, 0xBB, 0xBF):
+		return "UTF-8 with a byte-order mark (EF BB BF, added by an editor)", "remove the mark (sed -i '1s/^\\xEF\\xBB\\xBF//' FILE) or export the trace again"
+	case bom(0, 0, 0xFE, 0xFF):
+		return "UTF-32 big-endian (byte-order mark 00 00 FE FF)", fmt.Sprintf(convert, "UTF-32")
+	case bom(0xFF, 0xFE, 0, 0):
+		return "UTF-32 little-endian (byte-order mark FF FE 00 00)", fmt.Sprintf(convert, "UTF-32")
+	case bom(0xFE, 0xFF):
+		return "UTF-16 big-endian (byte-order mark FE FF)", fmt.Sprintf(convert, "UTF-16")
+	case bom(0xFF, 0xFE):
+		return "UTF-16 little-endian (byte-order mark FF FE)", fmt.Sprintf(convert, "UTF-16")
+	case len(b) >= 4 && b[0] == 0 && b[1] == 0 && b[2] == 0 && jsonStart(b[3]):
+		return "UTF-32 big-endian (zero bytes around the text)", fmt.Sprintf(convert, "UTF-32BE")
+	case len(b) >= 4 && jsonStart(b[0]) && b[1] == 0 && b[2] == 0 && b[3] == 0:
+		return "UTF-32 little-endian (zero bytes around the text)", fmt.Sprintf(convert, "UTF-32LE")
+	case len(b) >= 2 && b[0] == 0 && jsonStart(b[1]):
+		return "UTF-16 big-endian (zero bytes around the text)", fmt.Sprintf(convert, "UTF-16BE")
+	case len(b) >= 2 && jsonStart(b[0]) && b[1] == 0:
+		return "UTF-16 little-endian (zero bytes around the text)", fmt.Sprintf(convert, "UTF-16LE")
+	}
+	return "", ""
+}
+
+// jsonStart tells the bytes a JSON document can start with.
+func jsonStart(c byte) bool { return c == '{' || c == '[' || isSpace(c) }

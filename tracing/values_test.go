@@ -188,3 +188,65 @@ func TestTruncatedIsNotCoverage(t *testing.T) {
 	require.Contains(t, tr.Warnings[0].Message, "7 of 10 steps have no kernels, probably because their GPU events were past the cut (not a profiler buffer drop)")
 	require.Equal(t, 7, tr.Coverage.StepsWithoutKernels)
 }
+
+// Text in another encoding than UTF-8 (or with a byte-order mark) is named
+// in the error, with how to convert it.
+func TestEncodings(t *testing.T) {
+	t.Parallel()
+	doc := valueTrace("")
+	utf16 := func(bigEndian bool) []byte {
+		var b []byte
+		for _, r := range doc {
+			if bigEndian {
+				b = append(b, 0, byte(r))
+			} else {
+				b = append(b, byte(r), 0)
+			}
+		}
+		return b
+	}
+	utf32 := func(bigEndian bool) []byte {
+		var b []byte
+		for _, r := range doc {
+			if bigEndian {
+				b = append(b, 0, 0, 0, byte(r))
+			} else {
+				b = append(b, byte(r), 0, 0, 0)
+			}
+		}
+		return b
+	}
+	cat := func(a []byte, b []byte) []byte { return append(append([]byte{}, a...), b...) }
+	cases := []struct {
+		name string
+		data []byte
+		want string
+	}{
+		{"UTF-8 BOM", cat([]byte{0xEF, 0xBB, 0xBF}, []byte(doc)), "UTF-8 with a byte-order mark"},
+		{"UTF-16 LE BOM", cat([]byte{0xFF, 0xFE}, utf16(false)), "UTF-16 little-endian (byte-order mark FF FE)"},
+		{"UTF-16 BE BOM", cat([]byte{0xFE, 0xFF}, utf16(true)), "UTF-16 big-endian (byte-order mark FE FF)"},
+		{"UTF-16 LE", utf16(false), "UTF-16 little-endian (zero bytes around the text)"},
+		{"UTF-16 BE", utf16(true), "UTF-16 big-endian (zero bytes around the text)"},
+		{"UTF-32 LE BOM", cat([]byte{0xFF, 0xFE, 0, 0}, utf32(false)), "UTF-32 little-endian (byte-order mark FF FE 00 00)"},
+		{"UTF-32 BE BOM", cat([]byte{0, 0, 0xFE, 0xFF}, utf32(true)), "UTF-32 big-endian (byte-order mark 00 00 FE FF)"},
+		{"UTF-32 LE", utf32(false), "UTF-32 little-endian (zero bytes around the text)"},
+		{"UTF-32 BE", utf32(true), "UTF-32 big-endian (zero bytes around the text)"},
+	}
+	for _, c := range cases {
+		for _, zipped := range []bool{false, true} {
+			in, name := c.data, c.name
+			if zipped {
+				in, name = gz(t, in), name+" (gzip)"
+			}
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				for _, opts := range []tracing.Options{{}, {NoReadAhead: true}} {
+					_, err := tracing.Read(context.Background(), bytes.NewReader(in), "e.json", opts)
+					require.Error(t, err)
+					require.Contains(t, err.Error(), "e.json: byte 0: the input is "+c.want)
+					require.Contains(t, err.Error(), "UTF-8")
+				}
+			})
+		}
+	}
+}
