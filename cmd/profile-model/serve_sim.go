@@ -63,7 +63,7 @@ func runServeSim(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs.DurationVar(&cfg.ReadyDelay, "ready-delay", 0, "fault: /health answers 503 for this long after start")
 	fs.BoolVar(&cfg.NeverReady, "never-ready", false, "fault: /health never answers 200")
 	fs.BoolVar(&cfg.NoTraceOnStop, "no-trace-on-stop", false, "fault: /stop_profile succeeds but writes no trace")
-	fs.DurationVar(&cfg.GPUEventWindow, "gpu-event-window", 0, "fault: drop GPU events older than this (trace time) at stop, like a full profiler buffer")
+	fs.Var(windowFlag{&cfg.GPUEventWindow}, "gpu-event-window", "fault: drop GPU events older than this (trace time) at stop, like a full profiler buffer (a duration, 30s, or seconds)")
 	fs.DurationVar(&cfg.ExportDelay, "export-delay", 0, "fault: hold the uncompressed .json this long before gzipping it")
 	fs.IntVar(&cfg.PythonPerStep, "trace-python-per-step", 0, "python_function events per step in the trace (0: 2500, like a trace recorded with stacks; -1: none)")
 	fs.BoolVar(&cfg.AsyncStop, "async-stop-profile", false, "answer /stop_profile before the export is done (older ATOM releases)")

@@ -42,7 +42,6 @@ func runSynth(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		prefillSteps = fs.Int("prefill-steps", 2, "prefill steps, spread among the decode steps")
 		bs           = fs.Int("bs", 8, "decode batch size (the last 5% of decode steps run bs-1 when that runs the same kernels)")
 		seed         = fs.Uint64("seed", 1, "random seed")
-		gpuWindow    = fs.Float64("gpu-window", 0, "drop GPU events older than this many seconds before the end (profiler buffer); 0 keeps all")
 		gpuExact     = fs.Bool("gpu-window-exact", false, "cut GPU events at the exact time (the step at the cut keeps only its later kernels), not at a step boundary")
 		truthPath    = fs.String("truth", "", "write the truth JSON (steps, decode bs, per-position stats of what was written) here")
 		targetMB     = fs.Float64("target-mb", 0, "choose --decode-steps to reach about this many MB of uncompressed JSON")
@@ -57,6 +56,8 @@ func runSynth(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		tpAllReduce  = fs.Bool("tp-allreduce", false, "variant: a tensor-parallel rank's kernels (an all-reduce before each norm, an all-gather before the sampler)")
 		exact        = fs.Bool("exact", false, "reproduce the one --layer-csv exactly: layers --mode compat on the trace writes that file back byte for byte (--layers and --decode-steps are chosen from its count)")
 	)
+	var gpuWindow time.Duration
+	fs.Var(windowFlag{&gpuWindow}, "gpu-window", "drop GPU events older than this before the end, like a full profiler buffer (a duration, 30s, or seconds); 0 keeps all")
 	fs.Var(&layerCSVs, "layer-csv", "per-layer table(s) in the compatible CSV format (conc{N}_layer.csv); repeat or comma-separate; default: the built-in model")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: profile-model synth --out FILE [flags]\n\nWrites a synthetic ATOM-style Kineto trace and, with --truth, what it holds.\n\nflags:")
@@ -74,12 +75,15 @@ func runSynth(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if (*out == "") == (*atomDir == "") {
 		return usageError{"synth: give exactly one of --out FILE or --atom-dir DIR"}
 	}
-	if *gpuWindow < 0 || *targetMB < 0 {
-		return usageError{"synth: --gpu-window and --target-mb must not be negative"}
+	if *targetMB < 0 {
+		return usageError{"synth: --target-mb must not be negative"}
+	}
+	if *out != "" && *truthPath != "" && samePath(*out, *truthPath) {
+		return usageError{fmt.Sprintf("synth: --out and --truth are the same file (%s): the truth would overwrite the trace; give the truth its own name, e.g. truth.json", *truthPath)}
 	}
 	opts := synth.GenerateOptions{
 		Layers: *layers, DecodeSteps: *decodeSteps, PrefillSteps: *prefillSteps, BS: *bs, Seed: *seed,
-		GPUWindow: time.Duration(*gpuWindow * float64(time.Second)), GPUWindowExact: *gpuExact, PythonPerStep: *python, ModelName: *model,
+		GPUWindow: gpuWindow, GPUWindowExact: *gpuExact, PythonPerStep: *python, ModelName: *model,
 		RenameAnchor: *renameAnchor, TwoStreams: *twoStreams, Alternate: *alternate, EagerDecode: *eagerDecode,
 		Gzip: strings.HasSuffix(*out, ".gz"), MetaFirst: *metaFirst, Exact: *exact,
 		Piecewise: *piecewise, TPAllReduce: *tpAllReduce,
@@ -146,7 +150,7 @@ func runSynth(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	fmt.Fprintln(stdout)
 	if truth.DecodeStepsWithoutKernels > 0 {
-		fmt.Fprintf(stdout, "GPU events kept for the last %g s: %d of %d decode steps have no kernels\n", *gpuWindow, truth.DecodeStepsWithoutKernels, truth.Steps["decode"])
+		fmt.Fprintf(stdout, "GPU events kept for the last %s: %d of %d decode steps have no kernels\n", gpuWindow, truth.DecodeStepsWithoutKernels, truth.Steps["decode"])
 	}
 	return nil
 }

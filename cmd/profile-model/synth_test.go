@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/stretchr/testify/require"
@@ -104,6 +105,9 @@ func TestSynthCommandErrors(t *testing.T) {
 		{"bad flag", []string{"synth", "--bogus"}, true, "bogus"},
 		{"stray argument", []string{"synth", "--out", "a.json", "extra"}, true, "extra"},
 		{"negative window", []string{"synth", "--out", "a.json", "--gpu-window", "-1"}, true, "negative"},
+		{"negative window duration", []string{"synth", "--out", "a.json", "--gpu-window", "-1s"}, true, "negative"},
+		{"window not a time", []string{"synth", "--out", "a.json", "--gpu-window", "soon"}, true, "not a duration"},
+		{"truth over the trace", []string{"synth", "--out", filepath.Join(dir, "t.json"), "--truth", filepath.Join(dir, ".", "t.json")}, true, "--out and --truth are the same file"},
 		{"zero batch", []string{"synth", "--out", filepath.Join(dir, "z.json"), "--bs", "0"}, false, "batch size"},
 		{"missing table", []string{"synth", "--out", filepath.Join(dir, "m.json"), "--layer-csv", filepath.Join(dir, "conc8_layer.csv")}, false, "conc8_layer.csv"},
 	}
@@ -163,5 +167,25 @@ func TestSynthExactCompatByteForByte(t *testing.T) {
 			require.NoError(t, err)
 			require.True(t, bytes.Equal(want, have), "cmp %s %s: differ\n%s", src, got, cmp.Diff(string(want), string(have)))
 		})
+	}
+}
+
+// The GPU-event windows of synth and serve-sim take a duration or seconds.
+func TestParseWindow(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		in   string
+		want time.Duration
+	}{
+		{"30s", 30 * time.Second}, {"250ms", 250 * time.Millisecond}, {"1.5m", 90 * time.Second},
+		{"30", 30 * time.Second}, {"0.02", 20 * time.Millisecond}, {"0", 0},
+	} {
+		got, err := parseWindow(c.in)
+		require.NoError(t, err, c.in)
+		require.Equal(t, c.want, got, c.in)
+	}
+	for _, bad := range []string{"-1", "-2s", "x", "", "NaN", "1e30"} {
+		_, err := parseWindow(bad)
+		require.Error(t, err, bad)
 	}
 }

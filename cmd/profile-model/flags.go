@@ -1,0 +1,63 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+)
+
+// windowFlag is a time span given as a Go duration ("30s", "1.5m",
+// "250ms") or a plain number of seconds ("30"): the GPU-event windows of
+// synth and serve-sim take the same kind of value.
+type windowFlag struct{ d *time.Duration }
+
+func (f windowFlag) String() string {
+	if f.d == nil {
+		return "0s"
+	}
+	return f.d.String()
+}
+
+func (f windowFlag) Set(s string) error {
+	d, err := parseWindow(s)
+	if err != nil {
+		return err
+	}
+	*f.d = d
+	return nil
+}
+
+func parseWindow(s string) (time.Duration, error) {
+	if d, err := time.ParseDuration(s); err == nil {
+		if d < 0 {
+			return 0, fmt.Errorf("%q is negative", s)
+		}
+		return d, nil
+	}
+	sec, err := strconv.ParseFloat(s, 64)
+	switch {
+	case err != nil || sec != sec || sec > 1e9:
+		return 0, fmt.Errorf("%q is not a duration (30s, 250ms, 1.5m) or a number of seconds", s)
+	case sec < 0:
+		return 0, fmt.Errorf("%q is negative", s)
+	}
+	return time.Duration(sec * float64(time.Second)), nil
+}
+
+// samePath tells whether two output paths name one file: the same path
+// once cleaned, or (when both exist) the same file under two names.
+func samePath(a, b string) bool {
+	if filepath.Clean(a) == filepath.Clean(b) {
+		return true
+	}
+	if aa, err := filepath.Abs(a); err == nil {
+		if bb, err := filepath.Abs(b); err == nil && aa == bb {
+			return true
+		}
+	}
+	fa, errA := os.Stat(a)
+	fb, errB := os.Stat(b)
+	return errA == nil && errB == nil && os.SameFile(fa, fb)
+}
