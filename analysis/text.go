@@ -207,8 +207,22 @@ func WriteLayersText(w io.Writer, lt *inventory.LayerTable) {
 // top kernels by total time (top < 0: all of them) and the category totals.
 // more names the file that holds the rest.
 func WriteKernelsText(w io.Writer, path string, inv *inventory.Inventory, top int, more string) {
-	fmt.Fprintf(w, "%s: %d distinct kernels, %s µs kernel time, %.2f%% in %s (rules: %s)\n",
-		path, len(inv.Kernels), inv.KernelTime, inv.OtherPct, inventory.Other, inv.Rules)
+	// One definition for the count and the time: GPU kernels, without
+	// copies and memsets (listed in the table, said apart here).
+	kernels, copies := 0, 0
+	for _, r := range inv.Kernels {
+		if r.Kind == tracing.KindKernel.String() {
+			kernels++
+		} else {
+			copies++
+		}
+	}
+	copyNote := "no memcpy/memset in the trace"
+	if copies > 0 {
+		copyNote = fmt.Sprintf("memcpy/memset not included: %d distinct, %s µs", copies, inv.GPUTime-inv.KernelTime)
+	}
+	fmt.Fprintf(w, "%s: %d distinct kernels, %s µs kernel time (%s), %.2f%% in %s (rules: %s)\n",
+		path, kernels, inv.KernelTime, copyNote, inv.OtherPct, inventory.Other, inv.Rules)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "total_us\tpct\tcount\tavg_us\tcategory\tby\tprovider\tshort_name")
 	for i, r := range inv.Kernels {
