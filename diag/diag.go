@@ -48,6 +48,9 @@ const (
 	// CompatAnchor: the compatible-mode table could not be made (its
 	// anchor kernel is not in the trace); the other tables were.
 	CompatAnchor Code = "compat_anchor"
+	// CompatAmbiguous: the compatible-mode anchor matches more than one
+	// kernel per layer, or consecutive kernels (one-kernel layers).
+	CompatAmbiguous Code = "compat_ambiguous"
 	// LayerCount: the layer count found differs from the model config.
 	LayerCount Code = "layer_count"
 	// Usage: the server gave no usage figures for some requests; lengths

@@ -270,6 +270,7 @@ func compatLayers(ctx context.Context, tr *tracing.Trace, opt LayerOptions) (*La
 			n = d
 		}
 	}
+	t.Warnings = append(t.Warnings, anchorDoubts(anchor, n, order, count)...)
 	var ps []stats
 	layers := 0
 	for i := 0; i+1 < len(anchors); i++ {
@@ -300,4 +301,24 @@ func compatLayers(ctx context.Context, tr *tracing.Trace, opt LayerOptions) (*La
 		t.Positions[i].Kernel = strings.TrimPrefix(t.Positions[i].Kernel, "void ")
 	}
 	return t, nil
+}
+
+// anchorDoubts warns when the compatible-mode anchor cannot be starting one
+// layer each: distance n (the layer length) of 1 means it matches
+// consecutive kernels; a second distance about as common as n means it
+// matches more than one kernel per layer (distances alternate), and each
+// "layer" is then a piece of a real one. With one match per layer, only
+// the step boundaries give another distance, once per step.
+func anchorDoubts(anchor string, n int, order []int, count map[int]int) []diag.Warning {
+	var ws []diag.Warning
+	if n == 1 {
+		ws = append(ws, diag.New(diag.CompatAmbiguous, fmt.Sprintf("compat mode: the anchor %q matches consecutive kernels, so its layers have one kernel each; give a more specific --anchor, or use --mode robust", anchor)))
+	}
+	for _, d := range order {
+		if d != n && 2*count[d] >= count[n] {
+			ws = append(ws, diag.New(diag.CompatAmbiguous, fmt.Sprintf("compat mode: the anchor %q matches more than one kernel per layer (its matches are %d and %d kernels apart, %d and %d times): each table layer is only part of a real one; give a more specific --anchor, or use --mode robust", anchor, n, d, count[n], count[d])))
+			break
+		}
+	}
+	return ws
 }

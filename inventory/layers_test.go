@@ -5,6 +5,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/profile-model/profile-model/diag"
 	"github.com/profile-model/profile-model/tracing"
 	"github.com/stretchr/testify/require"
 )
@@ -246,4 +247,37 @@ func TestRobustIrregularSameShortName(t *testing.T) {
 	require.Equal(t, d[0].Kernel, d[0].Want, "both instances have the same short name")
 	require.Equal(t, "ck::gemm_kernel<256, 32>(float*)", d[0].KernelFull)
 	require.Equal(t, "ck::gemm_kernel<128, 64>(float*)", d[0].WantFull)
+}
+
+// The compat anchor must start one layer each: one matching twice per layer,
+// or matching consecutive kernels, is warned about with its own code; one
+// matching once per layer is not.
+func TestCompatAnchorDoubts(t *testing.T) {
+	t.Parallel()
+	twice := []string{"norm", "qkv_gemm", "pa_bf16_attn", "o_gemm", "norm2", "pa_bf16_reduce", "up_gemm", "down_gemm"}
+	fused := []string{"x_norm", "x_qkv", "x_attn", "x_mlp"}
+	cases := []struct {
+		name   string
+		kinds  []string
+		anchor string
+		want   []string // one substring per warning
+	}{
+		{"once per layer", dense, "", nil},
+		{"twice per layer", twice, "pa_bf16", []string{`the anchor "pa_bf16" matches more than one kernel per layer (its matches are 3 and 5 kernels apart, 18 and 15 times)`}},
+		{"a word of several kernels", dense, "gemm", []string{`the anchor "gemm" matches more than one kernel per layer`}},
+		{"every kernel of the layer", fused, "x_", []string{`the anchor "x_" matches consecutive kernels, so its layers have one kernel each`}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			tr := makeTrace(tracing.StepDecode, step(6, c.kinds), step(6, c.kinds), step(6, c.kinds))
+			lt, err := DecodeLayers(context.Background(), tr, LayerOptions{Mode: ModeCompat, Anchor: c.anchor})
+			require.NoError(t, err)
+			require.Len(t, lt.Warnings, len(c.want), "%q", diag.Messages(lt.Warnings))
+			for i, w := range c.want {
+				require.Equal(t, diag.CompatAmbiguous, lt.Warnings[i].Code)
+				require.Contains(t, lt.Warnings[i].Message, w)
+			}
+		})
+	}
 }
