@@ -23,6 +23,10 @@ test:
 # machine cannot run skips, naming what is missing (fails instead with
 # PROFILE_MODEL_REQUIRE_GPU=1).
 test-gpu:
+	@echo "test-gpu: the whole suite plus TestGPUSweeps, the real-engine sweeps of fixtures/sweeps"
+	@echo "  (atom-minimax-m2.5-mi355x, vllm-qwen3-0.6b, sglang-qwen3-0.6b). Each skips, naming what is"
+	@echo "  missing (engine, GPU, weights), unless PROFILE_MODEL_REQUIRE_GPU=1. None has goldens in the"
+	@echo "  repository yet: one that runs fails, asking for them to be recorded with -update."
 	$(GO) tool gotestsum --format testname $(if $(JUNIT),--junitfile $(JUNIT)) -- -count=1 -tags gpu -timeout 6h ./profiling/...
 
 # Benchmarks (plain go test: gotestsum reports benchmarks as failures).

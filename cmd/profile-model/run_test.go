@@ -3,8 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -83,6 +85,37 @@ func TestRunSim(t *testing.T) {
 	log, err := os.ReadFile(r.ServerLog())
 	require.NoError(t, err)
 	require.Contains(t, string(log), "serve-sim: serving")
+	requireLayoutDocumented(t, dir)
+}
+
+// requireLayoutDocumented checks that the README's run-directory layout
+// names every file the run wrote (numbers stand for {N} or {bs}; the
+// traces keep the engine's names).
+func requireLayoutDocumented(t *testing.T, dir string) {
+	t.Helper()
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	require.NoError(t, err)
+	_, block, ok := strings.Cut(string(readme), "### Run directory\n\n```\n")
+	require.True(t, ok, "README has a run-directory layout")
+	block, _, _ = strings.Cut(block, "```")
+	digits := regexp.MustCompile(`[0-9]+|\{N\}|\{bs\}`)
+	documented := digits.ReplaceAllString(block, "#")
+	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, err := filepath.Rel(dir, path)
+		if err != nil {
+			return err
+		}
+		if strings.HasPrefix(rel, "traces"+string(filepath.Separator)) {
+			require.Contains(t, block, "traces/rank_*/", rel)
+			return nil
+		}
+		require.Contains(t, documented, digits.ReplaceAllString(filepath.Base(rel), "#"), "the README's run-directory layout does not name %s", rel)
+		return nil
+	})
+	require.NoError(t, err)
 }
 
 func TestRunEngineNeverReady(t *testing.T) {
