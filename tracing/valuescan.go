@@ -11,7 +11,8 @@ import "bytes"
 type valueScan struct {
 	pos   int      // bytes of the value scanned so far
 	depth int      // open brackets
-	open  []uint64 // one bit per open bracket, set for '{'
+	low   uint64   // one bit per open bracket of the first 64, set for '{'
+	deep  []uint64 // the same for the brackets beyond (hostile input)
 	inStr bool
 	esc   bool
 }
@@ -89,14 +90,11 @@ func (v *valueScan) composite(b []byte) int {
 		case c == '"':
 			v.inStr = true
 		case c == '{' || c == '[':
-			w, bit := v.depth/64, uint64(1)<<(v.depth%64)
-			if w == len(v.open) {
-				v.open = append(v.open, 0)
-			}
+			w, bit := v.word(v.depth)
 			if c == '{' {
-				v.open[w] |= bit
+				*w |= bit
 			} else {
-				v.open[w] &^= bit
+				*w &^= bit
 			}
 			v.depth++
 		case c == '}' || c == ']':
@@ -104,7 +102,7 @@ func (v *valueScan) composite(b []byte) int {
 				return invalid
 			}
 			v.depth--
-			if (v.open[v.depth/64]>>(v.depth%64)&1 == 1) != (c == '}') {
+			if w, bit := v.word(v.depth); (*w&bit != 0) != (c == '}') {
 				return invalid
 			}
 			if v.depth == 0 {
@@ -115,4 +113,17 @@ func (v *valueScan) composite(b []byte) int {
 	}
 	v.pos = i
 	return incomplete
+}
+
+// word returns the word and bit that hold nesting level d.
+func (v *valueScan) word(d int) (*uint64, uint64) {
+	bit := uint64(1) << (d % 64)
+	if d < 64 {
+		return &v.low, bit
+	}
+	w := d/64 - 1
+	if w == len(v.deep) {
+		v.deep = append(v.deep, 0)
+	}
+	return &v.deep[w], bit
 }
