@@ -35,13 +35,25 @@ func (b *builder) checkTimes(t *Trace, ws, we int64, steps bool) {
 	ks := t.Kernels
 	if lo := ws - slack; b.minTS < lo {
 		n := sort.Search(len(ks), func(i int) bool { return ks[i].Start >= lo })
-		warn("traceEvents[%d] starts %s before the profile window (%d kernels start that early): the timestamp cannot be right, and the GPU span and coverage include it", b.minIdx, span(units.Duration(ws-b.minTS)), n)
+		warn("traceEvents[%d] starts %s before the profile window (%d kernels start that early): the timestamp cannot be right, and the GPU span and coverage include it", b.minIdx, human(ws-b.minTS), n)
 	}
 	if hi := we + slack; b.maxStart > hi {
 		n := len(ks) - sort.Search(len(ks), func(i int) bool { return ks[i].Start > hi })
-		warn("traceEvents[%d] starts %s after the profile window (%d kernels start that late): the timestamp cannot be right, and the GPU span and coverage include it", b.maxStartIdx, span(units.Duration(b.maxStart-we)), n)
+		warn("traceEvents[%d] starts %s after the profile window (%d kernels start that late): the timestamp cannot be right, and the GPU span and coverage include it", b.maxStartIdx, human(b.maxStart-we), n)
 	}
 	if long := max(we-ws, b.maxStart-b.minTS); b.maxDur > long {
-		warn("traceEvents[%d]: a kernel lasts %s, longer than the whole trace (%s): its duration cannot be right, and kernel totals include it", b.maxDurIdx, span(units.Duration(b.maxDur)), span(units.Duration(long)))
+		warn("traceEvents[%d]: a kernel lasts %s, longer than the whole trace (%s): its duration cannot be right, and kernel totals include it", b.maxDurIdx, human(b.maxDur), human(long))
+	}
+}
+
+// human prints a span of ns for people, in the unit that suits it.
+func human(ns int64) string {
+	switch d := units.Duration(ns); {
+	case ns >= int64(time.Second):
+		return fmt.Sprintf("%.1f s", d.Seconds())
+	case ns >= int64(time.Millisecond):
+		return fmt.Sprintf("%.1f ms", d.MS())
+	default:
+		return d.String() + " µs"
 	}
 }
