@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/profile-model/profile-model/profiling/bench"
 	"github.com/profile-model/profile-model/results"
 )
 
@@ -157,4 +158,18 @@ func TestRunUsageErrors(t *testing.T) {
 			require.Empty(t, entries, "nothing created before the checks pass")
 		})
 	}
+}
+
+// The README lists every failure kind the client counts, in its order.
+func TestREADMEFailureKinds(t *testing.T) {
+	t.Parallel()
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	require.NoError(t, err)
+	m := regexp.MustCompile(`Failures are counted by kind \(([^)]+)\)`).FindSubmatch(readme)
+	require.NotNil(t, m, "the README lists the failure kinds")
+	var want []string
+	for _, k := range bench.FailureKinds {
+		want = append(want, string(k))
+	}
+	require.Equal(t, strings.Join(want, ", "), strings.Join(strings.Fields(string(m[1])), " "))
 }
