@@ -11,6 +11,10 @@
 // with the kernels they replay), then segment steps (ParseStepLabel knows
 // the ATOM, vLLM and SGLang labels), compute the decode batch size, and
 // measure coverage. Trace.Summarize is what `profile-model inspect` prints.
+// What cannot be right but can be read on (negative or far out-of-window
+// times, a key given twice, numbers written as strings, data after the
+// document) becomes a warning naming the event (Scanner.Warnings,
+// Trace.Warnings); each kind once, with a count.
 //
 // Speed: gzip is inflated on a read-ahead goroutine while the scanner,
 // a specialised byte scanner (faster than go-json-experiment's jsontext
