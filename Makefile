@@ -4,7 +4,7 @@ BIN     := bin/profile-model
 PKGS    := ./...
 FUZZTIME ?= 30s
 
-.PHONY: build test test-gpu bench bench-sweep compare demo lint fuzz update-golden clean
+.PHONY: build test test-gpu bench bench-sweep compare demo calibrate lint fuzz update-golden clean
 
 # A static binary (no cgo: it runs on any Linux of the same architecture,
 # and leaves libc unmapped, 1.5 MB less resident) without this machine's
@@ -60,6 +60,14 @@ demo: build
 	$(BIN) run --engine sim --model MiniMaxAI/MiniMax-M2.5 --max-num-seqs 64 \
 		--config fixtures/models/minimax-m2/config.json \
 		--conc $(CONC) --isl 1024 --osl 50 --num-prompts-mul 4 --time-scale $(TIME_SCALE) --out demo-out
+
+# The simulated engine against the recorded runs of the reference corpus:
+# a profiled sweep at each recorded level (ISL 1024 and 8192, 50 prompts,
+# the recorded sweep's max-num-seqs and graph sizes) and a table of
+# recorded vs simulated median TTFT and TPOT; fails beyond 15%. About two
+# minutes of wall time on a quiet machine (the sim runs in real time).
+calibrate:
+	PROFILE_MODEL_CALIBRATE=1 $(GO) test -count=1 -run TestCalibrationAgainstRecorded -v -timeout 20m ./profiling/
 
 lint:
 	@fmt=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$fmt" ]; then echo "gofmt needed: $$fmt"; exit 1; fi

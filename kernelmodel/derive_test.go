@@ -16,6 +16,7 @@ import (
 
 	"github.com/profile-model/profile-model/internal/atomicfile"
 	"github.com/profile-model/profile-model/internal/corpus"
+	"github.com/profile-model/profile-model/units"
 )
 
 var update = flag.Bool("update", false, "rewrite data/atom_minimax_m25.csv from the corpus")
@@ -47,23 +48,13 @@ type extraRow struct {
 	note string
 }
 
-const prefillRefTokens = 8 * 927.66 // conc 8, isl 1024 bench log mean input
-
 func extraRows(layerName func(short string, bsHint int) string) []extraRow {
-	// Prefill kernels: a launch-bound floor plus work per token (attention:
-	// per token times the mean sequence length).
-	const floor = 4.0
-	tok := func(avg float64) (float64, float64) { return floor, (avg - floor) / prefillRefTokens }
-	attn := func(avg float64) (float64, float64) { return floor, (avg - floor) / (prefillRefTokens * 927.66) }
 	fixed := func(sec, short, name, launch string, avg, std float64, note string) extraRow {
 		return extraRow{spec{section: sec, bsMin: 1, bsMax: 1 << 20, short: short, name: name, launch: launch, basis: "const", a: avg, stdFrac: std, minFrac: 0.85, maxFrac: 1.4}, note}
 	}
-	scaled := func(short, name, launch, basis string, avg float64, note string) extraRow {
-		a, b := tok(avg)
-		if basis == "attn" {
-			a, b = attn(avg)
-		}
-		return extraRow{spec{section: "prefill_layer", bsMin: 1, bsMax: 1 << 20, short: short, name: name, launch: launch, basis: basis, a: a, b: b, stdFrac: 0.05, minFrac: 0.85, maxFrac: 1.3}, note}
+	// Prefill-layer kernels: a + b*x, fitted by fitPrefillKernels.
+	scaled := func(short, name, launch, basis string) extraRow {
+		return extraRow{spec{section: "prefill_layer", bsMin: 1, bsMax: 1 << 20, short: short, name: name, launch: launch, basis: basis, stdFrac: 0.05, minFrac: 0.85, maxFrac: 1.3}, ""}
 	}
 	finalNorm := strings.Replace(layerName("RMSNorm+Quant", 8), "256, 16, true, false, true, 1>", "256, 16, false, false, true, 1>", 1)
 	lmHead := "Cijk_Alik_Bljk_BBS_BH_Bias_HA_S_SAV_UserArgs_MT32x16x512_MI16x16x1_SN_LDSB1_AFC0" + suffixAfter(layerName("GEMM_BF16 (rocBLAS)", 16), "_AFC0")
@@ -80,24 +71,24 @@ func extraRows(layerName func(short string, bsHint int) string) []extraRow {
 		fixed("epilogue", "GEMM_BF16 (rocBLAS)", lmHead, "hipExtModuleLaunchKernel", 185.9, 0.02, inv+": avg 185.9 (lm_head)"),
 		fixed("sample", "Sampling", sampler, "hipLaunchKernel", 50.6, 0.03, inv+": avg 50.6, eager after the graph"),
 		fixed("prefill_prologue", "Embedding", "triton_poi_fused_embedding_0", "hipModuleLaunchKernel", 5.7, 0.05, inv+": avg 5.7"),
-		scaled("FlashAttn", "aiter::fmha_fwd_hd128_bf16_causal_group", "hipModuleLaunchKernel", "attn", 40.1, inv+": avg 40.1 at 8x927.66 tokens"),
-		scaled("FP8_quant", layerName("FP8_quant", 8), "hipLaunchKernel", "tokens", 8.6, inv+": prefill share avg 8.6"),
-		scaled("GEMM_FP8 (CK dense)", layerName("GEMM_FP8 (CK dense)", 16), "hipLaunchKernel", "tokens", 51.7, inv+": prefill share avg 51.7"),
-		scaled("RMSNorm+Quant", layerName("RMSNorm+Quant", 8), "hipLaunchKernel", "tokens", 8.9, inv+": prefill share avg 8.9"),
-		scaled("Triton_copy", layerName("Triton_copy", 8), "hipModuleLaunchKernel", "tokens", 9.1, inv+": prefill share avg 9.1"),
-		scaled("GEMM_BF16 (rocBLAS)", router, "hipExtModuleLaunchKernel", "tokens", 21.2, inv+": avg 21.2 (router GEMM, prefill only)"),
-		scaled("MoE_gate (topk)", layerName("MoE_gate (topk)", 8), "hipLaunchKernel", "tokens", 7.6, inv+": prefill share avg 7.6"),
-		scaled("MoE_sort_P0", sortP0, "hipLaunchKernel", "tokens", 6.1, inv+": avg 6.1 (prefill only)"),
-		scaled("MoE_sort_P23", sortP23, "hipLaunchKernel", "tokens", 7.8, inv+": avg 7.8 (prefill only)"),
-		scaled("FP8_quant", layerName("FP8_quant", 8), "hipLaunchKernel", "tokens", 8.6, inv+": prefill share avg 8.6"),
-		scaled("MoE_GEMM_fused (ASM)", "aiter::fmoe_bf16_blockscaleFp8_g1u1_vs_silu_32x384", "hipModuleLaunchKernel", "tokens", 678.5, inv+": avg 678.5 (replaces both CK MoE GEMMs)"),
-		scaled("RMSNorm+Quant", layerName("RMSNorm+Quant", 8), "hipLaunchKernel", "tokens", 8.9, inv+": prefill share avg 8.9"),
-		scaled("FP8_quant", layerName("FP8_quant", 8), "hipLaunchKernel", "tokens", 8.6, inv+": prefill share avg 8.6"),
-		scaled("GEMM_FP8 (CK dense)", layerName("GEMM_FP8 (CK dense)", 16), "hipLaunchKernel", "tokens", 51.7, inv+": prefill share avg 51.7"),
-		scaled("RMSNorm_triton", "triton_red_fused__to_copy_add_mean_mul_pow_rsqrt_split_with_sizes_1", "hipModuleLaunchKernel", "tokens", 9.0, inv+": prefill share avg 9.0"),
-		scaled("RMSNorm_triton", "triton_red_fused__to_copy_add_mean_mul_pow_rsqrt_split_with_sizes_2", "hipModuleLaunchKernel", "tokens", 8.0, inv+": prefill share avg 8.0"),
-		scaled("RoPE", layerName("RoPE", 8), "hipLaunchKernel", "tokens", 7.9, inv+": prefill share avg 7.9"),
-		scaled("KV_cache_quant", layerName("KV_cache_quant", 8), "hipLaunchKernel", "tokens", 11.8, inv+": prefill share avg 11.8"),
+		scaled("FlashAttn", "aiter::fmha_fwd_hd128_bf16_causal_group", "hipModuleLaunchKernel", "attn"),
+		scaled("FP8_quant", layerName("FP8_quant", 8), "hipLaunchKernel", "tokens"),
+		scaled("GEMM_FP8 (CK dense)", layerName("GEMM_FP8 (CK dense)", 16), "hipLaunchKernel", "tokens"),
+		scaled("RMSNorm+Quant", layerName("RMSNorm+Quant", 8), "hipLaunchKernel", "tokens"),
+		scaled("Triton_copy", layerName("Triton_copy", 8), "hipModuleLaunchKernel", "tokens"),
+		scaled("GEMM_BF16 (rocBLAS)", router, "hipExtModuleLaunchKernel", "tokens"),
+		scaled("MoE_gate (topk)", layerName("MoE_gate (topk)", 8), "hipLaunchKernel", "tokens"),
+		scaled("MoE_sort_P0", sortP0, "hipLaunchKernel", "tokens"),
+		scaled("MoE_sort_P23", sortP23, "hipLaunchKernel", "tokens"),
+		scaled("FP8_quant", layerName("FP8_quant", 8), "hipLaunchKernel", "tokens"),
+		scaled("MoE_GEMM_fused (ASM)", "aiter::fmoe_bf16_blockscaleFp8_g1u1_vs_silu_32x384", "hipModuleLaunchKernel", "tokens"),
+		scaled("RMSNorm+Quant", layerName("RMSNorm+Quant", 8), "hipLaunchKernel", "tokens"),
+		scaled("FP8_quant", layerName("FP8_quant", 8), "hipLaunchKernel", "tokens"),
+		scaled("GEMM_FP8 (CK dense)", layerName("GEMM_FP8 (CK dense)", 16), "hipLaunchKernel", "tokens"),
+		scaled("RMSNorm_triton", "triton_red_fused__to_copy_add_mean_mul_pow_rsqrt_split_with_sizes_1", "hipModuleLaunchKernel", "tokens"),
+		scaled("RMSNorm_triton", "triton_red_fused__to_copy_add_mean_mul_pow_rsqrt_split_with_sizes_2", "hipModuleLaunchKernel", "tokens"),
+		scaled("RoPE", layerName("RoPE", 8), "hipLaunchKernel", "tokens"),
+		scaled("KV_cache_quant", layerName("KV_cache_quant", 8), "hipLaunchKernel", "tokens"),
 		fixed("prefill_epilogue", "RMSNorm+Quant", finalNorm, "hipLaunchKernel", 5.6, 0.05, inv+": avg 5.6 (final norm)"),
 		fixed("prefill_epilogue", "GEMM_BF16 (rocBLAS)", lmHead, "hipExtModuleLaunchKernel", 185.9, 0.02, inv+": avg 185.9 (lm_head)"),
 		fixed("prefill_sample", "Sampling", sampler, "hipLaunchKernel", 50.6, 0.03, inv+": avg 50.6"),
@@ -258,12 +249,18 @@ var meanRe = regexp.MustCompile(`mean=([0-9.]+)`)
 // benchContext is the mean context of a run: mean input + half the mean output.
 func benchContext(t *testing.T, path string) float64 {
 	t.Helper()
+	in, out := benchMeans(t, path)
+	return in + out/2
+}
+
+// benchMeans reads a bench log's mean input and output lengths.
+func benchMeans(t *testing.T, path string) (in, out float64) {
+	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	var in, out float64
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<22)
 	for sc.Scan() {
@@ -283,7 +280,7 @@ func benchContext(t *testing.T, path string) float64 {
 	if in == 0 || out == 0 {
 		t.Fatalf("%s: no input/output length statistics", path)
 	}
-	return in + out/2
+	return in, out
 }
 
 // inventoryAvg is the avg_us of the first kernel starting with prefix.
@@ -334,17 +331,32 @@ func deriveModelData(t *testing.T) []byte {
 		t.Fatalf("no %q in conc%d_layer.csv", short, bs)
 		return ""
 	}
-	for _, e := range extraRows(layerName) {
+	extras := extraRows(layerName)
+	var prefill []extraRow
+	for _, e := range extras {
+		if e.section == "prefill_layer" {
+			prefill = append(prefill, e)
+		}
+	}
+	fits := fitPrefillKernels(t, adir, tables, prefill)
+	for _, e := range extras {
 		// Every non-layer kernel must be one the inventories show.
 		if !inInventories(t, adir, e.name) {
 			t.Errorf("kernel %.60q is in no level3 inventory", e.name)
+		}
+		if e.section == "prefill_layer" {
+			f := fits[0]
+			fits = fits[1:]
+			e.a, e.b, e.note = f.a, f.b, f.note
 		}
 		e.a, e.b = round(e.a, 4), round(e.b, 9)
 		specs = append(specs, e.spec)
 		notes = append(notes, e.note)
 	}
+	m := &Model{Layers: 62, RefCtx: round(ref, 2), StepGap: stepGap, specs: specs}
+	m.GraphGapUS = deriveGraphGap(t, adir, m)
 	var buf bytes.Buffer
-	if err := writeModelData(&buf, dataHeader, 62, round(ref, 2), specs, notes); err != nil {
+	if err := writeModelData(&buf, dataHeader, m, specs, notes); err != nil {
 		t.Fatal(err)
 	}
 	return buf.Bytes()
@@ -366,6 +378,52 @@ func inInventories(t *testing.T, dir, name string) bool {
 		}
 	}
 	return false
+}
+
+// stepGap is the host time between steps that the model states rather than
+// derives: the recorded logs cannot tell it from the launch gaps inside a
+// step (both are GPU idle time), so the derivation puts the rest of the
+// idle time into the launch gaps.
+var stepGap = units.Micros(150)
+
+var itlMedianRe = regexp.MustCompile(`Median ITL \(ms\):\s+([0-9.]+)`)
+var concRe = regexp.MustCompile(`_conc(\d+)_`)
+
+// deriveGraphGap is the mean launch gap of a kernel replayed from the
+// decode graph. At each recorded level most inter-token gaps are decode
+// steps, so the median ITL is a decode step's wall time: less the model's
+// kernel time of a decode step at the level's concurrency and mean context,
+// and the step gap, spread over the step's kernels, it is one launch gap.
+// The median over the levels, at least 0.05 µs.
+func deriveGraphGap(t *testing.T, dir string, m *Model) float64 {
+	t.Helper()
+	logs, err := filepath.Glob(filepath.Join(dir, "level3_isl*_conc*_bench.log"))
+	if err != nil || len(logs) == 0 {
+		t.Fatalf("%s: no level3 bench logs (%v)", dir, err)
+	}
+	var gaps []float64
+	for _, log := range logs {
+		data, err := os.ReadFile(log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mm := itlMedianRe.FindSubmatch(data)
+		cm := concRe.FindStringSubmatch(filepath.Base(log))
+		if mm == nil || cm == nil {
+			t.Fatalf("%s: no median ITL or concurrency", log)
+		}
+		itl, _ := strconv.ParseFloat(string(mm[1]), 64)
+		conc, _ := strconv.Atoi(cm[1])
+		runs := m.DecodeStep(conc, int(benchContext(t, log)*float64(conc)), nil)
+		var kern float64
+		for _, r := range runs {
+			if r.Stream == 0 {
+				kern += float64(r.Dur) / 1000
+			}
+		}
+		gaps = append(gaps, (itl*1000-kern-float64(m.StepGap)/1000)/float64(len(runs)))
+	}
+	return round(max(median(gaps), 0.05), 3)
 }
 
 // TestDerivedModelData checks that the embedded data file is exactly what

@@ -25,5 +25,5 @@ func Example() {
 	// pos 2 GEMM_FP8 (CK dense)  avg 17.1 µs
 	// 62 layers, 1184 kernels
 	// first: __amd_rocclr_copyBuffer last: Sampling
-	// busy for 16859.070 µs
+	// busy for 15687.331 µs
 }

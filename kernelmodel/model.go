@@ -77,6 +77,12 @@ type Model struct {
 	// RefCtx is the mean per-sequence context (tokens) at which the layer
 	// timings were measured; paged attention grows with context beyond it.
 	RefCtx float64
+	// GraphGapUS is the mean idle time (µs) of the GPU before each kernel of
+	// a replayed graph: gaps are drawn uniformly in [0.5, 1.5]×GraphGapUS.
+	GraphGapUS float64
+	// StepGap is the host time between two steps (scheduling, input
+	// preparation, output processing) that no kernel covers.
+	StepGap units.Duration
 
 	specs  []spec       // built-in data (all sections)
 	tables []layerTable // compatible CSV tables, sorted by bs; nil for the built-in model
@@ -123,27 +129,40 @@ func Default() *Model {
 	return m
 }
 
+// setParam reads a "# key=value" line of the data file's header; other
+// comment lines are ignored.
+func (m *Model) setParam(line string) error {
+	key, val, ok := strings.Cut(strings.TrimPrefix(line, "# "), "=")
+	if !ok || strings.ContainsAny(key, " ,") {
+		return nil
+	}
+	f, err := strconv.ParseFloat(strings.TrimSpace(val), 64)
+	if err != nil {
+		return fmt.Errorf("model data: %s: %q is not a number", key, val)
+	}
+	switch key {
+	case "layers":
+		m.Layers = int(f)
+	case "ref_ctx":
+		m.RefCtx = f
+	case "graph_gap_us":
+		m.GraphGapUS = f
+	case "step_gap_us":
+		m.StepGap = units.Micros(f)
+	}
+	return nil
+}
+
 func parseModelData(data []byte) (*Model, error) {
-	m := &Model{Name: "built-in ATOM MiniMax-M2.5 model", Layers: 62}
+	m := &Model{Name: "built-in ATOM MiniMax-M2.5 model", Layers: 62, GraphGapUS: 1.1, StepGap: units.Micros(150)}
 	var body bytes.Buffer
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
 		if strings.HasPrefix(line, "#") {
-			if v, ok := strings.CutPrefix(line, "# ref_ctx="); ok {
-				f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-				if err != nil {
-					return nil, fmt.Errorf("model data: ref_ctx: %w", err)
-				}
-				m.RefCtx = f
-			}
-			if v, ok := strings.CutPrefix(line, "# layers="); ok {
-				n, err := strconv.Atoi(strings.TrimSpace(v))
-				if err != nil {
-					return nil, fmt.Errorf("model data: layers: %w", err)
-				}
-				m.Layers = n
+			if err := m.setParam(line); err != nil {
+				return nil, err
 			}
 			continue
 		}
@@ -405,7 +424,7 @@ func (m *Model) DecodeStep(bs, ctxTokens int, rng *rand.Rand) []KernelRun {
 			runs = append(runs, KernelRun{
 				Name: lp.Kernel, ShortName: lp.ShortName,
 				Dur:     draw(rng, lp.AvgUS, lp.StdUS, lp.MinUS, lp.MaxUS),
-				Gap:     gap(rng, 0.6, 1.6),
+				Gap:     gap(rng, 0.5*m.GraphGapUS, 1.5*m.GraphGapUS),
 				Section: SectionForward, Layer: l, Pos: p, Launch: launchFor(lp.Kernel),
 			})
 		}
@@ -476,10 +495,10 @@ func launchFor(name string) string {
 
 // writeModelData renders specs in the data file's format (used by the
 // derivation test to regenerate the embedded file).
-func writeModelData(w io.Writer, header string, layers int, refCtx float64, specs []spec, notes []string) error {
+func writeModelData(w io.Writer, header string, m *Model, specs []spec, notes []string) error {
 	var b bytes.Buffer
 	b.WriteString(header)
-	fmt.Fprintf(&b, "# layers=%d\n# ref_ctx=%.2f\n", layers, refCtx)
+	fmt.Fprintf(&b, "# layers=%d\n# ref_ctx=%.2f\n# graph_gap_us=%.3f\n# step_gap_us=%.1f\n", m.Layers, m.RefCtx, m.GraphGapUS, float64(m.StepGap)/1000)
 	cw := csv.NewWriter(&b)
 	_ = cw.Write([]string{"section", "bs_min", "bs_max", "short_name", "kernel", "launch", "basis", "a_us", "b_us", "ctx_us_per_token", "std_frac", "min_frac", "max_frac", "source"})
 	f := func(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }

@@ -30,6 +30,7 @@ type SweepConfig struct {
 	RangeRatio    float64 // lengths uniform in [⌊L·r⌋, L]; 0 = exactly L
 	Concurrencies []int
 	NumPromptsMul int // num_prompts = conc × mul; 0 = 1
+	NumPrompts    int // when > 0: num_prompts of every level, whatever the concurrency
 
 	RequestRate    float64 // 0 or +Inf: all at once (closed loop)
 	Burstiness     float64 // 0 = 1 (Poisson)
@@ -302,6 +303,9 @@ const warmupIndex = 500_000
 // [stop_profile, wait for the export], metrics.
 func runLevel(ctx context.Context, cfg *SweepConfig, c *Client, s Shaper, conc int) *LevelResult {
 	lv := &LevelResult{Conc: conc, NumPrompts: conc * cfg.NumPromptsMul, Status: StatusOK}
+	if cfg.NumPrompts > 0 {
+		lv.NumPrompts = cfg.NumPrompts
+	}
 	levelSeed := cfg.Seed*1_000_003 + uint64(conc)
 	reqs := Workload{ISL: cfg.ISL, OSL: cfg.OSL, RangeRatio: cfg.RangeRatio, NumPrompts: lv.NumPrompts, Seed: levelSeed}.Source(s)
 	fail := func(msg string) *LevelResult {

@@ -15,6 +15,10 @@ type backend interface {
 	// context, start) and records it when profiling; the returned duration
 	// is the time its kernels keep the GPU busy, at full scale.
 	Run(s synth.Step) units.Duration
+	// HostGap is the host time between two steps (scheduling, input
+	// preparation, output processing) at full scale: the GPU idles for it
+	// before each step.
+	HostGap() units.Duration
 	// StartProfile begins recording into dir (the torch profiler directory)
 	// at trace time at.
 	StartProfile(dir string, at int64) error

@@ -51,6 +51,8 @@ func newSynthBackend(cfg *Config) (backend, error) {
 	return &synthBackend{cfg: cfg, model: m, rng: rand.New(rand.NewPCG(cfg.Seed, 0x5eed))}, nil
 }
 
+func (b *synthBackend) HostGap() units.Duration { return b.model.StepGap }
+
 func (b *synthBackend) Run(st synth.Step) units.Duration {
 	var runs []kernelmodel.KernelRun
 	if st.Kind != tracing.StepDecode {

@@ -13,10 +13,6 @@ import (
 	"github.com/profile-model/profile-model/tracing"
 )
 
-// hostGap is the CPU time between two steps (scheduling, sampling, launch),
-// at full scale. It separates steps in the trace as in a real engine.
-const hostGap = 150 * time.Microsecond
-
 // maxLag bounds how far the engine may run behind its wall-clock schedule
 // before it gives up catching up (so an idle or slow spell does not turn
 // into a burst of sleepless steps).
@@ -356,6 +352,7 @@ func (e *engine) step(ctx context.Context) error {
 	if chunked != nil {
 		s.BS++
 	}
+	hostGap := e.backend.HostGap().Time()
 	s.Start = e.virt + int64(hostGap)
 	dur := e.backend.Run(s)
 	e.virt = s.Start + int64(dur)

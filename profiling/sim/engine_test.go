@@ -13,6 +13,7 @@ import (
 // nopBackend prices every step at 10 ms and records nothing.
 type nopBackend struct{}
 
+func (nopBackend) HostGap() units.Duration                                    { return units.Micros(150) }
 func (nopBackend) Run(synth.Step) units.Duration                              { return units.FromTime(10 * time.Millisecond) }
 func (nopBackend) StartProfile(string, int64) error                           { return nil }
 func (nopBackend) StopProfile(context.Context, int64, bool) ([]string, error) { return nil, nil }

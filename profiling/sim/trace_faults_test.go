@@ -214,7 +214,7 @@ func TestExportDelay(t *testing.T) {
 func TestStreamHeadersBeforeFirstToken(t *testing.T) {
 	t.Parallel()
 	// recBackend's one-sequence prefill: 1 ms + 10 µs, plus the host gap.
-	first := hostGap + time.Millisecond + 10*time.Microsecond
+	first := (&recBackend{}).HostGap().Time() + time.Millisecond + 10*time.Microsecond
 	clock := &gateClock{fakeClock: newFakeClock(), gate: first, sleeping: make(chan struct{}, 1), release: make(chan struct{})}
 	ts := start(t, Config{clock: clock, backend: &recBackend{}})
 	// Without the early headers this Post would wait for the gated step: the
