@@ -33,13 +33,30 @@ const dataHeader = `# The project's kernel model of an ATOM MiniMax-M2.5 (MoE, 2
 #   Paged attention grows by ctx_us_per_token per token of mean context
 #   beyond ref_ctx, from the isl8192 vs isl1024 inventories at conc 8 and 16
 #   (contexts: bench logs' mean input + half the mean output).
-# * the other sections: kernels of level3_isl1024_conc8_kernels.csv that are
-#   not in the decode layer, timed by their avg there (prefill kernels shared
-#   with the decode layer: total minus the decode layers' share, over the
-#   prefill count); prefill kernels are 4 us plus work that scales with
-#   tokens (attention: tokens x mean sequence length) from that run's
-#   8 sequences x 927.66 mean input tokens. Names cut at 80 characters in the
+# * prep, prologue, epilogue, sample and prefill_{prologue,epilogue,sample}:
+#   kernels of level3_isl1024_conc8_kernels.csv that are not in the decode
+#   layer, a constant at their avg there. Names cut at 80 characters in the
 #   inventories are completed from the full names of the layer tables.
+# * section=prefill_layer: avg_us = a + b*x per call, x = tokens of the step
+#   (basis tokens) or tokens x mean prompt length (basis attn), fitted by
+#   least squares (b >= 0, a >= 1) over three inventories with prefill steps:
+#   isl1024 conc8 (3 prefill steps among 42, one prompt each: 928 tokens),
+#   isl1024 conc16 (the whole run: 50 prompts in 40 steps, 1160 tokens) and
+#   isl8192 conc16 (16 steps, one prompt each: 7312 tokens; 50 prompts of
+#   7.3k cannot fit 16 steps of a 16384-token budget, so the trace holds part
+#   of the run). A kernel's time per prefill call is its inventory total less
+#   the decode layers' share (decode layers = paged-attention calls, at the
+#   per-layer table's avg), over the calls left. isl1024 conc32 is left out:
+#   there every prefill kernel, launch-bound ones (top-k, RoPE, embedding)
+#   included, takes 15-20x its conc-16 time per call, which no token count
+#   explains.
+# * graph_gap_us: the GPU's idle time before each kernel replayed from the
+#   decode graph. A recorded level's median ITL is one decode step (most
+#   tokens come from decode steps); less the model's kernel time of a decode
+#   step at the level's concurrency and mean context and less step_gap_us,
+#   over the step's kernels, it is one gap. The median over the 7 levels.
+# * step_gap_us: host time between steps, stated (150 us), not derived: the
+#   logs cannot tell it from the launch gaps (both are GPU idle time).
 `
 
 // extraRow is a non-layer kernel: where it runs and where its timing comes from.

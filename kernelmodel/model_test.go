@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/profile-model/profile-model/internal/corpus"
 	"github.com/profile-model/profile-model/units"
@@ -235,5 +236,50 @@ func TestFromLayerCSVErrors(t *testing.T) {
 				t.Fatalf("error = %v, want one mentioning %q", err, c.want)
 			}
 		})
+	}
+}
+
+// TestPrefillFollowsInventories: a one-prompt prefill step of the built-in
+// model prices the prefill-only kernels (fused MoE GEMM, flash attention)
+// as the recorded inventories time them per call, where a prefill step
+// held one prompt: isl1024 conc8 (927.66 tokens) and isl8192 conc16
+// (7311.72 tokens).
+func TestPrefillFollowsInventories(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(corpus.Dir(t), "atom-minimax-m2.5")
+	m := Default()
+	for _, tc := range []struct {
+		inv    string
+		tokens int
+	}{
+		{"level3_isl1024_conc8_kernels.csv", 928},
+		{"level3_isl8192_conc16_kernels.csv", 7312},
+	} {
+		runs := m.PrefillStep(1, tc.tokens, nil)
+		for _, k := range []struct{ short, prefix string }{
+			{"MoE_GEMM_fused (ASM)", "aiter::fmoe_bf16"},
+			{"FlashAttn", "aiter::fmha_fwd"},
+		} {
+			want := inventoryAvg(t, filepath.Join(dir, tc.inv), k.prefix)
+			var got float64
+			var n int
+			for _, r := range runs {
+				if r.ShortName == k.short {
+					got += float64(r.Dur) / 1000
+					n++
+				}
+			}
+			if n != m.Layers {
+				t.Fatalf("%d tokens: %d %s kernels, want one per layer (%d)", tc.tokens, n, k.short, m.Layers)
+			}
+			if got /= float64(n); math.Abs(got-want) > 0.15*want {
+				t.Errorf("%d tokens: %s %.1f µs per call, %s has %.1f (more than 15%% apart)", tc.tokens, k.short, got, tc.inv, want)
+			}
+		}
+	}
+	// A prompt of 928 tokens costs about what the conc-8 run's prefill
+	// steps cost in all: 174 ms of prefill kernels over its 3 steps.
+	if got := StepTime(m.PrefillStep(1, 928, nil)).Time(); got < 50*time.Millisecond || got > 70*time.Millisecond {
+		t.Errorf("928-token prefill step: %v, want 50-70 ms", got)
 	}
 }
