@@ -26,7 +26,9 @@ import (
 const CalibrateVar = "PROFILE_MODEL_CALIBRATE"
 
 // calibrateScaleVar sets the simulated engine's time scale for that test
-// (default 1: the medians are measured in real wall time).
+// (default 1: real time). The client's wall-clock medians are multiplied by
+// it; at 4 the sweep takes a quarter of the time and the medians move by a
+// few percent (wake-up latency weighs 4x more against shorter steps).
 const calibrateScaleVar = "PROFILE_MODEL_CALIBRATE_SCALE"
 
 // calibrationTolerance is how far a simulated median may lie from the
@@ -148,14 +150,16 @@ func TestCalibrationAgainstRecorded(t *testing.T) {
 		require.NoError(t, <-served)
 		for i, lv := range res.Levels {
 			r := runs[i]
-			ttft, tpot := lv.Metrics.TTFT.Median, lv.Metrics.TPOT.Median
-			t.Logf("isl %d conc %d: median ITL %.2f ms, mean TTFT %.1f ms, duration %.2f s", isl, r.conc, lv.Metrics.ITL.Median, lv.Metrics.TTFT.Mean, lv.End.Sub(lv.Start).Seconds())
+			// The client measures wall time; the engine runs scale times faster.
+			ttft, tpot := lv.Metrics.TTFT.Median*scale, lv.Metrics.TPOT.Median*scale
+			t.Logf("isl %d conc %d: median ITL %.2f ms, mean TTFT %.1f ms, benchmark duration %.2f s (engine time)", isl, r.conc,
+				lv.Metrics.ITL.Median*scale, lv.Metrics.TTFT.Mean*scale, lv.End.Sub(lv.Start).Seconds()*scale)
 			rows = append(rows, row{rec: r, simTTFT: ttft, simTPOT: tpot,
 				errTTFT: ttft/r.ttftMS - 1, errTPOT: tpot/r.tpotMS - 1})
 		}
 	}
 	var tab bytes.Buffer
-	fmt.Fprintf(&tab, "time scale %g; recorded vs simulated medians (ms)\n", scale)
+	fmt.Fprintf(&tab, "time scale %g (simulated times in engine time); recorded vs simulated medians (ms)\n", scale)
 	fmt.Fprintf(&tab, "| ISL | conc | TTFT rec | TTFT sim | err | TPOT rec | TPOT sim | err |\n|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
 		fmt.Fprintf(&tab, "| %d | %d | %.1f | %.1f | %+.1f%% | %.2f | %.2f | %+.1f%% |\n", r.rec.isl, r.rec.conc,
@@ -164,7 +168,11 @@ func TestCalibrationAgainstRecorded(t *testing.T) {
 	t.Log("\n" + tab.String())
 	for _, r := range rows {
 		name := fmt.Sprintf("isl %d conc %d", r.rec.isl, r.rec.conc)
-		require.LessOrEqual(t, math.Abs(r.errTTFT), calibrationTolerance, "%s: median TTFT %.1f ms, recorded %.1f ms", name, r.simTTFT, r.rec.ttftMS)
-		require.LessOrEqual(t, math.Abs(r.errTPOT), calibrationTolerance, "%s: median TPOT %.2f ms, recorded %.2f ms", name, r.simTPOT, r.rec.tpotMS)
+		if math.Abs(r.errTTFT) > calibrationTolerance {
+			t.Errorf("%s: median TTFT %.1f ms, recorded %.1f ms (%+.1f%%, beyond ±15%%)", name, r.simTTFT, r.rec.ttftMS, 100*r.errTTFT)
+		}
+		if math.Abs(r.errTPOT) > calibrationTolerance {
+			t.Errorf("%s: median TPOT %.2f ms, recorded %.2f ms (%+.1f%%, beyond ±15%%)", name, r.simTPOT, r.rec.tpotMS, 100*r.errTPOT)
+		}
 	}
 }
