@@ -83,6 +83,10 @@ type Model struct {
 	// StepGap is the host time between two steps (scheduling, input
 	// preparation, output processing) that no kernel covers.
 	StepGap units.Duration
+	// OutputLag is how far into the next step (0 to 1) a step's sampled
+	// tokens reach their clients: the engine streams them while the next
+	// step runs.
+	OutputLag float64
 
 	specs  []spec       // built-in data (all sections)
 	tables []layerTable // compatible CSV tables, sorted by bs; nil for the built-in model
@@ -149,6 +153,8 @@ func (m *Model) setParam(line string) error {
 		m.GraphGapUS = f
 	case "step_gap_us":
 		m.StepGap = units.Micros(f)
+	case "output_lag":
+		m.OutputLag = f
 	}
 	return nil
 }
@@ -498,7 +504,7 @@ func launchFor(name string) string {
 func writeModelData(w io.Writer, header string, m *Model, specs []spec, notes []string) error {
 	var b bytes.Buffer
 	b.WriteString(header)
-	fmt.Fprintf(&b, "# layers=%d\n# ref_ctx=%.2f\n# graph_gap_us=%.3f\n# step_gap_us=%.1f\n", m.Layers, m.RefCtx, m.GraphGapUS, float64(m.StepGap)/1000)
+	fmt.Fprintf(&b, "# layers=%d\n# ref_ctx=%.2f\n# graph_gap_us=%.3f\n# step_gap_us=%.1f\n# output_lag=%.2f\n", m.Layers, m.RefCtx, m.GraphGapUS, float64(m.StepGap)/1000, m.OutputLag)
 	cw := csv.NewWriter(&b)
 	_ = cw.Write([]string{"section", "bs_min", "bs_max", "short_name", "kernel", "launch", "basis", "a_us", "b_us", "ctx_us_per_token", "std_frac", "min_frac", "max_frac", "source"})
 	f := func(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }

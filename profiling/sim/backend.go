@@ -19,6 +19,9 @@ type backend interface {
 	// preparation, output processing) at full scale: the GPU idles for it
 	// before each step.
 	HostGap() units.Duration
+	// OutputLag is how far into the next step (0 to 1) a step's sampled
+	// tokens reach their clients; 0: when the step ends.
+	OutputLag() float64
 	// StartProfile begins recording into dir (the torch profiler directory)
 	// at trace time at.
 	StartProfile(dir string, at int64) error

@@ -53,6 +53,8 @@ func newSynthBackend(cfg *Config) (backend, error) {
 
 func (b *synthBackend) HostGap() units.Duration { return b.model.StepGap }
 
+func (b *synthBackend) OutputLag() float64 { return b.model.OutputLag }
+
 func (b *synthBackend) Run(st synth.Step) units.Duration {
 	var runs []kernelmodel.KernelRun
 	if st.Kind != tracing.StepDecode {

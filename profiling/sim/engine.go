@@ -31,6 +31,7 @@ type request struct {
 	seq          uint64
 	promptTokens int
 	prefilled    int    // prompt tokens prefilled so far (engine goroutine only)
+	sampled      int    // tokens sampled so far, delivered or not (engine goroutine only)
 	target       int    // output tokens to produce
 	finish       string // finish_reason when target is reached: "length" or "stop"
 	failAt       int    // >0: fail once this many tokens were produced
@@ -54,6 +55,13 @@ func (r *request) snapshot() (produced int, done, failed bool) {
 }
 
 func (r *request) produced() int { return int(r.state.Load() >> stateShift) }
+
+// sample counts one more sampled token on the engine's side and says
+// whether it ends the request (its target or its fault point reached).
+func (r *request) sample() (finished bool) {
+	r.sampled++
+	return r.sampled >= r.target || (r.failAt > 0 && r.sampled >= r.failAt)
+}
 
 // advance records one more token (and the finish) and wakes the reader.
 func (r *request) advance(now int64) (finished bool) {
@@ -111,6 +119,7 @@ type engine struct {
 
 	waiting []*request
 	running []*request
+	pending []*request // sampled in the last step, not yet delivered
 
 	virt      int64     // trace clock, ns
 	wallNext  time.Time // when the current schedule says the next step may start
@@ -242,6 +251,7 @@ func (e *engine) run(ctx context.Context) {
 	for {
 		e.drain()
 		if len(e.waiting) == 0 && len(e.running) == 0 {
+			e.deliver(e.clock.Now().UnixNano())
 			idleFrom := e.clock.Now()
 			select {
 			case <-ctx.Done():
@@ -358,30 +368,52 @@ func (e *engine) step(ctx context.Context) error {
 	e.virt = s.Start + int64(dur)
 	e.count(s)
 
-	if err := e.pace(ctx, hostGap+dur.Time()); err != nil {
+	// The tokens of the previous step reach their clients OutputLag of the
+	// way into this step: the engine streams them while this step runs.
+	total := hostGap + dur.Time()
+	early := time.Duration(float64(total) * e.backend.OutputLag())
+	if err := e.pace(ctx, early); err != nil {
+		return err
+	}
+	e.deliver(e.clock.Now().UnixNano())
+	if err := e.pace(ctx, total-early); err != nil {
 		return err
 	}
 	now := e.clock.Now().UnixNano()
+	var sampled []*request
 	if len(decode) > 0 { // decode is e.running
 		kept := e.running[:0]
 		for _, r := range decode {
-			if !r.advance(now) {
+			sampled = append(sampled, r)
+			if !r.sample() {
 				kept = append(kept, r)
-			} else {
-				e.done(r)
 			}
 		}
 		clear(e.running[len(kept):])
 		e.running = kept
 	}
 	for _, r := range prefill {
-		if !r.advance(now) {
+		sampled = append(sampled, r)
+		if !r.sample() {
 			e.running = append(e.running, r)
-		} else {
+		}
+	}
+	e.pending = sampled
+	if e.backend.OutputLag() == 0 {
+		e.deliver(now)
+	}
+	return nil
+}
+
+// deliver hands the sampled tokens of the last step to their clients.
+func (e *engine) deliver(now int64) {
+	for _, r := range e.pending {
+		if r.advance(now) {
 			e.done(r)
 		}
 	}
-	return nil
+	clear(e.pending)
+	e.pending = e.pending[:0]
 }
 
 func (e *engine) count(s synth.Step) {

@@ -14,6 +14,7 @@ import (
 type nopBackend struct{}
 
 func (nopBackend) HostGap() units.Duration                                    { return units.Micros(150) }
+func (nopBackend) OutputLag() float64                                         { return 0 }
 func (nopBackend) Run(synth.Step) units.Duration                              { return units.FromTime(10 * time.Millisecond) }
 func (nopBackend) StartProfile(string, int64) error                           { return nil }
 func (nopBackend) StopProfile(context.Context, int64, bool) ([]string, error) { return nil, nil }
@@ -49,6 +50,65 @@ func BenchmarkDecodeFanout(b *testing.B) {
 				}
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*bs), "ns/token")
+		})
+	}
+}
+
+// lagBackend is nopBackend with no host gap and a step's tokens delivered
+// lag of the way into the next step.
+type lagBackend struct {
+	nopBackend
+	lag float64
+}
+
+func (lagBackend) HostGap() units.Duration { return 0 }
+func (b lagBackend) OutputLag() float64    { return b.lag }
+
+// TestOutputLag: with an output lag, a step's tokens reach the reader that
+// far into the next step (the engine's own count moves on at once, so the
+// scheduling does not change), and an idle engine hands over what is left.
+func TestOutputLag(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		lag       float64
+		firstAt   time.Duration // after the start
+		afterStep int           // tokens the reader sees after the first step
+	}{
+		{"none", 0, 10 * time.Millisecond, 1},
+		{"half", 0.5, 15 * time.Millisecond, 0},
+		{"whole", 1, 20 * time.Millisecond, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := newFakeClock()
+			b := lagBackend{lag: tc.lag}
+			cfg, err := Config{Model: "m", clock: clock, backend: b}.withDefaults()
+			if err != nil {
+				t.Fatal(err)
+			}
+			e := newEngine(&cfg, b)
+			start := clock.Now()
+			r := newRequest(1, 16, 2, "length", 0, start)
+			e.waiting = append(e.waiting, r)
+			ctx := context.Background()
+			if err := e.step(ctx); err != nil { // prefill: samples token 1
+				t.Fatal(err)
+			}
+			if got := r.produced(); got != tc.afterStep {
+				t.Fatalf("after the prefill step the reader sees %d tokens, want %d", got, tc.afterStep)
+			}
+			if err := e.step(ctx); err != nil { // decode: samples token 2, the last
+				t.Fatal(err)
+			}
+			if len(e.running) != 0 {
+				t.Fatalf("the engine still runs %d requests after their last token was sampled", len(e.running))
+			}
+			if got := time.Duration(r.firstAt.Load() - start.UnixNano()); got != tc.firstAt {
+				t.Errorf("first token at %v, want %v", got, tc.firstAt)
+			}
+			e.deliver(clock.Now().UnixNano()) // what the idle engine does
+			if n, done, _ := r.snapshot(); n != 2 || !done {
+				t.Errorf("after delivery: %d tokens, done %v; want 2, true", n, done)
+			}
 		})
 	}
 }

@@ -65,6 +65,7 @@ func (b *recBackend) Run(s synth.Step) units.Duration {
 }
 
 func (b *recBackend) HostGap() units.Duration { return units.Micros(150) }
+func (b *recBackend) OutputLag() float64      { return 0 }
 
 func (b *recBackend) StartProfile(dir string, at int64) error {
 	b.mu.Lock()
