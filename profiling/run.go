@@ -251,6 +251,13 @@ func analyseLevel(ctx context.Context, run results.Run, conc int, files []string
 		return 0, nil, err
 	}
 	li.DecodeBS, li.Device = res.DecodeBS(), res.Summary.Device
+	// An engine started with --mark-trace leaves the capture trace of each
+	// graph beside the level's traces: it names every position's module.
+	if cp := analysis.FindCapture(files[0], res.Trace.GraphBS()); cp != "" {
+		if _, err := res.AddCapture(ctx, cp); err != nil {
+			res.Warnings = append(res.Warnings, diag.New(diag.CaptureMismatch, fmt.Sprintf("capture trace %s not read: %v", cp, err)))
+		}
+	}
 	wrote, err := res.Write(results.InDir(run.Level(conc), res.DecodeBS()))
 	if err == nil {
 		// What the report reads of the trace, so it never reads traces.

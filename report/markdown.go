@@ -654,7 +654,26 @@ func (v *view) layerSection(b *md) {
 		if kinds > 1 {
 			b.p("### Layer kind %d\n\n", kind)
 		}
+		// With the engine's capture traces (--mark-trace) each position
+		// also says which module launched it.
+		module := func(r *row) string {
+			for _, c := range r.Cells {
+				if c != nil && c.Module != "" {
+					return c.Module
+				}
+			}
+			return ""
+		}
+		withModule := false
+		for _, r := range v.rows {
+			withModule = withModule || (r.Kind == kind && module(r) != "")
+		}
 		head := []string{"pos", "kernel", "category", "provider"}
+		align := "rlll"
+		if withModule {
+			head = append(head, "module")
+			align += "l"
+		}
 		head = append(head, v.names...)
 		head = append(head, "µs / added seq", "R²", "trend")
 		var rows [][]string
@@ -670,6 +689,9 @@ func (v *view) layerSection(b *md) {
 				names[i] = code(esc(names[i]))
 			}
 			row := []string{strconv.Itoa(r.Pos), strings.Join(names, " → "), esc(p.Category), esc(orNone(p.Provider))}
+			if withModule {
+				row = append(row, code(esc(orNone(module(r)))))
+			}
 			for i, c := range r.Cells {
 				if c == nil {
 					row = append(row, dash)
@@ -683,6 +705,9 @@ func (v *view) layerSection(b *md) {
 			rows = append(rows, row)
 		}
 		row := []string{"", "**layer total**", "", ""}
+		if withModule {
+			row = append(row, "")
+		}
 		for i := range total {
 			if present[i] {
 				row = append(row, "**"+f1(total[i])+"**")
@@ -691,7 +716,7 @@ func (v *view) layerSection(b *md) {
 			}
 		}
 		rows = append(rows, append(row, "", "", ""))
-		b.table(head, "rlll"+strings.Repeat("r", len(v.lv))+"rrl", rows)
+		b.table(head, align+strings.Repeat("r", len(v.lv))+"rrl", rows)
 	}
 	top := v.lv[len(v.lv)-1]
 	if t := top.decode(); t != nil && len(t.Prologue)+len(t.Epilogue) > 0 {

@@ -328,3 +328,36 @@ func TestVariants(t *testing.T) {
 		})
 	}
 }
+
+// TestModuleColumn: levels analysed with the engine's capture traces
+// (--mark-trace) name each position's module; the per-layer table shows
+// it, and a run without them has no such column.
+func TestModuleColumn(t *testing.T) {
+	dir := runCopy(t)
+	levels, err := filepath.Glob(filepath.Join(dir, "levels", "conc*", "analysis.json"))
+	require.NoError(t, err)
+	require.NotEmpty(t, levels)
+	for _, path := range levels {
+		f, err := analysis.LoadLevelFile(path)
+		require.NoError(t, err)
+		require.NotNil(t, f.Decode)
+		for i := range f.Decode.Positions {
+			f.Decode.Positions[i].Module = fmt.Sprintf("model.layers.*.pos%d", f.Decode.Positions[i].Pos)
+		}
+		require.NoError(t, os.Remove(path))
+		require.NoError(t, f.Write(path))
+	}
+	_, err = report.Build(dir, report.Options{})
+	require.NoError(t, err)
+	readme, err := os.ReadFile(results.Run(dir).Readme())
+	require.NoError(t, err)
+	require.Contains(t, string(readme), "| pos | kernel | category | provider | module |")
+	require.Contains(t, string(readme), "`model.layers.*.pos0`")
+
+	plain := runCopy(t)
+	_, err = report.Build(plain, report.Options{})
+	require.NoError(t, err)
+	readme, err = os.ReadFile(results.Run(plain).Readme())
+	require.NoError(t, err)
+	require.NotContains(t, string(readme), "| module |")
+}

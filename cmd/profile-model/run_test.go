@@ -89,6 +89,30 @@ func TestRunSim(t *testing.T) {
 	requireLayoutDocumented(t, dir)
 }
 
+// TestRunSimMarkTrace: an engine started with --mark-trace leaves capture
+// traces beside the level's traces; the run's layer table and report name
+// each position's module from them.
+func TestRunSimMarkTrace(t *testing.T) {
+	t.Parallel()
+	out := t.TempDir()
+	args := append([]string{"run", "--conc", "2", "--isl", "64", "--osl", "8", "--num-prompts-mul", "2",
+		"--time-scale", "50", "--tokenizer", "none", "--out", out, "--server-arg", "--mark-trace"}, simArgs(t)...)
+	var stdout, stderr bytes.Buffer
+	require.NoError(t, run(context.Background(), args, &stdout, &stderr), stderr.String())
+	r := results.Run(onlyDir(t, out))
+	info, err := results.LoadRunInfo(r.RunInfo())
+	require.NoError(t, err)
+	require.Len(t, info.Levels, 1)
+	layer, err := os.ReadFile(results.InDir(r.Level(2), info.Levels[0].DecodeBS).Layer)
+	require.NoError(t, err)
+	header, rows, _ := strings.Cut(string(layer), "\n")
+	require.True(t, strings.HasSuffix(header, ",module,op,input_dims,input_types"), header)
+	require.Contains(t, rows, "model.layers.*.")
+	readme, err := os.ReadFile(r.Readme())
+	require.NoError(t, err)
+	require.Contains(t, string(readme), "| module |")
+}
+
 // requireLayoutDocumented checks that the README's run-directory layout
 // names every file the run wrote (numbers stand for {N} or {bs}; the
 // traces keep the engine's names).
