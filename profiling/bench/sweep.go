@@ -36,6 +36,15 @@ type SweepConfig struct {
 	Warmups        int     // warmup requests before each level (not measured)
 	Seed           uint64
 	RequestTimeout time.Duration // per request; 0 = none
+	// StallTimeout fails a request (kind stall) when no byte comes from
+	// the server for this long, waiting for the response head or the next
+	// event; probes too. 0 = DefaultStallTimeout; < 0 = none.
+	StallTimeout time.Duration
+	// LevelTimeout bounds each level's requests, warmups included (not
+	// the trace export, which ExportTimeout bounds), and the probes before
+	// the first level: requests still running are cancelled and the level
+	// fails. 0 = DefaultLevelTimeout of the level; < 0 = none.
+	LevelTimeout time.Duration
 
 	Profile       bool
 	TraceDir      string        // the server's torch profiler directory (needed with Profile)
@@ -131,6 +140,40 @@ type SweepResult struct {
 	Percentiles []float64
 }
 
+// stall is the client's stall timeout: 0 = none.
+func (cfg *SweepConfig) stall() time.Duration {
+	switch {
+	case cfg.StallTimeout < 0:
+		return 0
+	case cfg.StallTimeout == 0:
+		return DefaultStallTimeout
+	}
+	return cfg.StallTimeout
+}
+
+// levelTimeout is the deadline of level conc: 0 = none.
+func (cfg *SweepConfig) levelTimeout(conc int) time.Duration {
+	switch {
+	case cfg.LevelTimeout < 0:
+		return 0
+	case cfg.LevelTimeout == 0:
+		return DefaultLevelTimeout(conc*cfg.NumPromptsMul+cfg.Warmups, conc, cfg.OSL, cfg.RequestRate)
+	}
+	return cfg.LevelTimeout
+}
+
+// probeTimeout bounds the probes before the first level (calibration,
+// the tokenizer check): those of a level of two one-token requests.
+func (cfg *SweepConfig) probeTimeout() time.Duration {
+	switch {
+	case cfg.LevelTimeout < 0:
+		return 0
+	case cfg.LevelTimeout == 0:
+		return DefaultLevelTimeout(2, 1, 1, 0)
+	}
+	return cfg.LevelTimeout
+}
+
 func (cfg *SweepConfig) defaults() error {
 	if cfg.URL == "" {
 		return errors.New("no server URL: pass --url")
@@ -219,6 +262,7 @@ func Sweep(ctx context.Context, cfg SweepConfig) (*SweepResult, error) {
 	c := NewClient(cfg.URL, cfg.Model, slices.Max(cfg.Concurrencies))
 	c.Endpoint = cfg.Endpoint
 	c.Timeout = cfg.RequestTimeout
+	c.Stall = cfg.stall()
 	c.KeepText = cfg.Details
 	if c.Model == "" {
 		m, err := FetchModel(ctx, c.HTTP, cfg.URL)
@@ -229,7 +273,9 @@ func Sweep(ctx context.Context, cfg SweepConfig) (*SweepResult, error) {
 		fmt.Fprintf(cfg.Log, "model: %s (from %s/v1/models)\n", m, cfg.URL)
 	}
 	res := &SweepResult{Model: c.Model, Percentiles: cfg.Percentiles}
-	s, err := cfg.shaper(ctx, c)
+	probeCtx, cancelProbes := withBound(ctx, cfg.probeTimeout(), ErrProbeDeadline, "--level-timeout")
+	s, err := cfg.shaper(probeCtx, c)
+	cancelProbes()
 	if err != nil {
 		return res, err
 	}
@@ -270,8 +316,14 @@ func Sweep(ctx context.Context, cfg SweepConfig) (*SweepResult, error) {
 			if lv.Status == StatusInterrupted {
 				return res, fmt.Errorf("interrupted during concurrency %d; results of completed levels are in %s: %w", conc, dir, ctx.Err())
 			}
+			why := failureSummary(&lv.Metrics)
+			for _, w := range lv.Warnings {
+				if w.Code == diag.Deadline {
+					why += "; " + w.Message
+				}
+			}
 			return res, fmt.Errorf("concurrency %d: %s; partial results in %s; skipped levels %v",
-				conc, failureSummary(&lv.Metrics), lv.ResultFile, res.Skipped)
+				conc, why, lv.ResultFile, res.Skipped)
 		}
 	}
 	return res, nil
@@ -302,11 +354,14 @@ const warmupIndex = 500_000
 // [stop_profile, wait for the export], metrics.
 func runLevel(ctx context.Context, cfg *SweepConfig, c *Client, s Shaper, conc int) *LevelResult {
 	lv := &LevelResult{Conc: conc, NumPrompts: conc * cfg.NumPromptsMul, Status: StatusOK}
+	runCtx := ctx // the profiler calls and the export wait are not under the level's deadline
+	ctx, cancelLevel := withBound(ctx, cfg.levelTimeout(conc), ErrLevelDeadline, "--level-timeout")
+	defer cancelLevel()
 	levelSeed := cfg.Seed*1_000_003 + uint64(conc)
 	reqs := Workload{ISL: cfg.ISL, OSL: cfg.OSL, RangeRatio: cfg.RangeRatio, NumPrompts: lv.NumPrompts, Seed: levelSeed}.Source(s)
 	fail := func(msg string) *LevelResult {
 		lv.Status = StatusFailed
-		if ctx.Err() != nil {
+		if runCtx.Err() != nil {
 			lv.Status = StatusInterrupted
 		}
 		lv.Warnings = append(lv.Warnings, diag.New(diag.Failures, msg))
@@ -385,9 +440,14 @@ func runLevel(ctx context.Context, cfg *SweepConfig, c *Client, s Shaper, conc i
 	if lv.Metrics.Failed > 0 || lv.Metrics.NotSent > 0 {
 		lv.Status = StatusFailed
 	}
-	if ctx.Err() != nil {
+	if runCtx.Err() != nil {
 		lv.Status = StatusInterrupted
+	} else if b := boundOf(ctx); b != nil {
+		lv.Status = StatusFailed
+		lv.Warnings = append(lv.Warnings, diag.New(diag.Deadline, fmt.Sprintf("%v: %d requests still running were cancelled and %d not sent (a server that trickles bytes or never ends its streams; raise --level-timeout for a slow engine)",
+			b, lv.Metrics.Failures[FailCancelled], lv.Metrics.NotSent)))
 	}
+	ctx = runCtx
 	if n := lv.Metrics.OutputCounted; n > 0 {
 		lv.Warnings = append(lv.Warnings, diag.New(diag.Usage, fmt.Sprintf("%d requests had no usage.completion_tokens: their output lengths are counted token events", n)))
 	}
@@ -467,10 +527,14 @@ func batchWarning(conc, bs int) string {
 	return ""
 }
 
+// modelListTimeout bounds GET /v1/models.
+const modelListTimeout = 30 * time.Second
+
 // FetchModel reads the served model's name from GET /v1/models.
 func FetchModel(ctx context.Context, hc *http.Client, baseURL string) (string, error) {
 	url := strings.TrimRight(baseURL, "/") + "/v1/models"
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, modelListTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
@@ -478,12 +542,15 @@ func FetchModel(ctx context.Context, hc *http.Client, baseURL string) (string, e
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return "", fmt.Errorf("GET %s: no answer within %v, waiting for the list of served models (is the server up and ready? pass --model to skip this query)", url, time.Since(start).Round(time.Millisecond))
+		}
 		return "", fmt.Errorf("GET %s: %w (is the server up? pass --model to skip this query)", url, err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if err != nil {
-		return "", fmt.Errorf("GET %s: %w", url, err)
+		return "", fmt.Errorf("GET %s: reading the list of served models: %w", url, err)
 	}
 	if resp.StatusCode != http.StatusOK {
 		return "", fmt.Errorf("GET %s: HTTP %d: %s", url, resp.StatusCode, bytes.TrimSpace(body))
