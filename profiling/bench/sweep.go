@@ -107,9 +107,10 @@ type SweepConfig struct {
 
 // Level statuses.
 const (
-	StatusOK          = results.StatusOK
-	StatusFailed      = results.StatusFailed
-	StatusInterrupted = results.StatusInterrupted
+	StatusOK              = results.StatusOK
+	StatusTraceIncomplete = results.StatusTraceIncomplete
+	StatusFailed          = results.StatusFailed
+	StatusInterrupted     = results.StatusInterrupted
 )
 
 // LevelResult is one concurrency level's outcome.
@@ -311,7 +312,7 @@ func Sweep(ctx context.Context, cfg SweepConfig) (*SweepResult, error) {
 			return res, err
 		}
 		printLevel(cfg.Log, &cfg, c.Model, lv)
-		if lv.Status != StatusOK {
+		if !inBench(lv.Status) {
 			res.Skipped = cfg.Concurrencies[i+1:]
 			if lv.Status == StatusInterrupted {
 				return res, fmt.Errorf("interrupted during concurrency %d; results of completed levels are in %s: %w", conc, dir, ctx.Err())
@@ -507,6 +508,9 @@ func runLevel(ctx context.Context, cfg *SweepConfig, c *Client, s Shaper, conc i
 					lv.Warnings = append(lv.Warnings, diag.New(diag.BSMismatch, w))
 				}
 				lv.Warnings = append(lv.Warnings, warns...)
+				if lv.Status == StatusOK && (diag.Has(warns, diag.Coverage) || diag.Has(warns, diag.Truncated)) {
+					lv.Status = StatusTraceIncomplete
+				}
 			}
 		}
 	}
