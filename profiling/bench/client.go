@@ -79,6 +79,13 @@ type Output struct {
 	// Resent: kept-alive connections the server had closed that the request
 	// went past before it was sent on a live one (not failures).
 	Resent int
+
+	// MaxTokens is the requested max_tokens. UsageRejected says why the
+	// server's usage figures were not believed (they contradict what was
+	// streamed or asked for), "" when they were: the streamed count (the
+	// requested prompt length) is used instead.
+	MaxTokens     int
+	UsageRejected string
 }
 
 // Gaps are the gaps between a stream's consecutive tokens, held as varint
@@ -233,7 +240,7 @@ func (c *Client) encode(req Request) Request {
 // Do sends req and reads its stream to the end. It never returns an error:
 // a failure is recorded in the Output with its kind.
 func (c *Client) Do(ctx context.Context, req Request) Output {
-	out := Output{Index: req.Index, PromptTokens: req.PromptLen, PromptLen: req.PromptLen}
+	out := Output{Index: req.Index, PromptTokens: req.PromptLen, PromptLen: req.PromptLen, MaxTokens: req.MaxTokens}
 	payload, err := req.body, error(nil)
 	if payload == nil {
 		payload, err = c.appendBody(nil, req)
@@ -446,6 +453,7 @@ func (c *Client) readStream(ctx context.Context, out *Output, sse *SSEReader) {
 	if c.tok != nil {
 		count = func(s string) int { return c.tok.Count(s) - c.special }
 	}
+	total = out.checkUsage(total, log.text, log.empty)
 	log.split(out, total, count)
 	if !out.UsageOutput {
 		out.OutputTokens = out.FrameTokens

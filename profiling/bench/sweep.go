@@ -455,6 +455,9 @@ func runLevel(ctx context.Context, cfg *SweepConfig, c *Client, s Shaper, conc i
 	if w := splitWarning(&lv.Metrics); w != "" {
 		lv.Warnings = append(lv.Warnings, diag.New(diag.Usage, w))
 	}
+	if n := lv.Metrics.UsageRejected; n > 0 {
+		lv.Warnings = append(lv.Warnings, diag.New(diag.UsageImplausible, fmt.Sprintf("%d requests reported usage that contradicts what was streamed (first: %s): their streamed token counts, and requested prompt lengths, were used instead", n, lv.Metrics.UsageRejectedFirst)))
+	}
 	if n := lv.Metrics.PromptRequested; n > 0 {
 		lv.Warnings = append(lv.Warnings, diag.New(diag.Usage, fmt.Sprintf("%d requests had no usage.prompt_tokens: their input lengths are the requested lengths", n)))
 	}
