@@ -190,7 +190,7 @@ func NewClient(baseURL, model string, maxConns int) *Client {
 		Model:     model,
 		IgnoreEOS: true,
 		Stall:     DefaultStallTimeout,
-		HTTP:      &http.Client{Transport: NewTransport(maxConns)},
+		HTTP:      &http.Client{Transport: NewTransport(maxConns), CheckRedirect: noRedirects},
 		stream:    newStreamTransport(strings.TrimRight(baseURL, "/"), 2*max(maxConns, 100), http.ProxyFromEnvironment),
 	}
 }
@@ -265,6 +265,7 @@ func (c *Client) Do(ctx context.Context, req Request) Output {
 		return out
 	}
 	wd.touch()
+	raw := body // its headers
 	body = wd.wrap(body)
 	defer body.Close()
 	if status != http.StatusOK {
@@ -273,9 +274,15 @@ func (c *Client) Do(ctx context.Context, req Request) Output {
 		if status >= 400 && status < 500 {
 			kind = FailHTTP4xx
 		}
+		if err := redirectError("POST", url, status, headerOf(raw, "location")); err != nil {
+			out.fail(kind, err)
+			return out
+		}
 		out.fail(kind, fmt.Errorf("POST %s: HTTP %d: %s", url, status, bytes.TrimSpace(msg)))
 		return out
 	}
+	first := &firstBytes{ReadCloser: body}
+	body = first
 	br, _ := c.readers.Get().(*bufio.Reader)
 	if br == nil {
 		br = bufio.NewReaderSize(body, streamBuf)
@@ -286,7 +293,11 @@ func (c *Client) Do(ctx context.Context, req Request) Output {
 		br.Reset(nil)
 		c.readers.Put(br)
 	}()
-	c.readStream(ctx, &out, NewSSEReader(br))
+	sse := NewSSEReader(br)
+	c.readStream(ctx, &out, sse)
+	if out.Failure == FailStream && sse.Events() == 0 {
+		out.fail(FailStream, notAStream(url, headerOf(raw, "content-type"), first.b, out.Error))
+	}
 	if out.OK() {
 		// Drain the end of the chunked body so the connection is reused;
 		// a server that sent [DONE] but keeps the body open loses the
@@ -330,7 +341,7 @@ func (c *Client) post(ctx context.Context, out *Output, u string, payload []byte
 		return 0, nil, err
 	}
 	pl.release() // the server answered: the request is not sent again
-	return resp.StatusCode, resp.Body, nil
+	return resp.StatusCode, &httpBody{resp.Body, resp.Header}, nil
 }
 
 // requestPayload is a request body the transport may read again (through

@@ -317,12 +317,16 @@ func Sweep(ctx context.Context, cfg SweepConfig) (*SweepResult, error) {
 			if lv.Status == StatusInterrupted {
 				return res, fmt.Errorf("interrupted during concurrency %d; results of completed levels are in %s: %w", conc, dir, ctx.Err())
 			}
-			why := failureSummary(&lv.Metrics)
+			var whys []string
+			if lv.Metrics.Failed > 0 || !diag.Has(lv.Warnings, diag.Failures) {
+				whys = append(whys, failureSummary(&lv.Metrics))
+			}
 			for _, w := range lv.Warnings {
-				if w.Code == diag.Deadline {
-					why += "; " + w.Message
+				if w.Code == diag.Deadline || w.Code == diag.Failures || w.Code == diag.Trace {
+					whys = append(whys, w.Message)
 				}
 			}
+			why := strings.Join(whys, "; ")
 			return res, fmt.Errorf("concurrency %d: %s; partial results in %s; skipped levels %v",
 				conc, why, lv.ResultFile, res.Skipped)
 		}
@@ -559,6 +563,9 @@ func FetchModel(ctx context.Context, hc *http.Client, baseURL string) (string, e
 	if err != nil {
 		return "", fmt.Errorf("GET %s: reading the list of served models: %w", url, err)
 	}
+	if err := redirectError("GET", url, resp.StatusCode, resp.Header.Get("Location")); err != nil {
+		return "", err
+	}
 	if resp.StatusCode != http.StatusOK {
 		return "", fmt.Errorf("GET %s: HTTP %d: %s", url, resp.StatusCode, bytes.TrimSpace(body))
 	}
@@ -598,6 +605,14 @@ func postProfile(ctx context.Context, hc *http.Client, url string, timeout time.
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	if err := redirectError("POST", url, resp.StatusCode, resp.Header.Get("Location")); err != nil {
+		return err
+	}
+	if base, ok := strings.CutSuffix(url, "/start_profile"); ok {
+		if err := profilingOnError(base, resp.StatusCode, body); err != nil {
+			return err
+		}
+	}
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("POST %s: HTTP %d: %s (was the server started with a torch profiler directory?)", url, resp.StatusCode, bytes.TrimSpace(body))
 	}
