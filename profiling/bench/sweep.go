@@ -2,12 +2,14 @@ package bench
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -50,6 +52,10 @@ type SweepConfig struct {
 	TraceDir      string        // the server's torch profiler directory (needed with Profile)
 	ExportTimeout time.Duration // deadline for /stop_profile and the export; 0 = 10 min
 	PollInterval  time.Duration // how often the export is checked; 0 = 200 ms
+	// TraceAppearTimeout: when no trace file is new or changed in TraceDir
+	// this long after /stop_profile replied, the level fails at once (the
+	// directory is probably not the server's). 0 = TraceAppearTimeout.
+	TraceAppearTimeout time.Duration
 
 	OutDir string // run directories are created under it; "" = "bench-results"
 	// RunDir, when set, is the run directory itself (created if missing;
@@ -260,6 +266,11 @@ func Sweep(ctx context.Context, cfg SweepConfig) (*SweepResult, error) {
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
+	if cfg.Profile {
+		if err := checkTraceDir(cfg.TraceDir, cfg.Log); err != nil {
+			return nil, err
+		}
+	}
 	c := NewClient(cfg.URL, cfg.Model, slices.Max(cfg.Concurrencies))
 	c.Endpoint = cfg.Endpoint
 	c.Timeout = cfg.RequestTimeout
@@ -394,13 +405,16 @@ func runLevel(ctx context.Context, cfg *SweepConfig, c *Client, s Shaper, conc i
 		if before, err = traceFiles(cfg.TraceDir); err != nil {
 			return fail(err.Error())
 		}
-		if err := postProfile(ctx, c.HTTP, cfg.URL+"/start_profile", cfg.ExportTimeout); err != nil {
+		if _, err := postProfile(ctx, c.HTTP, cfg.URL+"/start_profile", cfg.ExportTimeout); err != nil {
 			return fail(err.Error())
 		}
 		profStart = time.Now()
 	}
+	var stopReply []byte // read once the stop was made (the window watch's is waited for)
 	stopProfile := func(ctx context.Context) error {
-		return postProfile(ctx, c.HTTP, cfg.URL+"/stop_profile", cfg.ExportTimeout)
+		var err error
+		stopReply, err = postProfile(ctx, c.HTTP, cfg.URL+"/stop_profile", cfg.ExportTimeout)
+		return err
 	}
 
 	var scrape *scraper
@@ -495,12 +509,24 @@ func runLevel(ctx context.Context, cfg *SweepConfig, c *Client, s Shaper, conc i
 			}
 			return lv
 		}
-		files, err := waitExport(ctx, cfg.TraceDir, before, cfg.ExportTimeout, cfg.PollInterval)
+		reported := stopReplyDirs(stopReply)
+		appear := cmp.Or(cfg.TraceAppearTimeout, TraceAppearTimeout)
+		if len(reported) > 0 {
+			appear = min(appear, traceAppearAfterDone) // the reply says the export is done
+		}
+		files, err := waitExport(ctx, cfg.TraceDir, before, cfg.ExportTimeout, cfg.PollInterval, min(appear, cfg.ExportTimeout), reported)
 		lv.TraceFiles = files
 		if err != nil {
-			lv.Warnings = append(lv.Warnings, diag.New(diag.Trace, err.Error()))
-			if lv.Status == StatusOK {
-				lv.Status = StatusFailed
+			switch {
+			case ctx.Err() != nil:
+				// The requests are done and measured; only the wait was cut.
+				lv.Status = StatusInterrupted
+				lv.Warnings = append(lv.Warnings, diag.New(diag.Trace, fmt.Sprintf("interrupted while waiting for the trace export (the level's requests had finished; the server may still be exporting into %s): %v", cfg.TraceDir, err)))
+			default:
+				lv.Warnings = append(lv.Warnings, diag.New(diag.Trace, err.Error()))
+				if lv.Status == StatusOK {
+					lv.Status = StatusFailed
+				}
 			}
 			return lv
 		}
@@ -592,31 +618,34 @@ func FetchModel(ctx context.Context, hc *http.Client, baseURL string) (string, e
 
 // postProfile POSTs to a profiler endpoint and checks for a 200 reply; newer
 // ATOM releases answer /stop_profile only after the export.
-func postProfile(ctx context.Context, hc *http.Client, url string, timeout time.Duration) error {
+func postProfile(ctx context.Context, hc *http.Client, url string, timeout time.Duration) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, nil)
 	if err != nil {
-		return fmt.Errorf("POST %s: %w", url, err)
+		return nil, fmt.Errorf("POST %s: %w", url, err)
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return fmt.Errorf("POST %s: %w", url, err)
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return nil, fmt.Errorf("POST %s: no reply within %v, waiting for the profiler to %s (--export-timeout)", url, timeout, strings.TrimSuffix(path.Base(url), "_profile"))
+		}
+		return nil, fmt.Errorf("POST %s: %w", url, err)
 	}
 	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	if err := redirectError("POST", url, resp.StatusCode, resp.Header.Get("Location")); err != nil {
-		return err
+		return nil, err
 	}
 	if base, ok := strings.CutSuffix(url, "/start_profile"); ok {
 		if err := profilingOnError(base, resp.StatusCode, body); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("POST %s: HTTP %d: %s (was the server started with a torch profiler directory?)", url, resp.StatusCode, bytes.TrimSpace(body))
+		return nil, fmt.Errorf("POST %s: HTTP %d: %.4096s (was the server started with a torch profiler directory?)", url, resp.StatusCode, bytes.TrimSpace(body))
 	}
-	return nil
+	return body, nil
 }
 
 // newRunDir creates a directory under out named after t that did not exist
