@@ -175,6 +175,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	cfg.URL, cfg.Profile, cfg.TraceDir, cfg.OutDir = *url, *profile, *traceDir, *out
 	cfg.Log, cfg.Progress = stdout, progress(stderr)
+	cfg.Warn = stderr
 	if *profile {
 		cfg.ReadTraces = analysis.TraceFacts
 	}

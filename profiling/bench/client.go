@@ -86,6 +86,10 @@ type Output struct {
 	// requested prompt length) is used instead.
 	MaxTokens     int
 	UsageRejected string
+	// SendLag is how late the client handed the request to the transport:
+	// from its time in the schedule (or the moment a stream came free)
+	// to Start. Set by Run.
+	SendLag time.Duration
 }
 
 // Gaps are the gaps between a stream's consecutive tokens, held as varint

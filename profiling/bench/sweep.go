@@ -83,6 +83,10 @@ type SweepConfig struct {
 	LoadTokenizer func(model string) (c tokenizer.Counter, source, note string, err error)
 	// Log receives the result block of each level and run messages; nil = discard.
 	Log io.Writer
+	// Warn receives, as they happen, the warnings that make a level's
+	// figures suspect (the client's own lag); nil = discard. They are in
+	// the level's result and its block in Log too.
+	Warn io.Writer
 	// Progress, when set, is called at the start of a level and returns the
 	// function told of each finished request and one called at the end.
 	Progress func(conc, total int) (update func(done int), finish func())
@@ -241,6 +245,9 @@ func (cfg *SweepConfig) defaults() error {
 	cfg.Percentiles = slices.Compact(ps)
 	if cfg.Log == nil {
 		cfg.Log = io.Discard
+	}
+	if cfg.Warn == nil {
+		cfg.Warn = io.Discard
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -458,6 +465,10 @@ func runLevel(ctx context.Context, cfg *SweepConfig, c *Client, s Shaper, conc i
 	lv.Metrics = Aggregate(outs, lv.NumPrompts, end.Sub(start), cfg.Percentiles, cfg.SLO)
 	if lv.Metrics.Failed > 0 || lv.Metrics.NotSent > 0 {
 		lv.Status = StatusFailed
+	}
+	if w, ok := lagWarning(outs, LagShareBound); ok {
+		lv.Warnings = append(lv.Warnings, w)
+		fmt.Fprintf(cfg.Warn, "warning: concurrency %d: %s\n", conc, w.Message)
 	}
 	if runCtx.Err() != nil {
 		lv.Status = StatusInterrupted
