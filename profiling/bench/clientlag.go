@@ -16,20 +16,34 @@ import (
 // few milliseconds while a thousand streams start is well under it.
 const LagShareBound = 0.05
 
+// lagFloor is the mean send lag below which no level is warned about,
+// whatever its share: microseconds of lag on requests of microseconds
+// (a server that answers at once) distort nothing that matters.
+const lagFloor = time.Millisecond
+
 // lagShare is the share of the successful requests' stream time (send lag
 // plus end-to-end latency) that was send lag.
 func lagShare(outs []Output) float64 {
+	share, _ := lagFigures(outs)
+	return share
+}
+
+// lagFigures are lagShare and the mean send lag of the successful
+// requests.
+func lagFigures(outs []Output) (share float64, mean time.Duration) {
 	var lag, busy time.Duration
+	n := 0
 	for i := range outs {
 		if o := &outs[i]; o.OK() {
 			lag += o.SendLag
 			busy += o.SendLag + o.E2EL
+			n++
 		}
 	}
 	if busy <= 0 {
-		return 0
+		return 0, 0
 	}
-	return float64(lag) / float64(busy)
+	return float64(lag) / float64(busy), lag / time.Duration(n)
 }
 
 // lagP99 is the 99th percentile (nearest rank below) of the send lags of
@@ -49,10 +63,11 @@ func lagP99(outs []Output) time.Duration {
 }
 
 // lagWarning is the client_lag warning of a level's outputs, when their
-// send lag took more than bound of their streams' time.
+// send lag took more than bound of their streams' time (and more than
+// lagFloor on average).
 func lagWarning(outs []Output, bound float64) (diag.Warning, bool) {
-	share := lagShare(outs)
-	if share <= bound {
+	share, mean := lagFigures(outs)
+	if share <= bound || mean <= lagFloor {
 		return diag.Warning{}, false
 	}
 	return diag.New(diag.ClientLag, fmt.Sprintf(

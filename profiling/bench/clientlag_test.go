@@ -26,6 +26,7 @@ func TestLagWarning(t *testing.T) {
 		{"a start-up ramp", []Output{ok(40*time.Millisecond, time.Second), ok(0, time.Second)}, ""},
 		{"falls behind", []Output{ok(100*time.Millisecond, 900*time.Millisecond), ok(100*time.Millisecond, 900*time.Millisecond)},
 			"its streams spent 10.0% of their time waiting for it to send (bound 5%; send lag p99 100ms)"},
+		{"microseconds on requests of microseconds", []Output{ok(60*time.Microsecond, 200*time.Microsecond)}, ""},
 		{"failed requests do not count", []Output{ok(0, time.Second), {Start: time.Unix(1, 0), SendLag: time.Second, Failure: FailStall}}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
