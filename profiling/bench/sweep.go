@@ -335,14 +335,16 @@ func Sweep(ctx context.Context, cfg SweepConfig) (*SweepResult, error) {
 			if lv.Status == StatusInterrupted {
 				return res, fmt.Errorf("interrupted during concurrency %d; results of completed levels are in %s: %w", conc, dir, ctx.Err())
 			}
+			// The failed requests, and what else went wrong: a level can
+			// fail with all its requests done (its traces) or none sent.
 			var whys []string
-			if lv.Metrics.Failed > 0 || !diag.Has(lv.Warnings, diag.Failures) {
-				whys = append(whys, failureSummary(&lv.Metrics))
-			}
 			for _, w := range lv.Warnings {
 				if w.Code == diag.Deadline || w.Code == diag.Failures || w.Code == diag.Trace {
 					whys = append(whys, w.Message)
 				}
+			}
+			if lv.Metrics.Failed > 0 || len(whys) == 0 {
+				whys = append([]string{failureSummary(&lv.Metrics)}, whys...)
 			}
 			why := strings.Join(whys, "; ")
 			return res, fmt.Errorf("concurrency %d: %s; partial results in %s; skipped levels %v",
