@@ -593,7 +593,7 @@ func FetchModel(ctx context.Context, hc *http.Client, baseURL string) (string, e
 	resp, err := hc.Do(req)
 	if err != nil {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return "", fmt.Errorf("GET %s: no answer within %v, waiting for the list of served models (is the server up and ready? pass --model to skip this query)", url, time.Since(start).Round(time.Millisecond))
+			return "", fmt.Errorf("GET %s: no answer within %v, waiting for the list of served models (is the server up and ready? pass --model to skip this query)", url, time.Since(start).Round(100*time.Millisecond))
 		}
 		return "", fmt.Errorf("GET %s: %w (is the server up? pass --model to skip this query)", url, err)
 	}
