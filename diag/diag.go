@@ -76,6 +76,15 @@ const (
 	// ServerMetrics: the server's /metrics could not be read around a
 	// level; its result has no server metrics (or none before or after).
 	ServerMetrics Code = "server_metrics"
+	// Deadline: a level's deadline passed; its running requests were
+	// cancelled.
+	Deadline Code = "deadline"
+	// UsageImplausible: the server's usage figures contradict what was
+	// streamed; the streamed count was used instead.
+	UsageImplausible Code = "usage_implausible"
+	// ClientLag: the benchmark client sent requests late (it could not
+	// keep up), so the server saw less load than asked for.
+	ClientLag Code = "client_lag"
 )
 
 // Warning is one thing a user should know about a result.

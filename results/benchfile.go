@@ -82,6 +82,19 @@ func WriteBench(w io.Writer, rs []BenchResult) error {
 	return nil
 }
 
+// WriteBenchNotes writes notes as comment lines ("# ..."), which benchfmt
+// and benchstat skip: what a reader of the file should know that is not a
+// result, such as the levels left out of it.
+func WriteBenchNotes(w io.Writer, notes []string) error {
+	for _, n := range notes {
+		n = strings.Join(strings.Fields(n), " ") // one line
+		if _, err := fmt.Fprintf(w, "# %s\n", n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // LoadBench reads a benchmark file.
 func LoadBench(path string) ([]BenchResult, error) {
 	f, err := os.Open(path)

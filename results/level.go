@@ -20,11 +20,16 @@ import (
 // writes. Readers accept documents without one (written before it existed).
 const SchemaVersion = 1
 
-// Level statuses.
+// Level statuses, in the level result's "status" and summary.csv's
+// status column.
 const (
-	StatusOK          = "ok"
-	StatusFailed      = "failed"      // some requests failed or were not sent
-	StatusInterrupted = "interrupted" // the run was cancelled during the level
+	StatusOK = "ok" // every request succeeded; the traces, when profiled, are complete
+	// StatusTraceIncomplete: every request succeeded, but the level's
+	// trace lost events (the profiler buffer dropped some, or the file
+	// was cut): the client's figures stand, the trace's tables are partial.
+	StatusTraceIncomplete = "trace_incomplete"
+	StatusFailed          = "failed"      // some requests failed or were not sent, or the traces could not be had
+	StatusInterrupted     = "interrupted" // the run was cancelled (Ctrl-C) during the level or its export
 )
 
 // Stats is one latency metric of a level in milliseconds: mean, median,

@@ -101,7 +101,7 @@ func TestSummaryRoundTrip(t *testing.T) {
 	rows := []SummaryRow{SummaryRowOf(sampleLevel(false)), {Conc: 16, Completed: 64, ReqS: 3.25}}
 	data := FormatSummary(rows)
 	require.True(t, strings.HasPrefix(string(data), strings.Join(SummaryHeader, ",")+"\n"))
-	require.Contains(t, string(data), "\n16,64,0,3.25,0.00,0.00,0.00,0.00,0.00,0.00,0.00,0.00,,,,,,,\n", "unknown decode_bs and server columns are empty cells")
+	require.Contains(t, string(data), "\n16,,64,0,0,3.25,0.00,0.00,0.00,0.00,0.00,0.00,0.00,0.00,,,,,,,\n", "unknown decode_bs and server columns are empty cells")
 	back, err := ReadSummary(bytes.NewReader(data))
 	require.NoError(t, err)
 	want := rows
@@ -110,7 +110,7 @@ func TestSummaryRoundTrip(t *testing.T) {
 
 	_, err = ReadSummary(strings.NewReader("conc,completed\n1,2\n"))
 	require.ErrorContains(t, err, `no "failed" column`)
-	bad := strings.Join(SummaryHeader, ",") + "\n8,x,0,1,1,1,1,1,1,1,1,1,\n"
+	bad := strings.Join(SummaryHeader, ",") + "\n8,ok,x,0,0,1,1,1,1,1,1,1,1,1,\n"
 	_, err = ReadSummary(strings.NewReader(bad))
 	require.ErrorContains(t, err, "line 2: not a number in [completed]")
 }

@@ -12,7 +12,7 @@ import (
 )
 
 // SummaryHeader is the sweep summary CSV's header.
-var SummaryHeader = []string{"conc", "completed", "failed", "req_s", "out_tok_s", "total_tok_s",
+var SummaryHeader = []string{"conc", "status", "completed", "failed", "not_sent", "req_s", "out_tok_s", "total_tok_s",
 	"ttft_p50_ms", "ttft_p99_ms", "tpot_p50_ms", "tpot_p99_ms", "itl_p50_ms", "e2el_p50_ms", "decode_bs",
 	// From the server's /metrics (empty when not read): peaks of running
 	// and waiting requests and KV-cache use, growth of preemptions,
@@ -23,12 +23,17 @@ var SummaryHeader = []string{"conc", "completed", "failed", "req_s", "out_tok_s"
 var optionalColumns = map[string]bool{
 	"srv_running_peak": true, "srv_waiting_peak": true, "srv_kv_usage_peak": true,
 	"srv_preemptions": true, "srv_generated_tokens": true, "srv_prefix_cached_tokens": true,
+	"status": true, "not_sent": true,
 }
 
-// SummaryRow is one level of summary.csv. Failed counts failed and unsent
-// requests together. DecodeBS is 0 when unknown (an empty cell).
+// SummaryRow is one level of summary.csv. Status, Failed and NotSent are
+// the level result's status, failed and not_sent. DecodeBS is 0 when
+// unknown (an empty cell).
 type SummaryRow struct {
-	Conc, Completed, Failed  int
+	Conc                     int
+	Status                   string
+	Completed, Failed        int
+	NotSent                  int
 	ReqS, OutTokS, TotalTokS float64
 	TTFTP50MS, TTFTP99MS     float64
 	TPOTP50MS, TPOTP99MS     float64
@@ -43,7 +48,7 @@ type SummaryRow struct {
 func SummaryRowOf(l *Level) SummaryRow {
 	p := func(s Stats, q float64) float64 { v, _ := s.At(q); return v }
 	return SummaryRow{
-		Conc: l.MaxConcurrency, Completed: l.Completed, Failed: l.Failed + l.NotSent,
+		Conc: l.MaxConcurrency, Status: l.Status, Completed: l.Completed, Failed: l.Failed, NotSent: l.NotSent,
 		ReqS: l.RequestThroughput, OutTokS: l.OutputThroughput, TotalTokS: l.TotalTokenThroughput,
 		TTFTP50MS: p(l.TTFT, 50), TTFTP99MS: p(l.TTFT, 99), TPOTP50MS: p(l.TPOT, 50), TPOTP99MS: p(l.TPOT, 99),
 		ITLP50MS: p(l.ITL, 50), E2ELP50MS: p(l.E2EL, 50), DecodeBS: l.DecodeBS,
@@ -63,7 +68,7 @@ func WriteSummary(w io.Writer, rows []SummaryRow) error {
 		if r.DecodeBS > 0 {
 			bs = strconv.Itoa(r.DecodeBS)
 		}
-		rec := []string{strconv.Itoa(r.Conc), strconv.Itoa(r.Completed), strconv.Itoa(r.Failed),
+		rec := []string{strconv.Itoa(r.Conc), r.Status, strconv.Itoa(r.Completed), strconv.Itoa(r.Failed), strconv.Itoa(r.NotSent),
 			f2(r.ReqS), f2(r.OutTokS), f2(r.TotalTokS), f2(r.TTFTP50MS), f2(r.TTFTP99MS),
 			f2(r.TPOTP50MS), f2(r.TPOTP99MS), f2(r.ITLP50MS), f2(r.E2ELP50MS), bs}
 		for k := range serverColumns {
@@ -101,7 +106,8 @@ func LoadSummary(path string) ([]SummaryRow, error) {
 }
 
 // ReadSummary reads summary.csv. Columns are found by name, so a file with
-// more columns (from a newer release) reads too.
+// more columns (from a newer release) reads too, and one without status and
+// not_sent (from an older one, whose failed counted unsent requests too).
 func ReadSummary(r io.Reader) ([]SummaryRow, error) {
 	cr := csv.NewReader(r)
 	cr.ReuseRecord = false
@@ -137,6 +143,9 @@ func ReadSummary(r io.Reader) ([]SummaryRow, error) {
 			return ""
 		}
 		i := func(name string, dst *int) {
+			if _, ok := col[name]; !ok {
+				return // an optional column
+			}
 			s := cell(name)
 			if s == "" && name == "decode_bs" {
 				return
@@ -155,8 +164,12 @@ func ReadSummary(r io.Reader) ([]SummaryRow, error) {
 			*dst = v
 		}
 		i("conc", &row.Conc)
+		if _, ok := col["status"]; ok {
+			row.Status = cell("status")
+		}
 		i("completed", &row.Completed)
 		i("failed", &row.Failed)
+		i("not_sent", &row.NotSent)
 		f("req_s", &row.ReqS)
 		f("out_tok_s", &row.OutTokS)
 		f("total_tok_s", &row.TotalTokS)

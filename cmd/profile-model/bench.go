@@ -40,10 +40,12 @@ type sweepFlags struct {
 	scrape                        *string
 	profSteps                     *int
 	profFor                       *time.Duration
+	stall                         *time.Duration
+	levelTimeout                  *levelTimeoutFlag
 }
 
 func addSweepFlags(fs *flag.FlagSet, defaultOSL, defaultMul int, modelHelp string) *sweepFlags {
-	return &sweepFlags{
+	f := &sweepFlags{
 		model:       fs.String("model", "", modelHelp),
 		endpoint:    fs.String("endpoint", "/v1/completions", "completion endpoint: /v1/completions or /v1/chat/completions"),
 		isl:         fs.Int("isl", 1024, "input length in tokens (random prompts)"),
@@ -67,6 +69,8 @@ func addSweepFlags(fs *flag.FlagSet, defaultOSL, defaultMul int, modelHelp strin
 		scrape:      fs.String("scrape-metrics", bench.ScrapeAuto, "read the server's /metrics before and after each level and sample its gauges: auto (when /metrics answers with engine metrics), on (required) or off"),
 		tokFlag:     fs.String("tokenizer", "", "the served model's `tokenizer.json` (or its directory) for exact prompt lengths; default: found locally from the model name (a model directory or the Hugging Face cache); none: calibrate from the server"),
 	}
+	f.addBounds(fs)
+	return f
 }
 
 // config is the sweep the flags describe; cmd prefixes usage errors.
@@ -99,6 +103,7 @@ func (f *sweepFlags) config(cmd string) (bench.SweepConfig, error) {
 		Concurrencies: concs, NumPromptsMul: *f.mul,
 		RequestRate: rps, Burstiness: *f.burstiness, Warmups: *f.warmups, Seed: *f.seed,
 		RequestTimeout: *f.timeout, ExportTimeout: *f.exportWait,
+		StallTimeout: f.stallTimeout(), LevelTimeout: f.levelTimeout.d,
 		Percentiles: pcts, SLO: slo, Details: *f.details,
 		ScrapeMetrics: *f.scrape, ProfileSteps: *f.profSteps, ProfileFor: *f.profFor,
 	}
@@ -170,6 +175,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	cfg.URL, cfg.Profile, cfg.TraceDir, cfg.OutDir = *url, *profile, *traceDir, *out
 	cfg.Log, cfg.Progress = stdout, progress(stderr)
+	cfg.Warn = stderr
 	if *profile {
 		cfg.ReadTraces = analysis.TraceFacts
 	}

@@ -143,6 +143,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return fmt.Errorf("run: %w", err)
 	}
 	cfg.Log, cfg.Progress = stdout, progress(stderr)
+	cfg.Warn = stderr
 	res, err := profiling.Run(ctx, profiling.Plan{
 		Engine: spec, Sweep: cfg, Out: *out, TraceDir: *traceDir, ModelConfig: *configPath,
 		ForceGPU: *force, ReadyTimeout: *readyTimeout, Tool: versionLine(), Log: stderr,

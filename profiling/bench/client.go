@@ -29,16 +29,17 @@ type FailureKind string
 // The failure kinds a level counts.
 const (
 	FailTimeout    FailureKind = "timeout"      // the request's deadline passed
+	FailStall      FailureKind = "stall"        // no byte from the server for the stall timeout
 	FailConnection FailureKind = "connection"   // no response: refused, reset, DNS, dial
 	FailHTTP4xx    FailureKind = "http_4xx"     // the server answered 4xx
 	FailHTTP5xx    FailureKind = "http_5xx"     // the server answered 5xx (or another non-200)
 	FailStream     FailureKind = "stream_error" // malformed frame, in-stream error, cut stream
 	FailNoTokens   FailureKind = "no_tokens"    // a clean stream without any token
-	FailCancelled  FailureKind = "cancelled"    // the run was interrupted
+	FailCancelled  FailureKind = "cancelled"    // the run was interrupted, or the level's deadline passed
 )
 
 // FailureKinds lists the kinds in report order.
-var FailureKinds = []FailureKind{FailTimeout, FailConnection, FailHTTP4xx, FailHTTP5xx, FailStream, FailNoTokens, FailCancelled}
+var FailureKinds = []FailureKind{FailTimeout, FailStall, FailConnection, FailHTTP4xx, FailHTTP5xx, FailStream, FailNoTokens, FailCancelled}
 
 // Request is one prompt to send.
 type Request struct {
@@ -78,6 +79,17 @@ type Output struct {
 	// Resent: kept-alive connections the server had closed that the request
 	// went past before it was sent on a live one (not failures).
 	Resent int
+
+	// MaxTokens is the requested max_tokens. UsageRejected says why the
+	// server's usage figures were not believed (they contradict what was
+	// streamed or asked for), "" when they were: the streamed count (the
+	// requested prompt length) is used instead.
+	MaxTokens     int
+	UsageRejected string
+	// SendLag is how late the client handed the request to the transport:
+	// from its time in the schedule (or the moment a stream came free)
+	// to Start. Set by Run.
+	SendLag time.Duration
 }
 
 // Gaps are the gaps between a stream's consecutive tokens, held as varint
@@ -129,6 +141,7 @@ type Client struct {
 	Model     string
 	IgnoreEOS bool
 	Timeout   time.Duration // per request; 0 = none
+	Stall     time.Duration // no byte for this long fails a request (FailStall); 0 = none
 	KeepText  bool          // keep each request's generated text in Output.Text
 	HTTP      *http.Client
 
@@ -180,7 +193,8 @@ func NewClient(baseURL, model string, maxConns int) *Client {
 		Endpoint:  "/v1/completions",
 		Model:     model,
 		IgnoreEOS: true,
-		HTTP:      &http.Client{Transport: NewTransport(maxConns)},
+		Stall:     DefaultStallTimeout,
+		HTTP:      &http.Client{Transport: NewTransport(maxConns), CheckRedirect: noRedirects},
 		stream:    newStreamTransport(strings.TrimRight(baseURL, "/"), 2*max(maxConns, 100), http.ProxyFromEnvironment),
 	}
 }
@@ -230,7 +244,7 @@ func (c *Client) encode(req Request) Request {
 // Do sends req and reads its stream to the end. It never returns an error:
 // a failure is recorded in the Output with its kind.
 func (c *Client) Do(ctx context.Context, req Request) Output {
-	out := Output{Index: req.Index, PromptTokens: req.PromptLen, PromptLen: req.PromptLen}
+	out := Output{Index: req.Index, PromptTokens: req.PromptLen, PromptLen: req.PromptLen, MaxTokens: req.MaxTokens}
 	payload, err := req.body, error(nil)
 	if payload == nil {
 		payload, err = c.appendBody(nil, req)
@@ -239,17 +253,24 @@ func (c *Client) Do(ctx context.Context, req Request) Output {
 		out.fail(FailStream, fmt.Errorf("encoding request: %w", err))
 		return out
 	}
-	if c.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, c.Timeout)
-		defer cancel()
-	}
+	ctx, cancel := withBound(ctx, c.Timeout, errRequestBound, "--timeout")
+	defer cancel()
+	ctx, wd := watch(ctx, c.Stall)
+	defer wd.stop()
+	ctx, cancelReq := context.WithCancelCause(ctx)
+	defer cancelReq(nil)
 	url := c.BaseURL + c.Endpoint
 	status, body, err := c.post(ctx, &out, url, payload)
 	if err != nil {
+		if b := boundOf(ctx); b != nil {
+			err = fmt.Errorf("POST %s: %v, waiting for the response to begin", url, b)
+		}
 		out.fail(classify(ctx, err, FailConnection), err) // a *url.Error names the method and URL
 		return out
 	}
+	wd.touch()
+	raw := body // its headers
+	body = wd.wrap(body)
 	defer body.Close()
 	if status != http.StatusOK {
 		msg, _ := io.ReadAll(io.LimitReader(body, 2048))
@@ -257,9 +278,15 @@ func (c *Client) Do(ctx context.Context, req Request) Output {
 		if status >= 400 && status < 500 {
 			kind = FailHTTP4xx
 		}
+		if err := redirectError("POST", url, status, headerOf(raw, "location")); err != nil {
+			out.fail(kind, err)
+			return out
+		}
 		out.fail(kind, fmt.Errorf("POST %s: HTTP %d: %s", url, status, bytes.TrimSpace(msg)))
 		return out
 	}
+	first := &firstBytes{ReadCloser: body}
+	body = first
 	br, _ := c.readers.Get().(*bufio.Reader)
 	if br == nil {
 		br = bufio.NewReaderSize(body, streamBuf)
@@ -270,13 +297,26 @@ func (c *Client) Do(ctx context.Context, req Request) Output {
 		br.Reset(nil)
 		c.readers.Put(br)
 	}()
-	c.readStream(ctx, &out, NewSSEReader(br))
+	sse := NewSSEReader(br)
+	c.readStream(ctx, &out, sse)
+	if out.Failure == FailStream && sse.Events() == 0 {
+		out.fail(FailStream, notAStream(url, headerOf(raw, "content-type"), first.b, out.Error))
+	}
 	if out.OK() {
-		// Drain the end of the chunked body so the connection is reused.
+		// Drain the end of the chunked body so the connection is reused;
+		// a server that sent [DONE] but keeps the body open loses the
+		// connection instead of holding the request.
+		t := time.AfterFunc(drainWait, func() { cancelReq(errDrained) })
 		_, _ = io.Copy(io.Discard, io.LimitReader(br, 64<<10))
+		t.Stop()
 	}
 	return out
 }
+
+// drainWait bounds reading what follows data: [DONE].
+const drainWait = time.Second
+
+var errDrained = errors.New("the body did not end within a second of data: [DONE]")
 
 // post sends the request and returns the response's status and body;
 // out.Start is the moment it is handed to the transport.
@@ -305,7 +345,7 @@ func (c *Client) post(ctx context.Context, out *Output, u string, payload []byte
 		return 0, nil, err
 	}
 	pl.release() // the server answered: the request is not sent again
-	return resp.StatusCode, resp.Body, nil
+	return resp.StatusCode, &httpBody{resp.Body, resp.Header}, nil
 }
 
 // requestPayload is a request body the transport may read again (through
@@ -377,6 +417,8 @@ func (c *Client) readStream(ctx context.Context, out *Output, sse *SSEReader) {
 				out.fail(FailStream, fmt.Errorf("stream ended after %d events without data: [DONE]", sse.Events()))
 			case errors.Is(err, ErrCutMidEvent):
 				out.fail(FailStream, err)
+			case boundOf(ctx) != nil:
+				out.fail(classify(ctx, err, FailStream), fmt.Errorf("%v, waiting for event %d of the stream", boundOf(ctx), sse.Events()+1))
 			default:
 				out.fail(classify(ctx, err, FailStream), fmt.Errorf("reading stream after %d events: %w", sse.Events(), err))
 			}
@@ -426,6 +468,7 @@ func (c *Client) readStream(ctx context.Context, out *Output, sse *SSEReader) {
 	if c.tok != nil {
 		count = func(s string) int { return c.tok.Count(s) - c.special }
 	}
+	total = out.checkUsage(total, log.text, log.empty)
 	log.split(out, total, count)
 	if !out.UsageOutput {
 		out.OutputTokens = out.FrameTokens
@@ -461,6 +504,9 @@ func (o *Output) fail(kind FailureKind, err error) {
 // classify maps a transport error to a failure kind; other is the kind when
 // it is neither a timeout nor a cancellation.
 func classify(ctx context.Context, err error, other FailureKind) FailureKind {
+	if b := boundOf(ctx); b != nil {
+		return b.kind()
+	}
 	switch {
 	case errors.Is(ctx.Err(), context.Canceled):
 		return FailCancelled

@@ -110,6 +110,8 @@ func BenchmarkClientCost(b *testing.B) {
 			m := Aggregate(all, len(all), wall, []float64{50, 99}, SLO{})
 			b.ReportMetric(m.TPOT.Median, "tpot-p50-ms")
 			b.ReportMetric(m.TTFT.Median, "ttft-p50-ms")
+			b.ReportMetric(lagP99(all).Seconds()*1e3, "send-lag-p99-ms")
+			b.ReportMetric(100*lagShare(all), "send-lag-%")
 		})
 	}
 }

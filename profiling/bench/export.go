@@ -69,8 +69,13 @@ func traceFiles(dir string) (map[string]int64, error) {
 // complete: every rank directory has a new *.pt.trace.json.gz, no new .json
 // is left without its .gz, and the new .gz files kept their size for one
 // poll (gzip is done). It returns the new traces, one or more per rank.
-func waitExport(ctx context.Context, dir string, before map[string]int64, timeout, poll time.Duration) ([]string, error) {
-	deadline := time.Now().Add(timeout)
+// When no file is new or changed after appear, it stops and says the
+// directory is probably not the server's (reported: the directories the
+// server's reply named).
+func waitExport(ctx context.Context, dir string, before map[string]int64, timeout, poll, appear time.Duration, reported []string) ([]string, error) {
+	start := time.Now()
+	deadline := start.Add(timeout)
+	appeared := false
 	var lastSizes map[string]int64
 	state := "no trace directory yet"
 	ticker := time.NewTicker(poll)
@@ -86,12 +91,21 @@ func waitExport(ctx context.Context, dir string, before map[string]int64, timeou
 			return ready, nil
 		}
 		lastSizes = files
+		for p, size := range files {
+			if old, ok := before[p]; !ok || old != size {
+				appeared = true
+				break
+			}
+		}
+		if !appeared && time.Since(start) >= appear {
+			return nil, noTraceError(dir, time.Since(start), reported)
+		}
 		if time.Now().After(deadline) {
 			return nil, fmt.Errorf("trace export not complete after %v in %s: %s (a slow export: raise the deadline; none at all: the server was not started with this profiler directory)", timeout, dir, state)
 		}
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("waiting for the trace export in %s: %w", dir, ctx.Err())
+			return nil, fmt.Errorf("waiting for the trace export in %s (%s): %w", dir, state, ctx.Err())
 		case <-ticker.C:
 		}
 	}

@@ -61,7 +61,8 @@ func Run(ctx context.Context, c *Client, src Source, l Load) (outs []Output, sta
 			}
 		}()
 	}
-	sem := make(chan struct{}, max(conc, 1))
+	// A stream is a token holding the moment it came free.
+	streams := make(chan time.Time, max(conc, 1))
 	results := make([]Output, n)
 	sent := make([]bool, n)
 	var (
@@ -72,6 +73,9 @@ func Run(ctx context.Context, c *Client, src Source, l Load) (outs []Output, sta
 	gaps := newGapper(l)
 	start = time.Now()
 	next := start
+	for range cap(streams) {
+		streams <- start
+	}
 loop:
 	for i := range n {
 		if gaps != nil && i > 0 {
@@ -80,13 +84,23 @@ loop:
 				break
 			}
 		}
+		// due is when the request should go: its time in the schedule,
+		// or the moment a stream came free when it had to wait for one.
+		// What passes from then until it is handed to the transport is the
+		// client's own lag (Output.SendLag).
+		var due time.Time
 		select {
-		case sem <- struct{}{}:
+		case freed := <-streams:
+			due = next
+			if freed.After(due) {
+				due = freed
+			}
 		case <-sendCtx.Done():
 			break loop
 		}
+		release := func() { streams <- time.Now() }
 		if sendCtx.Err() != nil {
-			<-sem
+			release()
 			break
 		}
 		var req Request
@@ -96,7 +110,7 @@ loop:
 			select {
 			case req = <-pool:
 			case <-sendCtx.Done():
-				<-sem
+				release()
 				break loop
 			}
 		}
@@ -105,13 +119,16 @@ loop:
 			l.InFlight.Add(1)
 		}
 		wg.Add(1)
-		go func(i int, req Request) {
+		go func(i int, req Request, due time.Time) {
 			defer wg.Done()
 			o := c.Do(ctx, req)
 			if l.InFlight != nil {
 				l.InFlight.Add(-1)
 			}
-			<-sem
+			if !o.Start.IsZero() {
+				o.SendLag = max(o.Start.Sub(due), 0)
+			}
+			release()
 			results[i] = o
 			if o.Failure == FailConnection && l.StopOnConnection {
 				stopSending()
@@ -122,7 +139,7 @@ loop:
 				l.Progress(done)
 				mu.Unlock()
 			}
-		}(i, req)
+		}(i, req, due)
 	}
 	wg.Wait()
 	end = time.Now()

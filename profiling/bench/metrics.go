@@ -204,6 +204,11 @@ type Metrics struct {
 	// Resent counts the dead kept-alive connections requests went past
 	// (the server had closed them while idle): not failures.
 	Resent int
+	// UsageRejected counts the requests whose usage figures contradicted
+	// what was streamed (Output.UsageRejected); UsageRejectedFirst is the
+	// first one's reason.
+	UsageRejected      int
+	UsageRejectedFirst string
 }
 
 // TokensPerFrame is the mean number of tokens a frame carried; 0 without
@@ -234,11 +239,18 @@ func Aggregate(outs []Output, total int, duration time.Duration, pcts []float64,
 		m.TotalOutput += o.OutputTokens
 		m.InputLens = append(m.InputLens, o.PromptTokens)
 		m.OutputLens = append(m.OutputLens, o.OutputTokens)
-		if !o.UsageOutput {
-			m.OutputCounted++
-		}
-		if !o.UsagePrompt {
-			m.PromptRequested++
+		switch {
+		case o.UsageRejected != "":
+			if m.UsageRejected++; m.UsageRejected == 1 {
+				m.UsageRejectedFirst = o.UsageRejected
+			}
+		default:
+			if !o.UsageOutput {
+				m.OutputCounted++
+			}
+			if !o.UsagePrompt {
+				m.PromptRequested++
+			}
 		}
 		m.ReasoningTokens += o.ReasoningTokens
 		m.FrameTokens += o.FrameTokens

@@ -98,22 +98,54 @@ func writeLevel(cfg *SweepConfig, res *SweepResult, lv *LevelResult) error {
 }
 
 // writeSummary rewrites summary.csv and bench.txt with every level so far,
-// so an interrupted run keeps the completed levels. Failed levels are left
-// out of bench.txt: their numbers are not comparable.
+// so an interrupted run keeps the completed levels. Failed and interrupted
+// levels are left out of bench.txt (their numbers are not comparable), and
+// a comment line there says so.
 func writeSummary(cfg *SweepConfig, res *SweepResult) error {
 	var rows []results.SummaryRow
 	var bench []results.BenchResult
+	var notes []string
 	for _, lv := range res.Levels {
 		doc := levelDoc(cfg, res.Model, res.Shaper, lv)
 		rows = append(rows, results.SummaryRowOf(doc))
-		if lv.Status == StatusOK {
+		if n := benchNote(lv); n != "" {
+			notes = append(notes, n)
+		}
+		if inBench(lv.Status) {
 			bench = append(bench, results.BenchResultOf(doc, cfg.ISL, cfg.OSL))
 		}
 	}
 	if err := atomicfile.Write(res.SummaryCSV, results.FormatSummary(rows)); err != nil {
 		return err
 	}
-	return atomicfile.WriteFunc(res.BenchFile, func(w io.Writer) error { return results.WriteBench(w, bench) })
+	return atomicfile.WriteFunc(res.BenchFile, func(w io.Writer) error {
+		if err := results.WriteBenchNotes(w, notes); err != nil {
+			return err
+		}
+		return results.WriteBench(w, bench)
+	})
+}
+
+// inBench reports whether a level of the status is a benchmark result:
+// its requests all succeeded (a trace that lost events does not change
+// the client's figures).
+func inBench(status string) bool {
+	return status == StatusOK || status == StatusTraceIncomplete
+}
+
+// benchNote is bench.txt's comment on a level that is not a plain result.
+func benchNote(lv *LevelResult) string {
+	switch {
+	case !inBench(lv.Status):
+		why := failureSummary(&lv.Metrics)
+		if lv.Metrics.Failed == 0 && lv.Metrics.NotSent == 0 && len(lv.Warnings) > 0 {
+			why = lv.Warnings[len(lv.Warnings)-1].Message // the requests succeeded: the traces failed
+		}
+		return fmt.Sprintf("conc=%d left out: %s (%s)", lv.Conc, lv.Status, why)
+	case lv.Status == StatusTraceIncomplete:
+		return fmt.Sprintf("conc=%d: trace_incomplete: its trace lost events; the client's figures are complete", lv.Conc)
+	}
+	return ""
 }
 
 // printLevel writes vLLM's console result block for a level.

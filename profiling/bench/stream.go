@@ -181,6 +181,8 @@ func (t *streamTransport) exchange(c *streamConn, path string, body []byte) (sta
 				if hasToken(value, "close") {
 					r.close = true
 				}
+			case "content-type", "location": // for the errors of a wrong answer
+				r.header = append(r.header, strings.ToLower(string(bytes.TrimSpace(name))), string(value))
 			}
 		}
 		if status >= 100 && status < 200 {
@@ -263,6 +265,7 @@ type streamBody struct {
 	close   bool  // the connection is not kept alive
 	done    bool  // the body was read to its end, or closed
 	err     error
+	header  []string // Content-Type and Location, as name, value pairs
 }
 
 func (r *streamBody) Read(p []byte) (int, error) {

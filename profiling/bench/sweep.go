@@ -2,12 +2,14 @@ package bench
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -37,11 +39,24 @@ type SweepConfig struct {
 	Warmups        int     // warmup requests before each level (not measured)
 	Seed           uint64
 	RequestTimeout time.Duration // per request; 0 = none
+	// StallTimeout fails a request (kind stall) when no byte comes from
+	// the server for this long, waiting for the response head or the next
+	// event; probes too. 0 = DefaultStallTimeout; < 0 = none.
+	StallTimeout time.Duration
+	// LevelTimeout bounds each level's requests, warmups included (not
+	// the trace export, which ExportTimeout bounds), and the probes before
+	// the first level: requests still running are cancelled and the level
+	// fails. 0 = DefaultLevelTimeout of the level; < 0 = none.
+	LevelTimeout time.Duration
 
 	Profile       bool
 	TraceDir      string        // the server's torch profiler directory (needed with Profile)
 	ExportTimeout time.Duration // deadline for /stop_profile and the export; 0 = 10 min
 	PollInterval  time.Duration // how often the export is checked; 0 = 200 ms
+	// TraceAppearTimeout: when no trace file is new or changed in TraceDir
+	// this long after /stop_profile replied, the level fails at once (the
+	// directory is probably not the server's). 0 = TraceAppearTimeout.
+	TraceAppearTimeout time.Duration
 
 	OutDir string // run directories are created under it; "" = "bench-results"
 	// RunDir, when set, is the run directory itself (created if missing;
@@ -69,6 +84,10 @@ type SweepConfig struct {
 	LoadTokenizer func(model string) (c tokenizer.Counter, source, note string, err error)
 	// Log receives the result block of each level and run messages; nil = discard.
 	Log io.Writer
+	// Warn receives, as they happen, the warnings that make a level's
+	// figures suspect (the client's own lag); nil = discard. They are in
+	// the level's result and its block in Log too.
+	Warn io.Writer
 	// Progress, when set, is called at the start of a level and returns the
 	// function told of each finished request and one called at the end.
 	Progress func(conc, total int) (update func(done int), finish func())
@@ -99,9 +118,10 @@ type SweepConfig struct {
 
 // Level statuses.
 const (
-	StatusOK          = results.StatusOK
-	StatusFailed      = results.StatusFailed
-	StatusInterrupted = results.StatusInterrupted
+	StatusOK              = results.StatusOK
+	StatusTraceIncomplete = results.StatusTraceIncomplete
+	StatusFailed          = results.StatusFailed
+	StatusInterrupted     = results.StatusInterrupted
 )
 
 // LevelResult is one concurrency level's outcome.
@@ -130,6 +150,40 @@ type SweepResult struct {
 	SummaryCSV  string
 	BenchFile   string
 	Percentiles []float64
+}
+
+// stall is the client's stall timeout: 0 = none.
+func (cfg *SweepConfig) stall() time.Duration {
+	switch {
+	case cfg.StallTimeout < 0:
+		return 0
+	case cfg.StallTimeout == 0:
+		return DefaultStallTimeout
+	}
+	return cfg.StallTimeout
+}
+
+// levelTimeout is the deadline of level conc: 0 = none.
+func (cfg *SweepConfig) levelTimeout(conc, prompts int) time.Duration {
+	switch {
+	case cfg.LevelTimeout < 0:
+		return 0
+	case cfg.LevelTimeout == 0:
+		return DefaultLevelTimeout(prompts+cfg.Warmups, conc, cfg.OSL, cfg.RequestRate)
+	}
+	return cfg.LevelTimeout
+}
+
+// probeTimeout bounds the probes before the first level (calibration,
+// the tokenizer check): those of a level of two one-token requests.
+func (cfg *SweepConfig) probeTimeout() time.Duration {
+	switch {
+	case cfg.LevelTimeout < 0:
+		return 0
+	case cfg.LevelTimeout == 0:
+		return DefaultLevelTimeout(2, 1, 1, 0)
+	}
+	return cfg.LevelTimeout
 }
 
 func (cfg *SweepConfig) defaults() error {
@@ -193,6 +247,9 @@ func (cfg *SweepConfig) defaults() error {
 	if cfg.Log == nil {
 		cfg.Log = io.Discard
 	}
+	if cfg.Warn == nil {
+		cfg.Warn = io.Discard
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -217,9 +274,15 @@ func Sweep(ctx context.Context, cfg SweepConfig) (*SweepResult, error) {
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
+	if cfg.Profile {
+		if err := checkTraceDir(cfg.TraceDir, cfg.Log); err != nil {
+			return nil, err
+		}
+	}
 	c := NewClient(cfg.URL, cfg.Model, slices.Max(cfg.Concurrencies))
 	c.Endpoint = cfg.Endpoint
 	c.Timeout = cfg.RequestTimeout
+	c.Stall = cfg.stall()
 	c.KeepText = cfg.Details
 	if c.Model == "" {
 		m, err := FetchModel(ctx, c.HTTP, cfg.URL)
@@ -230,7 +293,9 @@ func Sweep(ctx context.Context, cfg SweepConfig) (*SweepResult, error) {
 		fmt.Fprintf(cfg.Log, "model: %s (from %s/v1/models)\n", m, cfg.URL)
 	}
 	res := &SweepResult{Model: c.Model, Percentiles: cfg.Percentiles}
-	s, err := cfg.shaper(ctx, c)
+	probeCtx, cancelProbes := withBound(ctx, cfg.probeTimeout(), ErrProbeDeadline, "--level-timeout")
+	s, err := cfg.shaper(probeCtx, c)
+	cancelProbes()
 	if err != nil {
 		return res, err
 	}
@@ -266,13 +331,25 @@ func Sweep(ctx context.Context, cfg SweepConfig) (*SweepResult, error) {
 			return res, err
 		}
 		printLevel(cfg.Log, &cfg, c.Model, lv)
-		if lv.Status != StatusOK {
+		if !inBench(lv.Status) {
 			res.Skipped = cfg.Concurrencies[i+1:]
 			if lv.Status == StatusInterrupted {
 				return res, fmt.Errorf("interrupted during concurrency %d; results of completed levels are in %s: %w", conc, dir, ctx.Err())
 			}
+			// The failed requests, and what else went wrong: a level can
+			// fail with all its requests done (its traces) or none sent.
+			var whys []string
+			for _, w := range lv.Warnings {
+				if w.Code == diag.Deadline || w.Code == diag.Failures || w.Code == diag.Trace {
+					whys = append(whys, w.Message)
+				}
+			}
+			if lv.Metrics.Failed > 0 || len(whys) == 0 {
+				whys = append([]string{failureSummary(&lv.Metrics)}, whys...)
+			}
+			why := strings.Join(whys, "; ")
 			return res, fmt.Errorf("concurrency %d: %s; partial results in %s; skipped levels %v",
-				conc, failureSummary(&lv.Metrics), lv.ResultFile, res.Skipped)
+				conc, why, lv.ResultFile, res.Skipped)
 		}
 	}
 	return res, nil
@@ -306,11 +383,14 @@ func runLevel(ctx context.Context, cfg *SweepConfig, c *Client, s Shaper, conc i
 	if cfg.NumPrompts > 0 {
 		lv.NumPrompts = cfg.NumPrompts
 	}
+	runCtx := ctx // the profiler calls and the export wait are not under the level's deadline
+	ctx, cancelLevel := withBound(ctx, cfg.levelTimeout(conc, lv.NumPrompts), ErrLevelDeadline, "--level-timeout")
+	defer cancelLevel()
 	levelSeed := cfg.Seed*1_000_003 + uint64(conc)
 	reqs := Workload{ISL: cfg.ISL, OSL: cfg.OSL, RangeRatio: cfg.RangeRatio, NumPrompts: lv.NumPrompts, Seed: levelSeed}.Source(s)
 	fail := func(msg string) *LevelResult {
 		lv.Status = StatusFailed
-		if ctx.Err() != nil {
+		if runCtx.Err() != nil {
 			lv.Status = StatusInterrupted
 		}
 		lv.Warnings = append(lv.Warnings, diag.New(diag.Failures, msg))
@@ -338,13 +418,16 @@ func runLevel(ctx context.Context, cfg *SweepConfig, c *Client, s Shaper, conc i
 		if before, err = traceFiles(cfg.TraceDir); err != nil {
 			return fail(err.Error())
 		}
-		if err := postProfile(ctx, c.HTTP, cfg.URL+"/start_profile", cfg.ExportTimeout); err != nil {
+		if _, err := postProfile(ctx, c.HTTP, cfg.URL+"/start_profile", cfg.ExportTimeout); err != nil {
 			return fail(err.Error())
 		}
 		profStart = time.Now()
 	}
+	var stopReply []byte // read once the stop was made (the window watch's is waited for)
 	stopProfile := func(ctx context.Context) error {
-		return postProfile(ctx, c.HTTP, cfg.URL+"/stop_profile", cfg.ExportTimeout)
+		var err error
+		stopReply, err = postProfile(ctx, c.HTTP, cfg.URL+"/stop_profile", cfg.ExportTimeout)
+		return err
 	}
 
 	var scrape *scraper
@@ -389,14 +472,26 @@ func runLevel(ctx context.Context, cfg *SweepConfig, c *Client, s Shaper, conc i
 	if lv.Metrics.Failed > 0 || lv.Metrics.NotSent > 0 {
 		lv.Status = StatusFailed
 	}
-	if ctx.Err() != nil {
-		lv.Status = StatusInterrupted
+	if w, ok := lagWarning(outs, LagShareBound); ok {
+		lv.Warnings = append(lv.Warnings, w)
+		fmt.Fprintf(cfg.Warn, "warning: concurrency %d: %s\n", conc, w.Message)
 	}
+	if runCtx.Err() != nil {
+		lv.Status = StatusInterrupted
+	} else if b := boundOf(ctx); b != nil {
+		lv.Status = StatusFailed
+		lv.Warnings = append(lv.Warnings, diag.New(diag.Deadline, fmt.Sprintf("%v: %d requests still running were cancelled and %d not sent (a server that trickles bytes or never ends its streams; raise --level-timeout for a slow engine)",
+			b, lv.Metrics.Failures[FailCancelled], lv.Metrics.NotSent)))
+	}
+	ctx = runCtx
 	if n := lv.Metrics.OutputCounted; n > 0 {
 		lv.Warnings = append(lv.Warnings, diag.New(diag.Usage, fmt.Sprintf("%d requests had no usage.completion_tokens: their output lengths are counted token events", n)))
 	}
 	if w := splitWarning(&lv.Metrics); w != "" {
 		lv.Warnings = append(lv.Warnings, diag.New(diag.Usage, w))
+	}
+	if n := lv.Metrics.UsageRejected; n > 0 {
+		lv.Warnings = append(lv.Warnings, diag.New(diag.UsageImplausible, fmt.Sprintf("%d requests reported usage that contradicts what was streamed (first: %s): their streamed token counts, and requested prompt lengths, were used instead", n, lv.Metrics.UsageRejectedFirst)))
 	}
 	if n := lv.Metrics.PromptRequested; n > 0 {
 		lv.Warnings = append(lv.Warnings, diag.New(diag.Usage, fmt.Sprintf("%d requests had no usage.prompt_tokens: their input lengths are the requested lengths", n)))
@@ -431,12 +526,24 @@ func runLevel(ctx context.Context, cfg *SweepConfig, c *Client, s Shaper, conc i
 			}
 			return lv
 		}
-		files, err := waitExport(ctx, cfg.TraceDir, before, cfg.ExportTimeout, cfg.PollInterval)
+		reported := stopReplyDirs(stopReply)
+		appear := cmp.Or(cfg.TraceAppearTimeout, TraceAppearTimeout)
+		if len(reported) > 0 {
+			appear = min(appear, traceAppearAfterDone) // the reply says the export is done
+		}
+		files, err := waitExport(ctx, cfg.TraceDir, before, cfg.ExportTimeout, cfg.PollInterval, min(appear, cfg.ExportTimeout), reported)
 		lv.TraceFiles = files
 		if err != nil {
-			lv.Warnings = append(lv.Warnings, diag.New(diag.Trace, err.Error()))
-			if lv.Status == StatusOK {
-				lv.Status = StatusFailed
+			switch {
+			case ctx.Err() != nil:
+				// The requests are done and measured; only the wait was cut.
+				lv.Status = StatusInterrupted
+				lv.Warnings = append(lv.Warnings, diag.New(diag.Trace, fmt.Sprintf("interrupted while waiting for the trace export (the level's requests had finished; the server may still be exporting into %s): %v", cfg.TraceDir, err)))
+			default:
+				lv.Warnings = append(lv.Warnings, diag.New(diag.Trace, err.Error()))
+				if lv.Status == StatusOK {
+					lv.Status = StatusFailed
+				}
 			}
 			return lv
 		}
@@ -451,6 +558,9 @@ func runLevel(ctx context.Context, cfg *SweepConfig, c *Client, s Shaper, conc i
 					lv.Warnings = append(lv.Warnings, diag.New(diag.BSMismatch, w))
 				}
 				lv.Warnings = append(lv.Warnings, warns...)
+				if lv.Status == StatusOK && (diag.Has(warns, diag.Coverage) || diag.Has(warns, diag.Truncated)) {
+					lv.Status = StatusTraceIncomplete
+				}
 			}
 		}
 	}
@@ -471,10 +581,14 @@ func batchWarning(conc, bs int) string {
 	return ""
 }
 
+// modelListTimeout bounds GET /v1/models.
+const modelListTimeout = 30 * time.Second
+
 // FetchModel reads the served model's name from GET /v1/models.
 func FetchModel(ctx context.Context, hc *http.Client, baseURL string) (string, error) {
 	url := strings.TrimRight(baseURL, "/") + "/v1/models"
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, modelListTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
@@ -482,12 +596,18 @@ func FetchModel(ctx context.Context, hc *http.Client, baseURL string) (string, e
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return "", fmt.Errorf("GET %s: no answer within %v, waiting for the list of served models (is the server up and ready? pass --model to skip this query)", url, time.Since(start).Round(100*time.Millisecond))
+		}
 		return "", fmt.Errorf("GET %s: %w (is the server up? pass --model to skip this query)", url, err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if err != nil {
-		return "", fmt.Errorf("GET %s: %w", url, err)
+		return "", fmt.Errorf("GET %s: reading the list of served models: %w", url, err)
+	}
+	if err := redirectError("GET", url, resp.StatusCode, resp.Header.Get("Location")); err != nil {
+		return "", err
 	}
 	if resp.StatusCode != http.StatusOK {
 		return "", fmt.Errorf("GET %s: HTTP %d: %s", url, resp.StatusCode, bytes.TrimSpace(body))
@@ -515,23 +635,34 @@ func FetchModel(ctx context.Context, hc *http.Client, baseURL string) (string, e
 
 // postProfile POSTs to a profiler endpoint and checks for a 200 reply; newer
 // ATOM releases answer /stop_profile only after the export.
-func postProfile(ctx context.Context, hc *http.Client, url string, timeout time.Duration) error {
+func postProfile(ctx context.Context, hc *http.Client, url string, timeout time.Duration) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, nil)
 	if err != nil {
-		return fmt.Errorf("POST %s: %w", url, err)
+		return nil, fmt.Errorf("POST %s: %w", url, err)
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return fmt.Errorf("POST %s: %w", url, err)
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return nil, fmt.Errorf("POST %s: no reply within %v, waiting for the profiler to %s (--export-timeout)", url, timeout, strings.TrimSuffix(path.Base(url), "_profile"))
+		}
+		return nil, fmt.Errorf("POST %s: %w", url, err)
 	}
 	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("POST %s: HTTP %d: %s (was the server started with a torch profiler directory?)", url, resp.StatusCode, bytes.TrimSpace(body))
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if err := redirectError("POST", url, resp.StatusCode, resp.Header.Get("Location")); err != nil {
+		return nil, err
 	}
-	return nil
+	if base, ok := strings.CutSuffix(url, "/start_profile"); ok {
+		if err := profilingOnError(base, resp.StatusCode, body); err != nil {
+			return nil, err
+		}
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("POST %s: HTTP %d: %.4096s (was the server started with a torch profiler directory?)", url, resp.StatusCode, bytes.TrimSpace(body))
+	}
+	return body, nil
 }
 
 // newRunDir creates a directory under out named after t that did not exist

@@ -1,0 +1,86 @@
+package bench
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/profile-model/profile-model/profiling/sim"
+)
+
+// TestClientWrongAnswers: a server that answers, but not with a stream,
+// gets an error that says what came instead; over both transports.
+func TestClientWrongAnswers(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name     string
+		handler  http.HandlerFunc
+		wantKind FailureKind
+		wantMsg  string
+	}{
+		{"JSON instead of a stream", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"id":"cmpl-1","choices":[{"text":"hello"}]}`)
+		}, FailStream, `/v1/completions: HTTP 200 but not an event stream: Content-Type application/json, it began "{\"id\":\"cmpl-1\",\"choices\":[{\"text\":\"hello\"}]}" (event 0: stream ended in the middle of an event)`},
+		{"an HTML page", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			io.WriteString(w, "<html><body>Sign in</body></html>")
+		}, FailStream, `HTTP 200 but not an event stream: Content-Type text/html; charset=utf-8, it began "<html><body>Sign in</body></html>"`},
+		{"an empty 200", func(w http.ResponseWriter, r *http.Request) {}, FailStream, "HTTP 200 but not an event stream: Content-Type none, its body was empty"},
+		{"an event stream without events", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			io.WriteString(w, `{"id":"cmpl-1"}`+"\n\n")
+		}, FailStream, `an event stream without any event: it began "{\"id\":\"cmpl-1\"}\n\n"`},
+		{"a redirect", func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, "https://gateway.example/v1/completions", http.StatusMovedPermanently)
+		}, FailHTTP5xx, "/v1/completions: HTTP 301 redirect to https://gateway.example/v1/completions: the client does not follow redirects (a POST would be resent as a GET); pass the server's own URL as --url"},
+	} {
+		for _, transport := range []string{"own", "net/http"} {
+			t.Run(tc.name+"/"+transport, func(t *testing.T) {
+				t.Parallel()
+				srv := httptest.NewServer(tc.handler)
+				defer srv.Close()
+				c := NewClient(srv.URL, "m", 4)
+				if transport == "net/http" {
+					c.stream = nil
+				}
+				o := c.Do(context.Background(), Request{Prompt: "hi", PromptLen: 1, MaxTokens: 4})
+				require.Equal(t, tc.wantKind, o.Failure, o.Error)
+				require.Contains(t, o.Error, tc.wantMsg)
+			})
+		}
+	}
+}
+
+func TestFetchModelRedirect(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/login", http.StatusFound)
+	}))
+	defer srv.Close()
+	_, err := FetchModel(context.Background(), NewClient(srv.URL, "", 1).HTTP, srv.URL)
+	require.ErrorContains(t, err, "GET "+srv.URL+"/v1/models: HTTP 302 redirect to /login: the client does not follow redirects")
+}
+
+// TestProfilingLeftOn: a server a killed run left profiling refuses
+// /start_profile; the error says so and how to stop it.
+func TestProfilingLeftOn(t *testing.T) {
+	t.Parallel()
+	traceDir := t.TempDir()
+	url, _ := startSim(t, sim.Config{ProfilerDir: traceDir, TimeScale: 50})
+	resp, err := http.Post(url+"/start_profile", "application/json", nil) // the killed run's
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	_, err = Sweep(context.Background(), SweepConfig{
+		URL: url, Model: simModel, Shaper: &Shaper{PerWord: 1}, ISL: 8, OSL: 4, Concurrencies: []int{1},
+		Profile: true, TraceDir: traceDir, ExportTimeout: 10 * time.Second, OutDir: t.TempDir(),
+	})
+	require.ErrorContains(t, err, "POST "+url+"/start_profile: the server is already profiling (HTTP 500: ")
+	require.ErrorContains(t, err, "an earlier run was probably killed before its /stop_profile; stop it with `curl -X POST "+url+"/stop_profile` and run again")
+}
