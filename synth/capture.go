@@ -33,16 +33,7 @@ type CaptureOptions struct {
 // returns the number of kernels captured.
 func WriteCapture(ctx context.Context, w io.Writer, o CaptureOptions) (int, error) {
 	opts := o.Trace
-	if len(opts.Devices) == 0 {
-		opts.Devices = []kineto.DeviceProperties{kineto.MI355X(0)}
-	}
-	if opts.RoctracerVersion == "" {
-		opts.RoctracerVersion = "4.1"
-		opts.HIPRuntimeVersion = 70051831
-	}
-	if opts.WorldSize == 0 {
-		opts.WorldSize = 1
-	}
+	rocmDefaults(&opts, opts.Rank)
 	at := o.At
 	if at == 0 {
 		at = defaultStart.UnixNano()

@@ -663,17 +663,7 @@ func (r *Recorder) WriteTrace(ctx context.Context, w io.Writer, opts kineto.Writ
 	defer r.mu.Unlock()
 	pl := r.pl
 	r.applyWindow(pl)
-	if len(opts.Devices) == 0 {
-		opts.Devices = []kineto.DeviceProperties{kineto.MI355X(0)}
-	}
-	if opts.RoctracerVersion == "" {
-		opts.RoctracerVersion = "4.1"
-		opts.HIPRuntimeVersion = 70051831
-	}
-	if opts.WorldSize == 0 {
-		opts.WorldSize = 1
-		opts.Rank = r.opts.Rank
-	}
+	rocmDefaults(&opts, r.opts.Rank)
 	first := r.start
 	if len(pl) > 0 && (first == 0 || pl[0].cpuStart < first) {
 		first = pl[0].cpuStart
@@ -1232,4 +1222,20 @@ func (r *Recorder) truth(pl []placed) *Truth {
 		t.WindowS = float64(pl[n-1].cpuEnd-pl[0].cpuStart) / 1e9
 	}
 	return t
+}
+
+// rocmDefaults fills the header keys opts leaves empty as ROCm's Kineto
+// writes them: an MI355X, roctracer 4.1, and a world of one (rank).
+func rocmDefaults(opts *kineto.WriterOptions, rank int) {
+	if len(opts.Devices) == 0 {
+		opts.Devices = []kineto.DeviceProperties{kineto.MI355X(0)}
+	}
+	if opts.RoctracerVersion == "" {
+		opts.RoctracerVersion = "4.1"
+		opts.HIPRuntimeVersion = 70051831
+	}
+	if opts.WorldSize == 0 {
+		opts.WorldSize = 1
+		opts.Rank = rank
+	}
 }
