@@ -40,6 +40,9 @@ type recordedRun struct {
 	isl, osl, conc, prompts int
 	ratio                   float64
 	ttftMS, tpotMS          float64
+	// Not checked, printed beside the sim's: they tell where a median miss
+	// comes from (see TestCalibrationAgainstRecorded).
+	meanTTFTMS, meanTPOTMS, p99TTFTMS, p99ITLMS, durationS float64
 }
 
 var (
@@ -47,9 +50,11 @@ var (
 	logField     = func(name string) *regexp.Regexp {
 		return regexp.MustCompile(regexp.QuoteMeta(name) + `=([0-9.]+)`)
 	}
-	logMedian = func(name string) *regexp.Regexp {
-		return regexp.MustCompile(`Median ` + name + ` \(ms\):\s+([0-9.]+)`)
+	logMedian = func(name string) *regexp.Regexp { return logStat("Median", name) }
+	logStat   = func(stat, name string) *regexp.Regexp {
+		return regexp.MustCompile(stat + ` ` + name + ` \(ms\):\s+([0-9.]+)`)
 	}
+	logDuration = regexp.MustCompile(`Benchmark duration \(s\):\s+([0-9.]+)`)
 )
 
 // readRecorded parses the recorded bench logs of the ATOM MiniMax-M2.5 runs.
@@ -77,6 +82,9 @@ func readRecorded(t *testing.T, dir string) []recordedRun {
 			ratio: num(logField("random_range_ratio")), conc: int(num(logField("max_concurrency"))),
 			prompts: int(num(logField("num_prompts"))),
 			ttftMS:  num(logMedian("TTFT")), tpotMS: num(logMedian("TPOT")),
+			meanTTFTMS: num(logStat("Mean", "TTFT")), meanTPOTMS: num(logStat("Mean", "TPOT")),
+			p99TTFTMS: num(logStat("P99", "TTFT")), p99ITLMS: num(logStat("P99", "ITL")),
+			durationS: num(logDuration),
 		})
 	}
 	slices.SortFunc(runs, func(a, b recordedRun) int {
@@ -92,8 +100,31 @@ func readRecorded(t *testing.T, dir string) []recordedRun {
 // kernel model at the settings of each recorded corpus run (MiniMax-M2.5,
 // max-num-seqs and graph sizes of the recorded sweep, 50 prompts per
 // level, profiler on) and checks that the median TTFT and TPOT are within
-// 15% of the recorded ones. It prints the comparison table. Slow: it runs
-// only with PROFILE_MODEL_CALIBRATE=1 (make calibrate).
+// 15% of the recorded ones. It prints the comparison table, and the
+// recorded and simulated means, 99th percentiles and durations beside it.
+// Slow: it runs only with PROFILE_MODEL_CALIBRATE=1 (make calibrate).
+//
+// Three medians stay beyond 15%; what the logs say about them:
+//   - isl 1024 conc 32 TTFT (sim about 660 ms, recorded 819): 32 requests
+//     arrive at once and 16384 tokens hold 17 of their prompts, so one prefill
+//     step answers 17 and the next 15. A recorded median of 819 ms beside a
+//     mean of 690 and a p99 of 1156 needs 25 or more TTFTs near 800 ms: the
+//     first step's tokens would have to wait for the whole second step.
+//     output_lag=1 gives that (826 ms) but puts the TTFTs of conc 4-16
+//     15-30% over.
+//   - isl 8192 conc 4 TTFT (-22%) and TPOT (+15%): the recorded duration
+//     (20.6 s) is what 50 prefills of 248 ms and about 550 decode steps of
+//     15 ms take, so the step costs hold; the split differs. Recorded requests
+//     wait about 190 ms for other prefills before their own (mean TTFT 442 ms
+//     less one prefill), simulated ones about 130, and the recorded p99 ITL
+//     (409 ms) exceeds one prefill and a decode (263 ms): prefills came back
+//     to back more often than in the simulation.
+//   - The ITL tails weigh against output_lag: at 0.5 the simulated p99 ITL at
+//     isl 8192 is 35-40% under the recorded one (248/460/727 ms against
+//     409/666/1140 at conc 4/8/16), as half of each prefill is hidden from
+//     the decoding streams; at 0 it comes within 0-30% (293/687/957), but
+//     the isl 1024 conc 32 TTFT falls 40% under. Whatever delays first tokens
+//     in the recorded runs leaves the running streams' tokens alone.
 func TestCalibrationAgainstRecorded(t *testing.T) {
 	if os.Getenv(CalibrateVar) != "1" {
 		t.Skipf("a sweep of about 90 s in real time: set %s=1 (make calibrate) to run it", CalibrateVar)
@@ -120,6 +151,8 @@ func TestCalibrationAgainstRecorded(t *testing.T) {
 		rec              recordedRun
 		simTTFT, simTPOT float64
 		errTTFT, errTPOT float64
+		// the figures that are printed, not checked
+		meanTTFT, meanTPOT, p99TTFT, p99ITL, duration float64
 	}
 	var rows []row
 	for _, isl := range isls {
@@ -152,10 +185,13 @@ func TestCalibrationAgainstRecorded(t *testing.T) {
 			r := runs[i]
 			// The client measures wall time; the engine runs scale times faster.
 			ttft, tpot := lv.Metrics.TTFT.Median*scale, lv.Metrics.TPOT.Median*scale
-			t.Logf("isl %d conc %d: median ITL %.2f ms, mean TTFT %.1f ms, benchmark duration %.2f s (engine time)", isl, r.conc,
-				lv.Metrics.ITL.Median*scale, lv.Metrics.TTFT.Mean*scale, lv.End.Sub(lv.Start).Seconds()*scale)
+			p99TTFT, ok1 := lv.Metrics.TTFT.At(99)
+			p99ITL, ok2 := lv.Metrics.ITL.At(99)
+			require.True(t, ok1 && ok2, "isl %d conc %d: the client computed no 99th percentiles", isl, r.conc)
 			rows = append(rows, row{rec: r, simTTFT: ttft, simTPOT: tpot,
-				errTTFT: ttft/r.ttftMS - 1, errTPOT: tpot/r.tpotMS - 1})
+				errTTFT: ttft/r.ttftMS - 1, errTPOT: tpot/r.tpotMS - 1,
+				meanTTFT: lv.Metrics.TTFT.Mean * scale, meanTPOT: lv.Metrics.TPOT.Mean * scale,
+				p99TTFT: p99TTFT * scale, p99ITL: p99ITL * scale, duration: lv.End.Sub(lv.Start).Seconds() * scale})
 		}
 	}
 	var tab bytes.Buffer
@@ -164,6 +200,13 @@ func TestCalibrationAgainstRecorded(t *testing.T) {
 	for _, r := range rows {
 		fmt.Fprintf(&tab, "| %d | %d | %.1f | %.1f | %+.1f%% | %.2f | %.2f | %+.1f%% |\n", r.rec.isl, r.rec.conc,
 			r.rec.ttftMS, r.simTTFT, 100*r.errTTFT, r.rec.tpotMS, r.simTPOT, 100*r.errTPOT)
+	}
+	fmt.Fprintf(&tab, "\nnot checked, recorded / simulated: mean TTFT and TPOT, p99 TTFT and ITL (ms), duration (s)\n")
+	fmt.Fprintf(&tab, "| ISL | conc | mean TTFT | mean TPOT | p99 TTFT | p99 ITL | duration |\n|---|---|---|---|---|---|---|\n")
+	for _, r := range rows {
+		fmt.Fprintf(&tab, "| %d | %d | %.0f / %.0f | %.2f / %.2f | %.0f / %.0f | %.0f / %.0f | %.2f / %.2f |\n", r.rec.isl, r.rec.conc,
+			r.rec.meanTTFTMS, r.meanTTFT, r.rec.meanTPOTMS, r.meanTPOT, r.rec.p99TTFTMS, r.p99TTFT,
+			r.rec.p99ITLMS, r.p99ITL, r.rec.durationS, r.duration)
 	}
 	t.Log("\n" + tab.String())
 	for _, r := range rows {
