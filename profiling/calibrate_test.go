@@ -125,6 +125,11 @@ func readRecorded(t *testing.T, dir string) []recordedRun {
 //     the decoding streams; at 0 it comes within 0-30% (293/687/957), but
 //     the isl 1024 conc 32 TTFT falls 40% under. Whatever delays first tokens
 //     in the recorded runs leaves the running streams' tokens alone.
+//   - Holding a prefill's token until the request's first decode step (an
+//     engine that streams only what decode steps ran) brings isl 1024
+//     conc 32 to +4% (851 ms), but chains of prefills then hold first tokens
+//     too long: isl 1024 conc 8 and 16 TTFT +25% and +44%, isl 8192 conc 16
+//     mean TTFT 1766 ms against 1154.
 func TestCalibrationAgainstRecorded(t *testing.T) {
 	if os.Getenv(CalibrateVar) != "1" {
 		t.Skipf("a sweep of about 90 s in real time: set %s=1 (make calibrate) to run it", CalibrateVar)
