@@ -36,9 +36,10 @@ type promValue struct {
 // parsePrometheus reads the counters and gauges of the engine namespaces
 // from Prometheus text exposition format. A counter is keyed by its sample
 // name (with the _total suffix the client libraries add); histograms and
-// summaries are left out. It fails on text that is not the format (a line
-// that is neither a comment nor a sample), and finds nothing in text of
-// another server.
+// summaries are left out, and so is a NaN or infinite sample (a gauge with
+// nothing to report yet; it would poison the sums and cannot be written to
+// JSON). It fails on text that is not the format (a line that is neither a
+// comment nor a sample), and finds nothing in text of another server.
 func parsePrometheus(data []byte) (map[string]promValue, error) {
 	types := map[string]string{}
 	out := map[string]promValue{}
@@ -60,7 +61,7 @@ func parsePrometheus(data []byte) (map[string]promValue, error) {
 		if err != nil {
 			return nil, fmt.Errorf("line %d: %w", line, err)
 		}
-		if !hasEnginePrefix(name) {
+		if !hasEnginePrefix(name) || math.IsNaN(value) || math.IsInf(value, 0) {
 			continue
 		}
 		typ, ok := types[name]
@@ -130,6 +131,9 @@ func promSample(s string) (name string, v float64, err error) {
 	return name, v, nil
 }
 
+// maxMetricsBytes bounds what is read of a /metrics answer.
+const maxMetricsBytes = 8 << 20
+
 // fetchMetrics reads GET url (the server's /metrics).
 func fetchMetrics(ctx context.Context, hc *http.Client, url string) (map[string]promValue, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -143,12 +147,15 @@ func fetchMetrics(ctx context.Context, hc *http.Client, url string) (map[string]
 		return nil, fmt.Errorf("GET %s: %w", url, err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxMetricsBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("GET %s: %w", url, err)
 	}
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("GET %s: HTTP %d", url, resp.StatusCode)
+	}
+	if len(body) > maxMetricsBytes {
+		return nil, fmt.Errorf("GET %s: the answer is larger than %d MB, more than an engine's metrics", url, maxMetricsBytes>>20)
 	}
 	m, err := parsePrometheus(body)
 	if err != nil {

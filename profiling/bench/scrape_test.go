@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -46,6 +47,13 @@ func TestParsePrometheus(t *testing.T) {
 				"# TYPE vllm:num_preemptions counter\nvllm:num_preemptions_total 0\n",
 			want: map[string]promValue{"vllm:num_requests_running": {5, true}, "vllm:num_preemptions_total": {0, false}},
 		},
+		{
+			name: "NaN and infinite samples left out (no value yet; JSON cannot hold them)",
+			text: "# TYPE vllm:gpu_prefix_cache_hit_rate gauge\nvllm:gpu_prefix_cache_hit_rate NaN\n" +
+				"# TYPE vllm:x counter\nvllm:x_total +Inf\nvllm:y -Inf\n" +
+				`vllm:num_requests_running{engine="0"} 2` + "\n" + `vllm:num_requests_running{engine="1"} NaN` + "\n",
+			want: map[string]promValue{"vllm:num_requests_running": {2, true}},
+		},
 		{name: "an HTML page", text: "<html><body>metrics</body></html>\n", err: "line 1"},
 		{name: "JSON", text: `{"running": 4}`, err: "line 1"},
 		{name: "a value that is no number", text: "atom:x abc\n", err: "not a number"},
@@ -79,6 +87,9 @@ func TestCheckMetrics(t *testing.T) {
 		{"not found, auto", http.NotFound, ScrapeAuto, false, ""},
 		{"not found, on", http.NotFound, ScrapeOn, false, "HTTP 404"},
 		{"an HTML page, on", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "<html>hi</html>") }, ScrapeOn, false, "not Prometheus text"},
+		{"a 9 MB answer, on", func(w http.ResponseWriter, _ *http.Request) {
+			io.WriteString(w, strings.Repeat("atom:requests_running 0\n", 9<<20/24))
+		}, ScrapeOn, false, "larger than 8 MB"},
 		{"only process metrics, on", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "process_open_fds 9\n") }, ScrapeOn, false, "no atom:"},
 		{"engine metrics, auto", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "atom:requests_running 0\n") }, ScrapeAuto, true, ""},
 		{"engine metrics, off", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "atom:requests_running 0\n") }, ScrapeOff, false, ""},
