@@ -2,9 +2,12 @@ package analysis
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/profile-model/profile-model/tracing"
 )
@@ -52,6 +55,39 @@ func FindCapture(trace string, graphBS int) string {
 		return qa - qb
 	})
 	return found[0].path
+}
+
+// CaptureMissing says what a capture_traces/ folder beside the trace holds
+// when FindCapture finds nothing in it for the graph batch size graphBS, so
+// that a capture of the wrong sizes or rank is not ignored silently; "" when
+// there is no such folder, a capture was found, or no graph was replayed.
+func CaptureMissing(trace string, graphBS int) string {
+	if graphBS <= 0 || FindCapture(trace, graphBS) != "" {
+		return ""
+	}
+	dir := filepath.Join(filepath.Dir(trace), tracing.CaptureDir)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return ""
+	}
+	rank := max(RankOf(trace).TP, 0)
+	var sizes []int
+	for _, e := range ents {
+		if bs, _, r, ok := tracing.ParseCaptureFileName(e.Name()); ok && !e.IsDir() && r == rank {
+			sizes = append(sizes, bs)
+		}
+	}
+	slices.Sort(sizes)
+	sizes = slices.Compact(sizes)
+	held := "no capture trace of this rank"
+	if len(sizes) > 0 {
+		s := make([]string, len(sizes))
+		for i, bs := range sizes {
+			s[i] = strconv.Itoa(bs)
+		}
+		held = "captures of graph batch sizes " + strings.Join(s, ", ")
+	}
+	return fmt.Sprintf("%s holds %s (rank %d), none of graph batch size %d, the one the decode steps replayed: positions are not named", dir, held, rank, graphBS)
 }
 
 // AddCapture reads the capture trace at path and names the positions of

@@ -257,6 +257,8 @@ func analyseLevel(ctx context.Context, run results.Run, conc int, files []string
 		if _, err := res.AddCapture(ctx, cp); err != nil {
 			res.Warnings = append(res.Warnings, diag.New(diag.CaptureMismatch, fmt.Sprintf("capture trace %s not read: %v", cp, err)))
 		}
+	} else if m := analysis.CaptureMissing(files[0], res.Trace.GraphBS()); m != "" {
+		res.Warnings = append(res.Warnings, diag.New(diag.CaptureMismatch, m))
 	}
 	wrote, err := res.Write(results.InDir(run.Level(conc), res.DecodeBS()))
 	if err == nil {

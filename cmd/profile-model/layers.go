@@ -67,6 +67,8 @@ func runLayers(ctx context.Context, args []string, stdout, stderr io.Writer) err
 				return fmt.Errorf("layers: capture trace: %w", err)
 			}
 			capNote = fmt.Sprintf("module paths and shapes from the capture trace %s (%d captured kernels)\n", capPath, len(c.Kernels))
+		} else if m := analysis.CaptureMissing(trace, res.Trace.GraphBS()); m != "" {
+			capNote = "note: " + m + "; pass --capture FILE to name them from another capture\n"
 		}
 	} else if *capture != "" {
 		return usageError{"layers: --capture names the robust table's positions: it does not apply to --mode compat"}
