@@ -107,6 +107,9 @@ func (f *sweepFlags) config(cmd string) (bench.SweepConfig, error) {
 		Percentiles: pcts, SLO: slo, Details: *f.details,
 		ScrapeMetrics: *f.scrape, ProfileSteps: *f.profSteps, ProfileFor: *f.profFor,
 	}
+	if *f.stall < 0 || *f.timeout < 0 || *f.exportWait < 0 {
+		return cfg, usageError{cmd + ": --stall-timeout, --timeout and --export-timeout must not be negative (0 turns the first two off)"}
+	}
 	if *f.profSteps < 0 || *f.profFor < 0 {
 		return cfg, usageError{cmd + ": --profile-steps and --profile-seconds must not be negative"}
 	}

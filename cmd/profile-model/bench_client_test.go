@@ -23,6 +23,9 @@ func TestBenchWindowAndScrapeUsage(t *testing.T) {
 		{"steps without profile", []string{"--url", "http://x", "--profile-steps", "10"}, "need --profile"},
 		{"seconds without profile", []string{"--url", "http://x", "--profile-seconds", "5s"}, "need --profile"},
 		{"negative steps", []string{"--url", "http://x", "--profile", "--trace-dir", "d", "--profile-steps", "-1"}, "must not be negative"},
+		{"negative stall timeout", []string{"--url", "http://x", "--stall-timeout", "-1s"}, "must not be negative"},
+		{"negative request timeout", []string{"--url", "http://x", "--timeout", "-5s"}, "must not be negative"},
+		{"negative export timeout", []string{"--url", "http://x", "--export-timeout", "-1m"}, "must not be negative"},
 		{"bad scrape mode", []string{"--url", "http://x", "--scrape-metrics", "yes"}, "want auto, on or off"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -13,7 +13,7 @@ import (
 func (f *sweepFlags) addBounds(fs *flag.FlagSet) {
 	f.stall = fs.Duration("stall-timeout", bench.DefaultStallTimeout, "fail a request (kind stall) when no byte comes from the server for this long, waiting for the response or the next event; probes too; 0: none")
 	f.levelTimeout = &levelTimeoutFlag{}
-	fs.Var(f.levelTimeout, "level-timeout", "deadline of each level's requests, warmups included (not the trace export), and of the probes before the first level; auto: 5m + per wave of concurrency requests 30s + 250ms per output token (+ the sending time at --request-rate); 0: none")
+	fs.Var(f.levelTimeout, "level-timeout", "deadline of each level's requests, warmups included (not the trace export), and of the probes before the first level; auto: 5m + per wave of concurrency requests 30s + 250ms per output token (+ the sending time at --request-rate); 0: none (default auto)")
 }
 
 // stallTimeout maps --stall-timeout (0: none) to the sweep's (< 0: none).

@@ -64,3 +64,15 @@ func TestBenchNeverAnswered(t *testing.T) {
 		"--conc", "1", "--stall-timeout", "200ms", "--out", t.TempDir()}, &out, &errb)
 	require.ErrorContains(t, err, "calibration probe of 64 words: stall: POST "+srv.URL+"/v1/completions: stalled: no byte from the server for 200ms (--stall-timeout), waiting for the response to begin")
 }
+
+// The help of --level-timeout says its default: flag prints none for a
+// value whose zero is the default.
+func TestLevelTimeoutHelpSaysDefault(t *testing.T) {
+	t.Parallel()
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	var help bytes.Buffer
+	fs.SetOutput(&help)
+	addSweepFlags(fs, 128, 10, "")
+	fs.PrintDefaults()
+	require.Regexp(t, `-level-timeout value\n\s+deadline [^\n]*\(default auto\)\n`, help.String())
+}
