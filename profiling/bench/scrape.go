@@ -265,7 +265,11 @@ func (s *scraper) finish(ctx context.Context) (*results.ServerMetrics, error) {
 		}
 	}
 	for name, g := range s.gauges {
-		if _, ok := after[name]; !ok {
+		// With no reading between the first and the last (a level shorter
+		// than the interval) the gauges saw only an idle server: a peak of
+		// 0 running requests at concurrency 8 would mislead, so none is
+		// kept.
+		if _, ok := after[name]; !ok || s.samples <= 2 {
 			continue
 		}
 		m.Gauges = append(m.Gauges, results.GaugeStats{Name: name, Peak: g.peak, Mean: roundSmall(g.sum / float64(g.n)), Last: g.last})

@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -112,6 +113,28 @@ func TestCheckMetrics(t *testing.T) {
 			require.Equal(t, tc.read, cfg.metricsURL != "", log.String())
 		})
 	}
+}
+
+// A level shorter than the sampling interval keeps its counters' growth
+// but no gauges: the readings before and after it are of an idle server.
+func TestScrapeShortLevelKeepsNoGauges(t *testing.T) {
+	t.Parallel()
+	var reads int
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		reads++
+		fmt.Fprintf(w, "# TYPE atom:requests_running gauge\natom:requests_running 0\n# TYPE atom:generation_tokens counter\natom:generation_tokens_total %d\n", 100*reads)
+	}))
+	defer srv.Close()
+	s, err := startScrape(context.Background(), srv.Client(), srv.URL, time.Hour)
+	require.NoError(t, err)
+	m, err := s.finish(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, 2, m.Samples)
+	gen, ok := m.Counter(results.GeneratedMetrics...)
+	require.True(t, ok)
+	require.Equal(t, 100.0, gen)
+	require.Empty(t, m.Gauges, "no gauge was read under load")
+	require.NotContains(t, m.String(), "running_peak")
 }
 
 // A sweep against the simulated engine stores what its /metrics said over
