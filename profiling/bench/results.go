@@ -214,7 +214,8 @@ func printLevel(w io.Writer, cfg *SweepConfig, model string, lv *LevelResult) {
 		fmt.Fprintf(w, "server metrics: %s\n", lv.Server)
 	}
 	if win := lv.Window; win != nil {
-		fmt.Fprintf(w, "profile window: %.2f s to %.2f s of the level (stopped by %s)\n", win.StartS, win.StopS, win.StoppedBy)
+		// The profiler starts a moment before the level's clock: no "-0.00".
+		fmt.Fprintf(w, "profile window: %.2f s to %.2f s of the level (stopped by %s)\n", max(win.StartS, 0), win.StopS, win.StoppedBy)
 	}
 	for _, t := range lv.TraceFiles {
 		fmt.Fprintf(w, "trace: %s\n", t)

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 
 	"github.com/profile-model/profile-model/analysis"
 	"github.com/profile-model/profile-model/profiling/sim"
+	"github.com/profile-model/profile-model/results"
 	"github.com/profile-model/profile-model/tracing"
 )
 
@@ -79,4 +81,14 @@ func TestProfileWindow(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The profiler starts a moment before the level's clock: the console line
+// says 0.00, not -0.00.
+func TestPrintProfileWindowStart(t *testing.T) {
+	t.Parallel()
+	var b strings.Builder
+	cfg := &SweepConfig{ISL: 8, OSL: 8}
+	printLevel(&b, cfg, "m", &LevelResult{Conc: 4, Window: &results.ProfileWindow{StartS: -0.000695, StopS: 0.025, StoppedBy: "steps"}})
+	require.Contains(t, b.String(), "profile window: 0.00 s to 0.03 s of the level (stopped by steps)\n")
 }
