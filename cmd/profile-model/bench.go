@@ -169,6 +169,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *profile && *traceDir == "" {
 		return usageError{"bench: --profile needs --trace-dir (the server's torch profiler directory) to wait for the traces"}
 	}
+	if !*profile && *traceDir != "" {
+		return usageError{"bench: --trace-dir is where the traces of --profile are waited for: add --profile, or leave --trace-dir out"}
+	}
 	if !*profile && (*sf.profSteps > 0 || *sf.profFor > 0) {
 		return usageError{"bench: --profile-steps and --profile-seconds set when the profiler stops: they need --profile"}
 	}

@@ -26,6 +26,7 @@ func TestBenchWindowAndScrapeUsage(t *testing.T) {
 		{"negative stall timeout", []string{"--url", "http://x", "--stall-timeout", "-1s"}, "must not be negative"},
 		{"negative request timeout", []string{"--url", "http://x", "--timeout", "-5s"}, "must not be negative"},
 		{"negative export timeout", []string{"--url", "http://x", "--export-timeout", "-1m"}, "must not be negative"},
+		{"trace dir without profile", []string{"--url", "http://x", "--trace-dir", "d"}, "add --profile"},
 		{"bad scrape mode", []string{"--url", "http://x", "--scrape-metrics", "yes"}, "want auto, on or off"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
