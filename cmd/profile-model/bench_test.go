@@ -116,3 +116,19 @@ func TestBenchCommandFailsWhenServerDies(t *testing.T) {
 	require.Contains(t, err.Error(), "skipped levels [4]")
 	require.Contains(t, stdout.String(), "status: failed")
 }
+
+// The last level failing skips nothing, and the error does not list an
+// empty "skipped levels []".
+func TestBenchCommandLastLevelFails(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a level against the simulated engine; skipped with -short")
+	}
+	t.Parallel()
+	url := benchSim(t, sim.Config{TimeScale: 50, CrashAfterRequests: 5})
+	var stdout, stderr bytes.Buffer
+	err := run(context.Background(), []string{"bench", "--url", url, "--isl", "32", "--osl", "16",
+		"--conc", "2", "--num-prompts-mul", "4", "--out", t.TempDir()}, &stdout, &stderr)
+	require.ErrorContains(t, err, "concurrency 2")
+	require.ErrorContains(t, err, "partial results in")
+	require.NotContains(t, err.Error(), "skipped levels")
+}

@@ -348,8 +348,11 @@ func Sweep(ctx context.Context, cfg SweepConfig) (*SweepResult, error) {
 				whys = append([]string{failureSummary(&lv.Metrics)}, whys...)
 			}
 			why := strings.Join(whys, "; ")
-			return res, fmt.Errorf("concurrency %d: %s; partial results in %s; skipped levels %v",
-				conc, why, lv.ResultFile, res.Skipped)
+			skipped := ""
+			if len(res.Skipped) > 0 {
+				skipped = fmt.Sprintf("; skipped levels %v", res.Skipped)
+			}
+			return res, fmt.Errorf("concurrency %d: %s; partial results in %s%s", conc, why, lv.ResultFile, skipped)
 		}
 	}
 	return res, nil
