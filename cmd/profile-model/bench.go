@@ -64,8 +64,8 @@ func addSweepFlags(fs *flag.FlagSet, defaultOSL, defaultMul int, modelHelp strin
 		goodput:     fs.String("goodput", "", "SLOs for goodput in ms, e.g. ttft:500,tpot:50,e2el:10000"),
 		details:     fs.Bool("details", false, "save per-request lengths, TTFTs, ITLs, generated texts and errors in the result JSON"),
 		timeout:     fs.Duration("timeout", 0, "per-request timeout (0: none)"),
-		profSteps:   fs.Int("profile-steps", 0, "with --profile: stop the profiler after about N decode steps of steady load (every slot busy) instead of at the level's end (0: at the end)"),
-		profFor:     fs.Duration("profile-seconds", 0, "with --profile: stop the profiler after this long of steady load, e.g. 20s (0: at the level's end)"),
+		profSteps:   fs.Int("profile-steps", 0, "profiled levels (bench --profile, every level of run): stop the profiler after about N decode steps of steady load (every slot busy) instead of at the level's end (0: at the end)"),
+		profFor:     fs.Duration("profile-seconds", 0, "profiled levels (bench --profile, every level of run): stop the profiler after this long of steady load, e.g. 20s (0: at the level's end)"),
 		scrape:      fs.String("scrape-metrics", bench.ScrapeAuto, "read the server's /metrics before and after each level and sample its gauges: auto (when /metrics answers with engine metrics), on (required) or off"),
 		tokFlag:     fs.String("tokenizer", "", "the served model's `tokenizer.json` (or its directory) for exact prompt lengths; default: found locally from the model name (a model directory or the Hugging Face cache); none: calibrate from the server"),
 	}
