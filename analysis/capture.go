@@ -93,11 +93,16 @@ func CaptureMissing(trace string, graphBS int) string {
 // AddCapture reads the capture trace at path and names the positions of
 // the robust decode table with the module path and input shapes of the op
 // that launched each kernel (inventory.LayerTable.AddCapture); its
-// warnings join the result's. It returns the capture read.
+// warnings join the result's. It returns the capture read; a file that is
+// not a capture trace (most of its kernel launches ran) is an error.
 func (r *Result) AddCapture(ctx context.Context, path string) (*tracing.Capture, error) {
 	c, err := tracing.LoadCapture(ctx, path)
 	if err != nil {
 		return nil, err
+	}
+	// An execution trace read as one would name nothing, quietly.
+	if ok, why := c.IsCapture(); !ok {
+		return nil, fmt.Errorf("%s is not a capture trace (%s): pass one of the %s/bs_<bs>_q_<q>_rank<r>.json.gz files an engine started with --mark-trace writes", path, why, tracing.CaptureDir)
 	}
 	if r.Decode != nil {
 		r.Warnings = append(r.Warnings, r.Decode.AddCapture(c)...)

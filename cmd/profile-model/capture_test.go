@@ -188,6 +188,12 @@ func TestLayersCapture(t *testing.T) {
 
 	// Compat mode never reads a capture trace.
 	require.Error(t, run(t.Context(), []string{"layers", trace, "--mode", "compat", "--capture", capAt(4)}, io.Discard, io.Discard))
+
+	// An execution trace given as the capture is refused, not read as one
+	// that names nothing.
+	err = run(t.Context(), []string{"layers", trace, "--csv", "-", "--capture", trace}, io.Discard, io.Discard)
+	require.ErrorContains(t, err, trace+" is not a capture trace (")
+	require.ErrorContains(t, err, "kernel launches ran: an execution trace")
 }
 
 func mustRows(t *testing.T, csv []byte) []inventory.LayerRow {
