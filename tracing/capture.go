@@ -152,6 +152,9 @@ func LoadCapture(ctx context.Context, path string) (*Capture, error) {
 		return nil, fmt.Errorf("opening capture trace: %w", err)
 	}
 	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.IsDir() {
+		return nil, fmt.Errorf("capture trace %s is a directory: pass one of its files (%s/bs_<bs>_q_<q>_rank<r>.json.gz)", path, CaptureDir)
+	}
 	return ReadCapture(ctx, f, path)
 }
 

@@ -77,6 +77,16 @@ func TestReadCaptureErrors(t *testing.T) {
 	}
 }
 
+// A directory given as the capture trace is named as one, not as a
+// damaged file.
+func TestLoadCaptureDirectory(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	_, err := tracing.LoadCapture(context.Background(), dir)
+	require.ErrorContains(t, err, dir+" is a directory: pass one of its files")
+	require.NotContains(t, err.Error(), "damaged")
+}
+
 func TestParseCaptureFileName(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
