@@ -45,6 +45,7 @@ func runKernels(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	trace := res.Path
 	bs := res.DecodeBS()
+	writeTraceWarnings(stderr, res)
 	if *csvPath == "-" {
 		_, err := stdout.Write(res.Inventory.KernelsCSV())
 		return err

@@ -73,6 +73,7 @@ func runLayers(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	} else if *capture != "" {
 		return usageError{"layers: --capture names the robust table's positions: it does not apply to --mode compat"}
 	}
+	writeTraceWarnings(stderr, res)
 	lt, prefill := res.Decode, res.Prefill
 	if *mode == inventory.ModeCompat {
 		lt = res.Compat
@@ -179,4 +180,15 @@ func writeJSON(w io.Writer, v any) error {
 		return fmt.Errorf("writing JSON: %w", err)
 	}
 	return nil
+}
+
+// writeTraceWarnings prints the trace's own warnings (what the reader
+// found: impossible values, duplicate keys, trailing data, a capture or
+// GPU-only trace, lost GPU events) on stderr, where --csv - and --json
+// leave them apart from the output: the tables' numbers depend on them,
+// and only inspect printed them before.
+func writeTraceWarnings(w io.Writer, res *analysis.Result) {
+	for _, warn := range res.Summary.Warnings {
+		fmt.Fprintf(w, "warning: %s\n", warn.Message)
+	}
 }

@@ -198,3 +198,37 @@ func TestLayersCommandPrefillCSV(t *testing.T) {
 		require.InDelta(t, p.AvgUS, rows[i].AvgUS, 0.05, "pos %d", i)
 	}
 }
+
+// TestTraceWarningsReachLayersAndKernels: what the reader found in the
+// trace (here a kernel that gives "dur" twice) is said by layers and
+// kernels too, on stderr so that --csv - stays a CSV, not only by inspect.
+func TestTraceWarningsReachLayersAndKernels(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	trace := filepath.Join(dir, "t.json")
+	var errb bytes.Buffer
+	require.NoError(t, run(context.Background(), []string{"synth", "--out", trace, "--layers", "2", "--decode-steps", "3", "--python-per-step", "-1"}, &bytes.Buffer{}, &errb), errb.String())
+	data, err := os.ReadFile(trace)
+	require.NoError(t, err)
+	// The first kernel's duration, given a second time.
+	at := bytes.Index(data, []byte(`"cat": "kernel"`))
+	require.Positive(t, at)
+	dur := at + bytes.Index(data[at:], []byte(`"dur": `))
+	end := dur + bytes.IndexByte(data[dur:], ',')
+	doubled := append(append(append([]byte{}, data[:end]...), []byte(`, "dur": 900.0`)...), data[end:]...)
+	require.NoError(t, os.WriteFile(trace, doubled, 0o644))
+	for _, args := range [][]string{
+		{"layers", trace, "--csv", "-"},
+		{"kernels", trace, "--csv", "-"},
+		{"layers", trace, "--out", filepath.Join(dir, "l")},
+		{"kernels", trace, "--out", filepath.Join(dir, "k")},
+	} {
+		t.Run(args[0]+" "+args[2], func(t *testing.T) {
+			var out, errb bytes.Buffer
+			require.NoError(t, run(context.Background(), args, &out, &errb))
+			require.Contains(t, errb.String(), `warning: `+trace+`: traceEvents[`)
+			require.Contains(t, errb.String(), `gives "dur" more than once: the last value (900.0) was used`)
+			require.NotContains(t, out.String(), "warning:")
+		})
+	}
+}
