@@ -499,7 +499,16 @@ func measureCoverage(t *Trace, minTS, maxTS int64, truncated bool) (ws, we int64
 	short := c.Window > 0 && float64(covered) < 0.5*float64(c.Window)
 	// A truncated trace lost the GPU events past the cut: the truncation
 	// warning says so, and it is not a profiler buffer drop.
-	if !engine || truncated || (c.StepsWithoutKernels == 0 && !short) {
+	// Graph captures launch kernels that never run: their steps have none
+	// by nature, and the capture_trace warning says what the trace is.
+	onlyCapture := len(t.Steps) > 0
+	for i := range t.Steps {
+		if t.Steps[i].Kind != StepCapture {
+			onlyCapture = false
+			break
+		}
+	}
+	if !engine || truncated || onlyCapture || (c.StepsWithoutKernels == 0 && !short) {
 		return ws, we, haveWindow
 	}
 	pct := 0.0

@@ -77,5 +77,8 @@ func TestTraceKindCaptureFile(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, tt.kind, tr.Kind, tt.path)
 		require.Equal(t, tt.kind == tracing.KindCapture, diag.Has(tr.Warnings, diag.CaptureTrace), tt.path)
+		// Its capture_graph_bs_1 step has no kernel by nature: no
+		// profiler-buffer advice.
+		require.False(t, diag.Has(tr.Warnings, diag.Coverage), "%s: %v", tt.path, tr.Warnings)
 	}
 }
