@@ -86,6 +86,7 @@ func RankFiles(args []string) ([]string, error) {
 			continue
 		}
 		var found []string
+		captures := 0
 		for _, pat := range []string{"*.json", "*.json.gz", "*/*.json", "*/*.json.gz"} {
 			m, err := filepath.Glob(filepath.Join(a, pat))
 			if err != nil {
@@ -96,8 +97,13 @@ func RankFiles(args []string) ([]string, error) {
 				// not ranks: layers reads them beside their trace.
 				if filepath.Base(filepath.Dir(f)) != tracing.CaptureDir {
 					found = append(found, f)
+				} else {
+					captures++
 				}
 			}
+		}
+		if len(found) == 0 && captures > 0 {
+			return nil, fmt.Errorf("%s: only capture traces (%s/), no execution trace: pass the trace recorded while serving, and one capture file with layers --capture", a, tracing.CaptureDir)
 		}
 		if len(found) == 0 {
 			return nil, fmt.Errorf("%s: no trace (*.json or *.json.gz) in it or in its rank directories", a)

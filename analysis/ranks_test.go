@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/profile-model/profile-model/tracing"
 )
 
 func TestRankOf(t *testing.T) {
@@ -44,6 +46,15 @@ func TestRankFiles(t *testing.T) {
 	}, files)
 	_, err = RankFiles([]string{t.TempDir()})
 	require.ErrorContains(t, err, "no trace")
+
+	// A folder of capture traces alone (or its rank directory) says so.
+	caps := filepath.Join(t.TempDir(), "rank_0", tracing.CaptureDir)
+	require.NoError(t, os.MkdirAll(caps, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(caps, "bs_8_q_1_rank0.json.gz"), nil, 0o644))
+	for _, d := range []string{caps, filepath.Dir(caps)} {
+		_, err = RankFiles([]string{d})
+		require.ErrorContains(t, err, d+": only capture traces (capture_traces/), no execution trace")
+	}
 }
 
 func FuzzRankOf(f *testing.F) {
