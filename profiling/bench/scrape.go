@@ -272,7 +272,7 @@ func (s *scraper) finish(ctx context.Context) (*results.ServerMetrics, error) {
 		if _, ok := after[name]; !ok || s.samples <= 2 {
 			continue
 		}
-		m.Gauges = append(m.Gauges, results.GaugeStats{Name: name, Peak: g.peak, Mean: roundSmall(g.sum / float64(g.n)), Last: g.last})
+		m.Gauges = append(m.Gauges, results.GaugeStats{Name: name, Peak: roundSmall(g.peak), Mean: roundSmall(g.sum / float64(g.n)), Last: roundSmall(g.last)})
 	}
 	m.Sort()
 	return m, nil

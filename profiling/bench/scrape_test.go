@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -135,6 +136,32 @@ func TestScrapeShortLevelKeepsNoGauges(t *testing.T) {
 	require.Equal(t, 100.0, gen)
 	require.Empty(t, m.Gauges, "no gauge was read under load")
 	require.NotContains(t, m.String(), "running_peak")
+}
+
+// A gauge summed over label sets keeps no binary noise in its peak and
+// last reading (0.1 + 0.2 is 0.3 in summary.csv, not 0.30000000000000004).
+func TestScrapeGaugeSumsRounded(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		io.WriteString(w, "# TYPE vllm:kv_cache_usage_perc gauge\n"+`vllm:kv_cache_usage_perc{engine="0"} 0.1`+"\n"+`vllm:kv_cache_usage_perc{engine="1"} 0.2`+"\n")
+	}))
+	defer srv.Close()
+	s, err := startScrape(context.Background(), srv.Client(), srv.URL, time.Millisecond)
+	require.NoError(t, err)
+	for {
+		s.mu.Lock()
+		n := s.samples
+		s.mu.Unlock()
+		if n >= 2 {
+			break
+		}
+		runtime.Gosched()
+	}
+	m, err := s.finish(context.Background())
+	require.NoError(t, err)
+	g, ok := m.Gauge(results.KVUsageMetrics...)
+	require.True(t, ok)
+	require.Equal(t, results.GaugeStats{Name: "vllm:kv_cache_usage_perc", Peak: 0.3, Mean: 0.3, Last: 0.3}, g)
 }
 
 // A sweep against the simulated engine stores what its /metrics said over
