@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -136,6 +137,7 @@ const maxMetricsBytes = 8 << 20
 
 // fetchMetrics reads GET url (the server's /metrics).
 func fetchMetrics(ctx context.Context, hc *http.Client, url string) (map[string]promValue, error) {
+	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
@@ -144,6 +146,9 @@ func fetchMetrics(ctx context.Context, hc *http.Client, url string) (map[string]
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return nil, fmt.Errorf("GET %s: no answer within %v", url, time.Since(start).Round(100*time.Millisecond))
+		}
 		return nil, fmt.Errorf("GET %s: %w", url, err)
 	}
 	defer resp.Body.Close()

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"testing"
@@ -162,6 +163,19 @@ func TestScrapeGaugeSumsRounded(t *testing.T) {
 	g, ok := m.Gauge(results.KVUsageMetrics...)
 	require.True(t, ok)
 	require.Equal(t, results.GaugeStats{Name: "vllm:kv_cache_usage_perc", Peak: 0.3, Mean: 0.3, Last: 0.3}, g)
+}
+
+// A /metrics that never answers is named as such, with how long it was
+// waited for, not as net/http's "context deadline exceeded".
+func TestFetchMetricsNoAnswer(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	_, err := fetchMetrics(ctx, srv.Client(), srv.URL+"/metrics")
+	require.Error(t, err)
+	require.Regexp(t, `^GET `+regexp.QuoteMeta(srv.URL)+`/metrics: no answer within [0-9.]+m?s$`, err.Error())
 }
 
 // A sweep against the simulated engine stores what its /metrics said over

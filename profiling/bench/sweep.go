@@ -437,7 +437,7 @@ func runLevel(ctx context.Context, cfg *SweepConfig, c *Client, s Shaper, conc i
 	if cfg.metricsURL != "" {
 		var err error
 		if scrape, err = startScrape(ctx, c.HTTP, cfg.metricsURL, cfg.ScrapeInterval); err != nil {
-			lv.Warnings = append(lv.Warnings, diag.New(diag.ServerMetrics, fmt.Sprintf("before the level: %v", err)))
+			lv.Warnings = append(lv.Warnings, diag.New(diag.ServerMetrics, fmt.Sprintf("server metrics not read before the level, so it has none: %v (--scrape-metrics off skips them)", err)))
 		}
 	}
 	var update func(int)
@@ -467,7 +467,7 @@ func runLevel(ctx context.Context, cfg *SweepConfig, c *Client, s Shaper, conc i
 	if scrape != nil {
 		m, err := scrape.finish(context.WithoutCancel(ctx))
 		if err != nil {
-			lv.Warnings = append(lv.Warnings, diag.New(diag.ServerMetrics, fmt.Sprintf("after the level: %v", err)))
+			lv.Warnings = append(lv.Warnings, diag.New(diag.ServerMetrics, fmt.Sprintf("server metrics not read after the level, so it has none: %v (--scrape-metrics off skips them)", err)))
 		}
 		lv.Server = m
 	}
