@@ -35,11 +35,11 @@ func (b *builder) checkTimes(t *Trace, ws, we int64, steps bool) {
 	ks := t.Kernels
 	if lo := ws - slack; b.minTS < lo {
 		n := sort.Search(len(ks), func(i int) bool { return ks[i].Start >= lo })
-		warn("traceEvents[%d] starts %s before the profile window (%d kernels start that early): the timestamp cannot be right, and the GPU span and coverage include it", b.minIdx, human(ws-b.minTS), n)
+		warn("traceEvents[%d] starts %s before the profile window (%s that early): the timestamp cannot be right, and the GPU span and coverage include it", b.minIdx, human(ws-b.minTS), kernelCount(n))
 	}
 	if hi := we + slack; b.maxStart > hi {
 		n := len(ks) - sort.Search(len(ks), func(i int) bool { return ks[i].Start > hi })
-		warn("traceEvents[%d] starts %s after the profile window (%d kernels start that late): the timestamp cannot be right, and the GPU span and coverage include it", b.maxStartIdx, human(b.maxStart-we), n)
+		warn("traceEvents[%d] starts %s after the profile window (%s that late): the timestamp cannot be right, and the GPU span and coverage include it", b.maxStartIdx, human(b.maxStart-we), kernelCount(n))
 	}
 	if long := max(we-ws, b.maxStart-b.minTS); b.maxDur > long {
 		warn("traceEvents[%d]: a kernel lasts %s, longer than the whole trace (%s): its duration cannot be right, and kernel totals include it", b.maxDurIdx, human(b.maxDur), human(long))
@@ -56,4 +56,12 @@ func human(ns int64) string {
 	default:
 		return d.String() + " µs"
 	}
+}
+
+// kernelCount says "1 kernel starts" or "N kernels start".
+func kernelCount(n int) string {
+	if n == 1 {
+		return "1 kernel starts"
+	}
+	return fmt.Sprintf("%d kernels start", n)
 }

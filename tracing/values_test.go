@@ -57,7 +57,7 @@ func TestImpossibleValues(t *testing.T) {
 		},
 		{
 			name: "timestamp far after the window", input: valueTrace(`"ts": 99000000000, "dur": 10, "args": {"correlation": 1}`),
-			codes: []diag.Code{diag.ImpossibleValue}, want: []string{"traceEvents[2] starts 99000.0 s after the profile window (1 kernels start that late)"},
+			codes: []diag.Code{diag.ImpossibleValue}, want: []string{"traceEvents[2] starts 99000.0 s after the profile window (1 kernel starts that late)"},
 		},
 		{
 			name: "kernel longer than the trace", input: valueTrace(`"ts": 1020, "dur": 5000000000, "args": {"correlation": 1}`),

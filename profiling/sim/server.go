@@ -119,6 +119,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	go func() { errc <- srv.Serve(ln) }()
 	fmt.Fprintf(s.cfg.Log, "serve-sim: serving %q on http://%s (max_num_seqs %d, time scale %g)\n",
 		s.cfg.Model, ln.Addr(), s.cfg.MaxNumSeqs, s.cfg.TimeScale)
+	if s.cfg.MarkTrace && s.cfg.EnforceEager {
+		fmt.Fprintln(s.cfg.Log, "serve-sim: --mark-trace with --enforce-eager: no graphs are captured, so no capture traces are written")
+	}
 
 	select {
 	case <-ctx.Done():
