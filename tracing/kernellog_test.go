@@ -3,6 +3,7 @@ package tracing
 import (
 	"math"
 	"math/rand/v2"
+	"runtime/debug"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -43,5 +44,26 @@ func TestKernelLogRoundTrip(t *testing.T) {
 	}
 	if cap(out) != len(in) {
 		t.Errorf("cap %d, want the exact size %d", cap(out), len(in))
+	}
+}
+
+// The collector is off only while a decode runs, and overlapping decodes
+// give the caller's GC percentage back once the last one ends.
+func TestPauseGCRestores(t *testing.T) {
+	// Not parallel: it sets the process's GC percentage.
+	orig := debug.SetGCPercent(77)
+	defer debug.SetGCPercent(orig)
+	resumeA := pauseGC()
+	resumeB := pauseGC()
+	if got := debug.SetGCPercent(-1); got != -1 {
+		t.Fatalf("GC percent during a decode = %d, want -1 (off)", got)
+	}
+	resumeA()
+	if got := debug.SetGCPercent(-1); got != -1 {
+		t.Fatalf("GC percent with one decode still running = %d, want -1 (off)", got)
+	}
+	resumeB()
+	if got := debug.SetGCPercent(77); got != 77 {
+		t.Fatalf("GC percent after the decodes = %d, want the caller's 77", got)
 	}
 }
