@@ -266,8 +266,17 @@ func (b *builder) add(ev *Event) {
 // finish turns the collected events into a Trace.
 func (b *builder) finish(sc *Scanner, name string, truncated bool) *Trace {
 	h := sc.Header()
+	// A large kernel slice is made, filled and the garbage collected with
+	// the collector paused (see kernelLog.kernels): restored before the
+	// forced collection, the trigger would start a cycle of its own first,
+	// and runtime.GC would wait for it and then run a second one.
+	large := b.klog.n >= 1<<16
+	resume := func() {}
+	if large {
+		resume = pauseGC()
+	}
 	kernels := b.klog.kernels()
-	if len(kernels) >= 1<<16 {
+	if large {
 		// The kernel log and the input buffers are garbage now, about as
 		// large as what the steps and graphs allocate next: collected
 		// now, their memory is reused for them instead of adding to the
@@ -275,6 +284,7 @@ func (b *builder) finish(sc *Scanner, name string, truncated bool) *Trace {
 		// a few ms).
 		runtime.GC()
 	}
+	resume()
 	t := &Trace{
 		Path:        name,
 		Events:      sc.Events(),
