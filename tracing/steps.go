@@ -331,6 +331,9 @@ func stepsFromAnnotations(t *Trace, idx corrIndex, gpu, cpu []labelled) {
 // assignByTime gives each GPU annotation the kernels that start inside it
 // on the same device (any device when the annotation's is unknown).
 func assignByTime(t *Trace, gpu []labelled) {
+	if len(gpu) == 0 {
+		return
+	}
 	devices := map[int32]bool{}
 	for i := range t.Kernels {
 		// Runs of one device are the rule: skip the map for repeats.
@@ -338,6 +341,9 @@ func assignByTime(t *Trace, gpu []labelled) {
 			devices[d] = true
 		}
 	}
+	// Each kernel joins one step at most: the steps' kernel lists share
+	// one array instead of each growing its own.
+	all := make([]int32, 0, len(t.Kernels))
 	for _, g := range gpu {
 		st := g.st
 		st.Source = SourceGPUAnnotation
@@ -345,6 +351,7 @@ func assignByTime(t *Trace, gpu []labelled) {
 		si := int32(len(t.Steps))
 		dev := int32(g.a.PID)
 		anyDev := !devices[dev]
+		from := len(all)
 		lo, _ := slices.BinarySearchFunc(t.Kernels, st.Start, func(k Kernel, s int64) int { return cmp.Compare(k.Start, s) })
 		for k := lo; k < len(t.Kernels) && t.Kernels[k].Start < st.End; k++ {
 			kk := &t.Kernels[k]
@@ -352,7 +359,10 @@ func assignByTime(t *Trace, gpu []labelled) {
 				continue
 			}
 			kk.Step = si
-			st.Kernels = append(st.Kernels, int32(k))
+			all = append(all, int32(k))
+		}
+		if len(all) > from {
+			st.Kernels = all[from:len(all):len(all)]
 		}
 		t.Steps = append(t.Steps, st)
 	}
@@ -407,6 +417,16 @@ func kernelSpan(t *Trace, ks []int32) (start, end int64) {
 
 // finishSteps sorts steps by start and renumbers the kernels' Step.
 func finishSteps(t *Trace) {
+	sorted := true
+	for i := 1; i < len(t.Steps) && sorted; i++ {
+		sorted = t.Steps[i].Start >= t.Steps[i-1].Start
+	}
+	if sorted {
+		// The stable sort would keep every step in place, and the step
+		// indices the kernels hold are final (a pass over every kernel
+		// saved).
+		return
+	}
 	order := make([]int, len(t.Steps))
 	for i := range order {
 		order[i] = i
