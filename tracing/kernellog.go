@@ -2,8 +2,10 @@ package tracing
 
 import (
 	"encoding/binary"
+	"math"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"sync"
 )
 
@@ -89,7 +91,9 @@ func (l *kernelLog) flush() {
 	}
 }
 
-// kernels decodes the log into a new slice and releases the log.
+// kernels decodes the log into a new slice, with base added to every
+// start, and releases the log; sorted says whether the starts are in
+// order (one GPU stream's section often is).
 //
 // The caller pauses the collector around a large decode: making the slice
 // would start a collection (the heap grows severalfold at once), whose
@@ -99,30 +103,39 @@ func (l *kernelLog) flush() {
 // decode took 100–120 ms with the collection running, 45–80 ms without,
 // and 33–45 ms on two cores (with the collection running, two goroutines
 // had been slower than one).
-func (l *kernelLog) kernels() []Kernel {
+func (l *kernelLog) kernels(base int64) (out []Kernel, sorted bool) {
 	l.flush()
-	out := make([]Kernel, l.n)
+	out = make([]Kernel, l.n)
 	// Each chunk's deltas start afresh, so each core decodes a run of
 	// chunks into its own part of out.
 	parts := min(runtime.GOMAXPROCS(0), len(l.chunks))
 	var wg sync.WaitGroup
+	partSorted := make([]bool, parts)
+	bounds := make([]int, 0, parts) // where each part begins in out
 	c0, o0 := 0, 0
 	for p := 1; p <= parts; p++ {
 		c1, o1 := len(l.chunks)*p/parts, o0
 		for _, n := range l.counts[c0:c1] {
 			o1 += n
 		}
-		chunks, dst := l.chunks[c0:c1], out[o0:o1]
+		bounds = append(bounds, o0)
+		chunks, dst, ok := l.chunks[c0:c1], out[o0:o1], &partSorted[p-1]
 		if p == parts {
-			l.decode(dst, chunks)
+			*ok = l.decode(dst, chunks, base)
 		} else {
-			wg.Go(func() { l.decode(dst, chunks) })
+			wg.Go(func() { *ok = l.decode(dst, chunks, base) })
 		}
 		c0, o0 = c1, o1
 	}
 	wg.Wait()
 	*l = kernelLog{}
-	return out
+	sorted = !slices.Contains(partSorted, false)
+	for _, b := range bounds {
+		if b > 0 && b < len(out) && out[b].Start < out[b-1].Start {
+			sorted = false
+		}
+	}
+	return out, sorted
 }
 
 // gcPaused counts the decodes running with the collector off, so that
@@ -152,11 +165,14 @@ func pauseGC() (resume func()) {
 	}
 }
 
-// decode decodes chunks into out, which has room for exactly their records.
-func (l *kernelLog) decode(out []Kernel, chunks [][]byte) {
+// decode decodes chunks into out, which has room for exactly their
+// records, and reports whether their starts are in order.
+func (l *kernelLog) decode(out []Kernel, chunks [][]byte, base int64) (sorted bool) {
 	o := 0
+	sorted = true
+	last := int64(math.MinInt64)
 	for ci, c := range chunks {
-		var prev Kernel
+		prev := Kernel{Start: base} // the deltas carry base along
 		for i := 0; i < len(c); {
 			k := &out[o]
 			o++
@@ -166,6 +182,10 @@ func (l *kernelLog) decode(out []Kernel, chunks [][]byte) {
 			v, n := binary.Varint(c[i:])
 			i += n
 			k.Start = prev.Start + v
+			if k.Start < last {
+				sorted = false
+			}
+			last = k.Start
 			k.Dur, n = binary.Varint(c[i:])
 			i += n
 			v, n = binary.Varint(c[i:])
@@ -192,4 +212,5 @@ func (l *kernelLog) decode(out []Kernel, chunks [][]byte) {
 		}
 		chunks[ci] = nil // let the GC take each chunk once decoded
 	}
+	return sorted
 }

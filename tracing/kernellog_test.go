@@ -1,12 +1,16 @@
 package tracing
 
 import (
+	"cmp"
+	"encoding/binary"
 	"math"
 	"math/rand/v2"
 	"runtime/debug"
+	"slices"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
+	gocmp "github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/require"
 )
 
 // The varint staging gives back exactly what went in: out-of-order starts
@@ -38,9 +42,16 @@ func TestKernelLogRoundTrip(t *testing.T) {
 		in = append(in, k)
 		l.add(&k)
 	}
-	out := l.kernels()
-	if diff := cmp.Diff(in, out); diff != "" {
+	const base = 1_700_000_000_000_000_000
+	out, sorted := l.kernels(base)
+	for i := range in {
+		in[i].Start += base
+	}
+	if diff := gocmp.Diff(in, out); diff != "" {
 		t.Fatalf("round trip differs (-in +out):\n%s", diff)
+	}
+	if sorted {
+		t.Errorf("sorted = true for random starts")
 	}
 	if cap(out) != len(in) {
 		t.Errorf("cap %d, want the exact size %d", cap(out), len(in))
@@ -65,5 +76,40 @@ func TestPauseGCRestores(t *testing.T) {
 	resumeB()
 	if got := debug.SetGCPercent(77); got != 77 {
 		t.Fatalf("GC percent after the decodes = %d, want the caller's 77", got)
+	}
+}
+
+// kernels reports whether the starts are in order, also where two chunks
+// (and so two goroutines' parts) meet.
+func TestKernelLogSorted(t *testing.T) {
+	t.Parallel()
+	const n = 300_000 // several 1 MB chunks
+	// build adds n kernels with increasing starts, except that the first
+	// record of chunk drop (0: none) starts before the record ahead of it.
+	build := func(drop int) (l *kernelLog, chunks int) {
+		l = &kernelLog{}
+		start := int64(0)
+		for i := range n {
+			newChunk := i > 0 && cap(l.cur)-len(l.cur) < 10*binary.MaxVarintLen64
+			if newChunk {
+				chunks++
+			}
+			start += 1000
+			if newChunk && chunks == drop {
+				start -= 1500
+			}
+			l.add(&Kernel{Name: "k", Start: start, Graph: -1, Step: -1})
+		}
+		return l, chunks + 1
+	}
+	l, chunks := build(0)
+	require.GreaterOrEqual(t, chunks, 3, "the test needs several chunks")
+	_, sorted := l.kernels(0)
+	require.True(t, sorted, "increasing starts")
+	for drop := 1; drop < chunks; drop++ {
+		l, _ := build(drop)
+		out, sorted := l.kernels(0)
+		require.False(t, sorted, "a start out of order at the head of chunk %d of %d", drop, chunks)
+		require.False(t, slices.IsSortedFunc(out, func(a, b Kernel) int { return cmp.Compare(a.Start, b.Start) }))
 	}
 }

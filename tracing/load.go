@@ -275,7 +275,13 @@ func (b *builder) finish(sc *Scanner, name string, truncated bool) *Trace {
 	if large {
 		resume = pauseGC()
 	}
-	kernels := b.klog.kernels()
+	base := int64(0)
+	if h.HasBase {
+		// Kineto writes ts relative to baseTimeNanoseconds (it comes after
+		// traceEvents, so it is added here; the decode adds it to kernels).
+		base = h.BaseNS
+	}
+	kernels, sorted := b.klog.kernels(base)
 	if large {
 		// The kernel log and the input buffers are garbage now, about as
 		// large as what the steps and graphs allocate next: collected
@@ -305,12 +311,7 @@ func (b *builder) finish(sc *Scanner, name string, truncated bool) *Trace {
 		}
 	}
 	if h.HasBase {
-		// Kineto writes ts relative to baseTimeNanoseconds (it comes after
-		// traceEvents, so it is added here).
 		t.BaseNS = h.BaseNS
-		for i := range t.Kernels {
-			t.Kernels[i].Start += h.BaseNS
-		}
 		for i := range t.Launches {
 			t.Launches[i].Start += h.BaseNS
 		}
@@ -322,7 +323,9 @@ func (b *builder) finish(sc *Scanner, name string, truncated bool) *Trace {
 		b.maxStart += h.BaseNS
 	}
 	t.Vendor, t.Era = b.era(h)
-	sortByStart(t.Kernels, func(k *Kernel) int64 { return k.Start })
+	if !sorted {
+		sortByStart(t.Kernels, func(k *Kernel) int64 { return k.Start })
+	}
 	sortByStart(t.Launches, func(l *Launch) int64 { return l.Start })
 	sortByStart(t.Annotations, func(a *Annotation) int64 { return a.Start })
 	t.Ops = b.ops.resolve(t.Kernels)
