@@ -247,18 +247,12 @@ func (b *builder) add(ev *Event) {
 		}
 	case EventOp:
 		b.ops.add(ev.External, ev.Name)
-		if ev.Cat == "Operator" {
-			b.legacy = true
-		}
 		return // CPU ops do not widen the trace's span
 	case EventAnnotation, EventGPUAnnotation:
 		b.anns = append(b.anns, Annotation{
 			Name: ev.Name, Start: ev.TS, Dur: ev.Dur, GPU: ev.Type == EventGPUAnnotation,
 			PID: ev.PID, TID: ev.TID, External: ev.External,
 		})
-		if ev.Cat == "Operator" {
-			b.legacy = true
-		}
 	}
 	b.span(ev.TS, ev.TS+ev.Dur, ev.Index)
 }
@@ -322,6 +316,10 @@ func (b *builder) finish(sc *Scanner, name string, truncated bool) *Trace {
 		b.maxTS += h.BaseNS
 		b.maxStart += h.BaseNS
 	}
+	// The 2021 CPU-op category is read from the category counts: CPU ops
+	// are skipped unread unless Options.Ops asks for them, and the era
+	// must not depend on that.
+	b.legacy = b.legacy || t.ByCat["Operator"] > 0
 	t.Vendor, t.Era = b.era(h)
 	if !sorted {
 		sortByStart(t.Kernels, func(k *Kernel) int64 { return k.Start })
