@@ -103,21 +103,21 @@ type Event struct {
 // one event per WriteEvent, then the footer on Close. It never holds more
 // than one event and a buffer in memory.
 type Writer struct {
-	opts   WriterOptions
-	gz     *gzip.Writer
-	out    io.Writer // the destination, or the gzip stream over it
-	buf    []byte
+	opts WriterOptions
+	gz   *gzip.Writer
+	out  io.Writer // the destination, or the gzip stream over it
+	buf  []byte
 	// With gzip, a full buffer is compressed on another goroutine while the
 	// next one is filled (synth --target-mb 400: 9% less wall time on two
 	// cores). At most one write is in flight; spare is the buffer it does
 	// not hold.
 	spare    []byte
 	inFlight chan error // the in-flight write's result (nil: none)
-	events int64
-	bytes  int64
-	closed bool
-	err    error
-	esc    map[string]string // escaped forms of long strings (kernel names repeat)
+	events   int64
+	bytes    int64
+	closed   bool
+	err      error
+	esc      map[string]string // escaped forms of long strings (kernel names repeat)
 }
 
 // maxEscCache bounds the escape cache; names beyond it are escaped each time.
