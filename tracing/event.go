@@ -113,39 +113,22 @@ func (s *Scanner) parseEvent(b []byte) (end int, kept bool, msg string) {
 			if !haveName {
 				return s.badOp(b, cl == clOp && haveCat && !opNamed(ph, name, havePh, haveName), cat, "name is not a string")
 			}
-		case "pid", "tid":
-			var v []byte
-			q := l.peek() == '"'
-			if q {
-				v, ok = l.str()
-			} else {
-				v, ok = l.scalar()
-			}
+		case "pid", "tid", "ts", "dur":
+			v, q, ok := l.strOrScalar()
 			if !ok {
 				return s.badOp(b, cl == clOp && haveCat && !opNamed(ph, name, havePh, haveName), cat, fmt.Sprintf("bad %s", key))
 			}
-			if key[0] == 'p' {
+			switch string(key) {
+			case "pid":
 				mark(&seen, keyPID, key, &dup)
 				pid, pidQ = v, q
-			} else {
+			case "tid":
 				mark(&seen, keyTID, key, &dup)
 				tid, tidQ = v, q
-			}
-		case "ts", "dur":
-			var v []byte
-			q := l.peek() == '"'
-			if q {
-				v, ok = l.str()
-			} else {
-				v, ok = l.scalar()
-			}
-			if !ok {
-				return s.badOp(b, cl == clOp && haveCat && !opNamed(ph, name, havePh, haveName), cat, fmt.Sprintf("bad %s", key))
-			}
-			if key[0] == 't' {
+			case "ts":
 				mark(&seen, keyTS, key, &dup)
 				ts, tsQ = v, q
-			} else {
+			default:
 				mark(&seen, keyDur, key, &dup)
 				dur, durQ = v, q
 			}

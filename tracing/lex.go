@@ -138,6 +138,17 @@ func (l *lexer) longStr() ([]byte, bool) {
 }
 
 // scalar reads a number or literal and returns its text.
+// strOrScalar reads a string or a scalar; q says it was quoted (a number
+// written as a string is read, and warned about, by the caller).
+func (l *lexer) strOrScalar() (v []byte, q, ok bool) {
+	if l.peek() == '"' {
+		v, ok = l.str()
+		return v, true, ok
+	}
+	v, ok = l.scalar()
+	return v, false, ok
+}
+
 func (l *lexer) scalar() ([]byte, bool) {
 	l.ws()
 	j := l.i
