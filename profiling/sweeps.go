@@ -313,7 +313,7 @@ func (s *Sweep) SweepConfig(o SweepOptions) bench.SweepConfig {
 	if s.Kind() == engine.Sim {
 		cfg.Tokenizer, cfg.TokenizerSource = simTokens{}, "the simulated engine's stand-in tokenizer"
 	} else {
-		cfg.LoadTokenizer = localTokenizer
+		cfg.LoadTokenizer = tokenizer.FindLocal
 	}
 	return cfg
 }
@@ -322,24 +322,6 @@ func (s *Sweep) SweepConfig(o SweepOptions) bench.SweepConfig {
 type simTokens struct{}
 
 func (simTokens) Count(text string) int { return sim.CountTokens(text) }
-
-// localTokenizer finds the served model's tokenizer.json in a local model
-// directory or the Hugging Face cache; none found is not an error (the
-// client calibrates from the server).
-func localTokenizer(model string) (tokenizer.Counter, string, string, error) {
-	path, err := tokenizer.Find(model, "")
-	if errors.Is(err, tokenizer.ErrNotFound) {
-		return nil, "", err.Error(), nil
-	}
-	if err != nil {
-		return nil, "", "", err
-	}
-	tok, err := tokenizer.Load(path)
-	if err != nil {
-		return nil, "", "", err
-	}
-	return tok, path, "", nil
-}
 
 // Plan is a Run of the sweep into runDir (which must not hold results).
 func (s *Sweep) Plan(runDir string, o SweepOptions) (Plan, error) {

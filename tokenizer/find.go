@@ -117,3 +117,22 @@ func tokenizerFile(p string) (string, bool) {
 	}
 	return "", false
 }
+
+// FindLocal loads the served model's own tokenizer when one is found
+// locally (a model directory or the Hugging Face cache), returning it and
+// its path. Not found is not an error: it returns a nil Counter and a note
+// saying where it looked, and the caller calibrates instead.
+func FindLocal(model string) (tok Counter, path, note string, err error) {
+	path, err = Find(model, "")
+	if errors.Is(err, ErrNotFound) {
+		return nil, "", err.Error(), nil
+	}
+	if err != nil {
+		return nil, "", "", err
+	}
+	t, err := Load(path)
+	if err != nil {
+		return nil, "", "", err
+	}
+	return t, path, "", nil
+}

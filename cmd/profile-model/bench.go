@@ -121,7 +121,7 @@ func (f *sweepFlags) config(cmd string) (bench.SweepConfig, error) {
 	switch *f.tokFlag {
 	case "none":
 	case "":
-		cfg.LoadTokenizer = findTokenizer
+		cfg.LoadTokenizer = tokenizer.FindLocal
 	default:
 		// A tokenizer the user named must load, or nothing runs.
 		path, err := tokenizer.Find("", *f.tokFlag)
@@ -279,22 +279,4 @@ func progress(w io.Writer) func(conc, total int) (func(int), func()) {
 			}
 		}, func() {}
 	}
-}
-
-// findTokenizer loads the served model's own tokenizer when one is found
-// locally (a model directory or the Hugging Face cache). Not found is not an
-// error: the sweep then calibrates.
-func findTokenizer(model string) (tokenizer.Counter, string, string, error) {
-	path, err := tokenizer.Find(model, "")
-	if errors.Is(err, tokenizer.ErrNotFound) {
-		return nil, "", err.Error(), nil
-	}
-	if err != nil {
-		return nil, "", "", err
-	}
-	tok, err := tokenizer.Load(path)
-	if err != nil {
-		return nil, "", "", err
-	}
-	return tok, path, "", nil
 }
