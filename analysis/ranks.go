@@ -209,7 +209,7 @@ func collectSteps(r *Result) rankSteps {
 			}
 			last = max(last, kk.End())
 			kern += kk.Dur
-			if r.classes.Classify(kk.Name).Category == collectiveCategory {
+			if r.classes.Classify(tr.NameOf(kk)).Category == collectiveCategory {
 				coll = append(coll, kk.Dur)
 			}
 		}

@@ -48,7 +48,7 @@ func handTrace() *tracing.Trace {
 		{Kind: tracing.StepDecode, BS: 3, Start: 400 * us, End: 410 * us},
 	}
 	for i, x := range ks {
-		tr.Kernels = append(tr.Kernels, tracing.Kernel{Name: "k", Start: x.start * us, Dur: (x.end - x.start) * us,
+		tr.AddKernel("k", tracing.Kernel{Start: x.start * us, Dur: (x.end - x.start) * us,
 			Stream: x.stream, Step: x.step, Kind: x.kind, Graph: -1})
 		if x.step >= 0 {
 			steps[x.step].Kernels = append(steps[x.step].Kernels, int32(i))

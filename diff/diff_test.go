@@ -36,13 +36,14 @@ func categoryStepTimes(t *testing.T, path string) map[string]float64 {
 		steps++
 		for _, i := range st.Kernels {
 			k := &tr.Kernels[i]
-			c, ok := class[k.Name]
+			name := tr.NameOf(k)
+			c, ok := class[name]
 			if !ok {
-				c = rules.Classify(k.Name).Category
+				c = rules.Classify(name).Category
 				if k.Kind != tracing.KindKernel && c == inventory.Other {
 					c = "Memcpy / memset"
 				}
-				class[k.Name] = c
+				class[name] = c
 			}
 			out[c] += float64(k.Dur) / 1000
 		}

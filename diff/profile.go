@@ -143,7 +143,7 @@ func FromResult(r *analysis.Result) (*Profile, error) {
 				if !seen[ki] {
 					seen[ki] = true
 					k := &r.Trace.Kernels[ki]
-					perName[k.Name] += k.Dur
+					perName[r.Trace.NameOf(k)] += k.Dur
 				}
 			}
 		}

@@ -47,43 +47,50 @@ func NewClassifier(tr *tracing.Trace, rules *Rules) *Classifier {
 	if tr == nil {
 		return c
 	}
-	type acc struct{ in, all int64 }
-	share := map[string]*acc{}
-	opTime := map[string]map[string]int64{}
+	// Sums by name index: one slice lookup per kernel, the names are
+	// hashed once each.
+	type acc struct {
+		in, all int64
+		seen    bool
+	}
+	share := make([]acc, len(tr.Names))
+	var opTime map[int32]map[string]int64
 	for i := range tr.Kernels {
 		k := &tr.Kernels[i]
 		if k.Kind != tracing.KindKernel {
 			continue
 		}
-		a := share[k.Name]
-		if a == nil {
-			a = &acc{}
-			share[k.Name] = a
-		}
+		a := &share[k.NameID]
+		a.seen = true
 		a.all += k.Dur
 		if k.Step >= 0 && int(k.Step) < len(tr.Steps) && tr.Steps[k.Step].Kind == tracing.StepDecode {
 			a.in += k.Dur
 		}
 		if op := tr.LaunchOp(i); op != "" {
-			m := opTime[k.Name]
+			if opTime == nil {
+				opTime = map[int32]map[string]int64{}
+			}
+			m := opTime[k.NameID]
 			if m == nil {
 				m = map[string]int64{}
-				opTime[k.Name] = m
+				opTime[k.NameID] = m
 			}
 			m[op] += max(k.Dur, 1)
 		}
 	}
-	for name, a := range share {
-		c.decode[name] = 2*a.in > a.all
+	for id, a := range share {
+		if a.seen {
+			c.decode[tr.Names[id]] = 2*a.in > a.all
+		}
 	}
-	for name, m := range opTime {
+	for id, m := range opTime {
 		best, bt := "", int64(-1)
 		for op, t := range m {
 			if t > bt || (t == bt && op < best) {
 				best, bt = op, t
 			}
 		}
-		c.ops[name] = best
+		c.ops[tr.Names[id]] = best
 	}
 	return c
 }

@@ -14,23 +14,21 @@ import (
 // kind is decode attention when it runs in decode steps.
 func TestClassifierLaunchOpAndContext(t *testing.T) {
 	t.Parallel()
-	k := func(name string, ext int64, step int32) tracing.Kernel {
-		return tracing.Kernel{Name: name, Dur: 1000, External: ext, Step: step, Graph: -1}
-	}
 	tr := &tracing.Trace{
-		Kernels: []tracing.Kernel{
-			k("zq_kernel_7", 11, -1),            // eager, launched by aten::mm
-			k("zq_kernel_7", 0, 0),              // replayed: no op of its own
-			k("zz_kernel_9", 12, -1),            // launched by a vLLM attention op
-			k("sm90_xmma_gemm_bf16_tn", 13, -1), // a GEMM name under a convolution op
-			k("qq_kernel", 14, -1),              // an op that says nothing
-			k("my_attention_kernel", 0, 0),      // attention in decode steps
-			k("other_attention_kernel", 0, -1),  // attention outside them
-			k("zy_kernel_3", 15, -1),            // fp8 from the op's name
-		},
 		Steps: []tracing.Step{{Kind: tracing.StepDecode}},
 		Ops:   map[int64]string{11: "aten::mm", 12: "vllm::unified_attention_with_output", 13: "aten::cudnn_convolution", 14: "my_lib::frobnicate", 15: "_C::cutlass_scaled_mm_fp8"},
 	}
+	k := func(name string, ext int64, step int32) {
+		tr.AddKernel(name, tracing.Kernel{Dur: 1000, External: ext, Step: step, Graph: -1})
+	}
+	k("zq_kernel_7", 11, -1)            // eager, launched by aten::mm
+	k("zq_kernel_7", 0, 0)              // replayed: no op of its own
+	k("zz_kernel_9", 12, -1)            // launched by a vLLM attention op
+	k("sm90_xmma_gemm_bf16_tn", 13, -1) // a GEMM name under a convolution op
+	k("qq_kernel", 14, -1)              // an op that says nothing
+	k("my_attention_kernel", 0, 0)      // attention in decode steps
+	k("other_attention_kernel", 0, -1)  // attention outside them
+	k("zy_kernel_3", 15, -1)            // fp8 from the op's name
 	none := DefaultRules().Filter(func(Rule) bool { return false })
 	c := NewClassifier(tr, none)
 	tests := []struct {

@@ -49,18 +49,19 @@ func TestFallbacksCategoriseFamilyWithoutRules(t *testing.T) {
 			seen := map[string]bool{}
 			n := 0
 			for _, k := range tr.Kernels {
-				if k.Kind != tracing.KindKernel || seen[k.Name] {
+				name := tr.NameOf(&k)
+				if k.Kind != tracing.KindKernel || seen[name] {
 					continue
 				}
-				seen[k.Name] = true
-				want := full.Classify(k.Name)
-				if want.Source != inventory.SourceRule || !removed[want.Provider] || tt.unknowable[k.Name] != "" {
+				seen[name] = true
+				want := full.Classify(name)
+				if want.Source != inventory.SourceRule || !removed[want.Provider] || tt.unknowable[name] != "" {
 					continue
 				}
 				n++
-				got := without.Classify(k.Name)
-				require.False(t, got.Source == inventory.SourceRule && removed[got.Provider], "%s: the family's rules were removed", k.Name)
-				require.Equal(t, want.Category, got.Category, "%s (decided by %s)", k.Name, got.Source)
+				got := without.Classify(name)
+				require.False(t, got.Source == inventory.SourceRule && removed[got.Provider], "%s: the family's rules were removed", name)
+				require.Equal(t, want.Category, got.Category, "%s (decided by %s)", name, got.Source)
 			}
 			require.Positive(t, n, "the trace has kernels of the family")
 			t.Logf("%d distinct kernels of %v categorised without their rules", n, tt.providers)

@@ -91,7 +91,7 @@ func BuildInventory(ctx context.Context, tr *tracing.Trace, cl *Classifier, laye
 			}
 		}
 	}
-	byName := map[string]*acc{}
+	byName := make([]*acc, len(tr.Names)) // by name index
 	var order []*acc
 	for i := range tr.Kernels {
 		if i%(1<<16) == 0 {
@@ -100,10 +100,10 @@ func BuildInventory(ctx context.Context, tr *tracing.Trace, cl *Classifier, laye
 			}
 		}
 		k := &tr.Kernels[i]
-		a := byName[k.Name]
+		a := byName[k.NameID]
 		if a == nil {
-			a = &acc{kind: k.Kind, name: k.Name, min: k.Dur, max: k.Dur}
-			byName[k.Name] = a
+			a = &acc{kind: k.Kind, name: tr.NameOf(k), min: k.Dur, max: k.Dur}
+			byName[k.NameID] = a
 			order = append(order, a)
 		}
 		a.n++

@@ -19,7 +19,7 @@ func TestBuildInventory(t *testing.T) {
 	tr := makeTrace(tracing.StepDecode,
 		[]k{{name: "aiter::pa_bf16_x", dur: 10_001}, {name: "my_kernel", dur: 500}, {name: "aiter::pa_bf16_x", dur: 9_999}},
 		[]k{{name: "Cijk_Alik_Bljk_BBS", dur: 20_000}, {name: "aiter::pa_bf16_x", dur: 10_000}})
-	tr.Kernels = append(tr.Kernels, tracing.Kernel{Name: "Memcpy DtoD (Device -> Device)", Kind: tracing.KindMemcpy, Dur: 1_000, Start: 1e9})
+	tr.AddKernel("Memcpy DtoD (Device -> Device)", tracing.Kernel{Kind: tracing.KindMemcpy, Dur: 1_000, Start: 1e9})
 	inv, err := BuildInventory(context.Background(), tr, nil, nil)
 	require.NoError(t, err)
 	names := []string{}

@@ -244,9 +244,13 @@ func compatLayers(ctx context.Context, tr *tracing.Trace, opt LayerOptions) (*La
 			}
 		}
 	}
+	isAnchor := make([]bool, len(tr.Names)) // by name index: each name searched once
+	for id, name := range tr.Names {
+		isAnchor[id] = strings.Contains(name, anchor)
+	}
 	var anchors []int
 	for i, k := range ks {
-		if strings.Contains(tr.Kernels[k].Name, anchor) {
+		if isAnchor[tr.Kernels[k].NameID] {
 			anchors = append(anchors, i)
 		}
 	}
@@ -284,7 +288,7 @@ func compatLayers(ctx context.Context, tr *tracing.Trace, opt LayerOptions) (*La
 			ps = make([]stats, n)
 			for p := range ps {
 				k := &tr.Kernels[ks[anchors[i]+p]]
-				ps[p].name, ps[p].stream = k.Name, k.Stream
+				ps[p].name, ps[p].stream = tr.NameOf(k), k.Stream
 			}
 		}
 		for p := 0; p < n; p++ {

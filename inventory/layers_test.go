@@ -32,7 +32,7 @@ func makeTrace(kind tracing.StepKind, steps ...[]k) *tracing.Trace {
 				now += kk.dur + 1000
 			}
 			st.Kernels = append(st.Kernels, int32(len(tr.Kernels)))
-			tr.Kernels = append(tr.Kernels, tracing.Kernel{Name: kk.name, Start: start, Dur: kk.dur, Stream: kk.stream, Step: int32(len(tr.Steps)), Graph: -1})
+			tr.AddKernel(kk.name, tracing.Kernel{Start: start, Dur: kk.dur, Stream: kk.stream, Step: int32(len(tr.Steps)), Graph: -1})
 		}
 		st.End = now
 		tr.Steps = append(tr.Steps, st)

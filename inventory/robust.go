@@ -75,7 +75,6 @@ type rawLayer struct {
 func robustLayers(ctx context.Context, tr *tracing.Trace, kinds []tracing.StepKind, opt LayerOptions) (*LayerTable, error) {
 	cl := opt.classes(tr)
 	t := &LayerTable{Mode: ModeRobust, StepKind: string(kinds[0]), Irregular: []IrregularLayer{}, LayersHist: map[int]int{}, KernelsPerLayer: []int{}, Positions: []Position{}}
-	in := &interner{ids: map[string]int32{}}
 	classOf := cl.Classify
 	cache := map[string]*structure{}
 	kCount := map[int]int{}
@@ -114,7 +113,7 @@ func robustLayers(ctx context.Context, tr *tracing.Trace, kinds []tracing.StepKi
 			}
 			if kk.Stream == mainStream {
 				main = append(main, k)
-				ids = append(ids, in.id(kk.Name))
+				ids = append(ids, kk.NameID)
 			} else {
 				side = append(side, k)
 			}
@@ -176,7 +175,7 @@ func robustLayers(ctx context.Context, tr *tracing.Trace, kinds []tracing.StepKi
 			})
 			lids := make([]int32, len(l))
 			for i, k := range l {
-				lids[i] = in.id(tr.Kernels[k].Name)
+				lids[i] = tr.Kernels[k].NameID
 			}
 			all = append(all, rawLayer{step: si, index: j, kernels: l, ids: lids, key: seqKey(lids), start: starts[j]})
 		}
@@ -185,10 +184,10 @@ func robustLayers(ctx context.Context, tr *tracing.Trace, kinds []tracing.StepKi
 			slices.Sort(pro)
 			slices.Sort(epi)
 			for _, k := range pro {
-				t.Prologue = append(t.Prologue, classOf(tr.Kernels[k].Name).ShortName)
+				t.Prologue = append(t.Prologue, classOf(tr.KernelName(int(k))).ShortName)
 			}
 			for _, k := range epi {
-				t.Epilogue = append(t.Epilogue, classOf(tr.Kernels[k].Name).ShortName)
+				t.Epilogue = append(t.Epilogue, classOf(tr.KernelName(int(k))).ShortName)
 			}
 		}
 	}
@@ -210,7 +209,7 @@ func robustLayers(ctx context.Context, tr *tracing.Trace, kinds []tracing.StepKi
 	if len(t.LayersHist) > 1 {
 		t.Warnings = append(t.Warnings, diag.New(diag.IrregularLayers, fmt.Sprintf("the number of layers differs between %s steps: %v (layers: steps)", t.StepKind, t.LayersHist)))
 	}
-	classify(t, all, mostCommon(kCount), in, tr, cl)
+	classify(t, all, mostCommon(kCount), tr, cl)
 	return t, nil
 }
 
@@ -227,8 +226,9 @@ func mostCommon(h map[int]int) int {
 
 // classify finds the layer kinds (the k most common sequences), assigns
 // every layer to one, and fills positions and irregular layers.
-func classify(t *LayerTable, all []rawLayer, k int, in *interner, tr *tracing.Trace, cl *Classifier) {
+func classify(t *LayerTable, all []rawLayer, k int, tr *tracing.Trace, cl *Classifier) {
 	classOf := cl.Classify
+	names := tr.Names // the layers' ids are name indices
 	count := map[string]int{}
 	firstSeen := map[string]int{}
 	for i, l := range all {
@@ -281,7 +281,7 @@ func classify(t *LayerTable, all []rawLayer, k int, in *interner, tr *tracing.Tr
 		cons[newKind] = ref.ids
 		st[newKind] = make([]stats, len(ref.ids))
 		for p, kidx := range ref.kernels {
-			st[newKind][p].name = tr.Kernels[kidx].Name
+			st[newKind][p].name = tr.KernelName(int(kidx))
 			st[newKind][p].stream = tr.Kernels[kidx].Stream
 		}
 		t.KernelsPerLayer = append(t.KernelsPerLayer, len(ref.ids))
@@ -315,7 +315,7 @@ func classify(t *LayerTable, all []rawLayer, k int, in *interner, tr *tracing.Tr
 			var after []int
 			if d.got >= 0 {
 				kk := &tr.Kernels[l.kernels[d.got]]
-				ld.Kernel, ld.Stream = short(kk.Name), kk.Stream
+				ld.Kernel, ld.Stream = short(tr.NameOf(kk)), kk.Stream
 				for gi, p := range match {
 					if p >= 0 && tr.Kernels[l.kernels[gi]].Start > kk.Start {
 						after = append(after, p)
@@ -324,18 +324,18 @@ func classify(t *LayerTable, all []rawLayer, k int, in *interner, tr *tracing.Tr
 			}
 			later = append(later, after)
 			if d.op != "extra" {
-				ld.Want = short(in.names[cons[kind][d.pos]])
+				ld.Want = short(names[cons[kind][d.pos]])
 				if d.op == "missing" {
 					ld.Stream = st[kind][d.pos].stream
 				}
 			}
 			if d.op == "differs" {
-				cl.pending = append(cl.pending, [2]string{tr.Kernels[l.kernels[d.got]].Name, in.names[cons[kind][d.pos]]})
+				cl.pending = append(cl.pending, [2]string{tr.KernelName(int(l.kernels[d.got])), names[cons[kind][d.pos]]})
 			}
 			if d.op != "extra" && d.op != "missing" && ld.Kernel == ld.Want {
 				// Same short name, another instance (e.g. a GEMM tuned for
 				// another batch size): only the full names tell them apart.
-				ld.KernelFull, ld.WantFull = Demangle(tr.Kernels[l.kernels[d.got]].Name), Demangle(in.names[cons[kind][d.pos]])
+				ld.KernelFull, ld.WantFull = Demangle(tr.KernelName(int(l.kernels[d.got]))), Demangle(names[cons[kind][d.pos]])
 			}
 			irr.Diffs = append(irr.Diffs, ld)
 		}
@@ -348,7 +348,7 @@ func classify(t *LayerTable, all []rawLayer, k int, in *interner, tr *tracing.Tr
 	for c := 1; c < len(cons); c++ {
 		for _, d := range diffs(align(cons[c], cons[0]), len(cons[0])) {
 			if d.op == "differs" {
-				a, b := in.names[cons[c][d.got]], in.names[cons[0][d.pos]]
+				a, b := names[cons[c][d.got]], names[cons[0][d.pos]]
 				cl.pending = append(cl.pending, [2]string{a, b}, [2]string{b, a})
 			}
 		}

@@ -40,24 +40,26 @@ func nameSlot(s string) int {
 
 const kernelLogChunk = 1 << 20
 
-func (l *kernelLog) add(k *Kernel) {
+// add logs k under name (k.NameID is set here).
+func (l *kernelLog) add(k *Kernel, name string) {
 	if l.ids == nil {
 		l.ids = map[string]uint32{}
 	}
 	// A direct-mapped cache before the map: names are interned, so a hit
 	// compares equal pointers instead of hashing a long name.
-	slot := &l.recent[nameSlot(k.Name)]
+	slot := &l.recent[nameSlot(name)]
 	id := slot.id - 1
-	if slot.id == 0 || slot.name != k.Name {
+	if slot.id == 0 || slot.name != name {
 		var ok bool
-		id, ok = l.ids[k.Name]
+		id, ok = l.ids[name]
 		if !ok {
 			id = uint32(len(l.names))
-			l.names = append(l.names, k.Name)
-			l.ids[k.Name] = id
+			l.names = append(l.names, name)
+			l.ids[name] = id
 		}
-		*slot = nameID{k.Name, id + 1}
+		*slot = nameID{name, id + 1}
 	}
+	k.NameID = int32(id)
 	if cap(l.cur)-len(l.cur) < 10*binary.MaxVarintLen64 {
 		l.flush()
 		l.cur = make([]byte, 0, kernelLogChunk)
@@ -92,8 +94,9 @@ func (l *kernelLog) flush() {
 }
 
 // kernels decodes the log into a new slice, with base added to every
-// start, and releases the log; sorted says whether the starts are in
-// order (one GPU stream's section often is).
+// start, and releases the log; names are the distinct names the kernels'
+// NameID index, and sorted says whether the starts are in order (one GPU
+// stream's section often is).
 //
 // The caller pauses the collector around a large decode: making the slice
 // would start a collection (the heap grows severalfold at once), whose
@@ -103,7 +106,7 @@ func (l *kernelLog) flush() {
 // decode took 100–120 ms with the collection running, 45–80 ms without,
 // and 33–45 ms on two cores (with the collection running, two goroutines
 // had been slower than one).
-func (l *kernelLog) kernels(base int64) (out []Kernel, sorted bool) {
+func (l *kernelLog) kernels(base int64) (out []Kernel, names []string, sorted bool) {
 	l.flush()
 	out = make([]Kernel, l.n)
 	// Each chunk's deltas start afresh, so each core decodes a run of
@@ -128,6 +131,7 @@ func (l *kernelLog) kernels(base int64) (out []Kernel, sorted bool) {
 		c0, o0 = c1, o1
 	}
 	wg.Wait()
+	names = l.names
 	*l = kernelLog{}
 	sorted = !slices.Contains(partSorted, false)
 	for _, b := range bounds {
@@ -135,7 +139,7 @@ func (l *kernelLog) kernels(base int64) (out []Kernel, sorted bool) {
 			sorted = false
 		}
 	}
-	return out, sorted
+	return out, names, sorted
 }
 
 // gcPaused counts the decodes running with the collector off, so that
@@ -178,7 +182,7 @@ func (l *kernelLog) decode(out []Kernel, chunks [][]byte, base int64) (sorted bo
 			o++
 			id, n := binary.Uvarint(c[i:])
 			i += n
-			k.Name = l.names[id]
+			k.NameID = int32(id)
 			v, n := binary.Varint(c[i:])
 			i += n
 			k.Start = prev.Start + v

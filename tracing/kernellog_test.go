@@ -20,10 +20,11 @@ func TestKernelLogRoundTrip(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	names := []string{"a", "void at::native::kernel<float>(x)", "", "Memcpy HtoD"}
 	var in []Kernel
+	var inNames []string
 	var l kernelLog
 	for i := range 200_000 { // several 1 MB chunks
+		name := names[rng.IntN(len(names))]
 		k := Kernel{
-			Name:        names[rng.IntN(len(names))],
 			Start:       rng.Int64N(1<<62) - 1<<61,
 			Dur:         rng.Int64N(1 << 40),
 			Correlation: rng.Int64(),
@@ -39,16 +40,23 @@ func TestKernelLogRoundTrip(t *testing.T) {
 		if i == 7 {
 			k.Start, k.Dur, k.Correlation, k.External = math.MaxInt64, math.MaxInt64, math.MinInt64, math.MaxInt64
 		}
+		l.add(&k, name)
 		in = append(in, k)
-		l.add(&k)
+		inNames = append(inNames, name)
 	}
 	const base = 1_700_000_000_000_000_000
-	out, sorted := l.kernels(base)
+	out, outNames, sorted := l.kernels(base)
 	for i := range in {
 		in[i].Start += base
 	}
 	if diff := gocmp.Diff(in, out); diff != "" {
 		t.Fatalf("round trip differs (-in +out):\n%s", diff)
+	}
+	require.Len(t, outNames, len(names), "each distinct name once")
+	for i := range out {
+		if got := outNames[out[i].NameID]; got != inNames[i] {
+			t.Fatalf("kernel %d is named %q, want %q", i, got, inNames[i])
+		}
 	}
 	if sorted {
 		t.Errorf("sorted = true for random starts")
@@ -98,17 +106,17 @@ func TestKernelLogSorted(t *testing.T) {
 			if newChunk && chunks == drop {
 				start -= 1500
 			}
-			l.add(&Kernel{Name: "k", Start: start, Graph: -1, Step: -1})
+			l.add(&Kernel{Start: start, Graph: -1, Step: -1}, "k")
 		}
 		return l, chunks + 1
 	}
 	l, chunks := build(0)
 	require.GreaterOrEqual(t, chunks, 3, "the test needs several chunks")
-	_, sorted := l.kernels(0)
+	_, _, sorted := l.kernels(0)
 	require.True(t, sorted, "increasing starts")
 	for drop := 1; drop < chunks; drop++ {
 		l, _ := build(drop)
-		out, sorted := l.kernels(0)
+		out, _, sorted := l.kernels(0)
 		require.False(t, sorted, "a start out of order at the head of chunk %d of %d", drop, chunks)
 		require.False(t, slices.IsSortedFunc(out, func(a, b Kernel) int { return cmp.Compare(a.Start, b.Start) }))
 	}

@@ -205,7 +205,7 @@ func (b *builder) add(ev *Event) {
 	switch ev.Type {
 	case EventKernel, EventMemcpy, EventMemset:
 		k := Kernel{
-			Name: ev.Name, Start: ev.TS, Dur: ev.Dur, Correlation: ev.Correlation,
+			Start: ev.TS, Dur: ev.Dur, Correlation: ev.Correlation,
 			External: ev.External, Device: ev.Device, Stream: ev.Stream,
 			Replayed: ev.Replay, Graph: -1, Step: -1, Dims: b.dims(ev.Grid, ev.Block),
 		}
@@ -230,7 +230,7 @@ func (b *builder) add(ev *Event) {
 		if ev.Dur > b.maxDur {
 			b.maxDur, b.maxDurIdx = ev.Dur, ev.Index
 		}
-		b.klog.add(&k)
+		b.klog.add(&k, ev.Name)
 	case EventLaunch:
 		b.launches = append(b.launches, Launch{
 			Name: ev.Name, Start: ev.TS, Dur: ev.Dur, Correlation: ev.Correlation,
@@ -262,7 +262,7 @@ func (b *builder) add(ev *Event) {
 // before the forced collection, the collector's trigger would start a
 // cycle of its own first, and runtime.GC would wait for it and then run a
 // second one.
-func (b *builder) kernels(base int64) ([]Kernel, bool) {
+func (b *builder) kernels(base int64) ([]Kernel, []string, bool) {
 	if b.klog.n < 1<<16 {
 		return b.klog.kernels(base)
 	}
@@ -284,13 +284,14 @@ func (b *builder) finish(sc *Scanner, name string, truncated bool) *Trace {
 		// traceEvents, so it is added here; the decode adds it to kernels).
 		base = h.BaseNS
 	}
-	kernels, sorted := b.kernels(base)
+	kernels, names, sorted := b.kernels(base)
 	t := &Trace{
 		Path:        name,
 		Events:      sc.Events(),
 		ByCat:       sc.Categories(),
 		Meta:        h.Meta,
 		Kernels:     kernels,
+		Names:       names,
 		Dims:        b.dimList,
 		Launches:    b.launches,
 		Annotations: b.anns,

@@ -29,31 +29,58 @@ func (k ActivityKind) String() string {
 }
 
 // Kernel is one GPU activity kept from a trace: a kernel, memcpy or memset.
-// It is kept small (a few dozen bytes) because a large trace holds millions.
+// It is kept small (64 bytes, no pointers) because a large trace holds
+// millions: its name is an index into Trace.Names, so that the collector
+// never scans the kernels and analyses group them by a slice index instead
+// of hashing long names.
 type Kernel struct {
-	Name        string // as written in the trace (interned: equal names share memory)
-	Start       int64  // ns
-	Dur         int64  // ns
-	Correlation int64  // links to the runtime launch (or graph launch) that issued it
-	External    int64  // External id, 0 when absent
+	Start       int64 // ns
+	Dur         int64 // ns
+	Correlation int64 // links to the runtime launch (or graph launch) that issued it
+	External    int64 // External id, 0 when absent
+	NameID      int32 // index into Trace.Names (the name as written in the trace)
 	Device      int32
 	Stream      int32
-	Kind        ActivityKind
-	Replayed    bool  // issued by a graph launch, no CPU op of its own
 	Graph       int32 // index into Trace.Graphs, -1 when launched eagerly
 	Step        int32 // index into Trace.Steps, -1 when outside every step
 	Dims        int32 // index into Trace.Dims (grid and block), 0 when not given
+	Kind        ActivityKind
+	Replayed    bool // issued by a graph launch, no CPU op of its own
 }
 
 // Dims is a kernel's launch geometry. Kernels share few distinct ones, so
-// Trace.Dims holds each once and a Kernel keeps an index (a Kernel is 72
-// bytes instead of 96: a large trace keeps millions).
+// Trace.Dims holds each once and a Kernel keeps an index (24 bytes less per
+// kernel: a large trace keeps millions).
 type Dims struct {
 	Grid, Block [3]int32
 }
 
 // End is Start+Dur.
 func (k *Kernel) End() int64 { return k.Start + k.Dur }
+
+// KernelName is the name of kernel i.
+func (t *Trace) KernelName(i int) string { return t.Names[t.Kernels[i].NameID] }
+
+// NameOf is the name of a kernel of t.
+func (t *Trace) NameOf(k *Kernel) string { return t.Names[k.NameID] }
+
+// AddKernel appends k to the kernels under the given name, adding the name
+// to Names when it is new: for traces built by hand (tests, converters).
+// A reader keeps its own index of names instead of this linear search.
+func (t *Trace) AddKernel(name string, k Kernel) {
+	k.NameID = -1
+	for i, n := range t.Names {
+		if n == name {
+			k.NameID = int32(i)
+			break
+		}
+	}
+	if k.NameID < 0 {
+		k.NameID = int32(len(t.Names))
+		t.Names = append(t.Names, name)
+	}
+	t.Kernels = append(t.Kernels, k)
+}
 
 // Launch is a runtime call that launches GPU work (cudaLaunchKernel,
 // hipGraphLaunch, ...).
@@ -169,7 +196,10 @@ type Trace struct {
 	Meta   map[string]string // scalar top-level keys (schemaVersion, displayTimeUnit, ...)
 	BaseNS int64             // baseTimeNanoseconds, 0 when absolute
 
-	Kernels     []Kernel // kernels, memcpys and memsets, sorted by (Start, input order)
+	Kernels []Kernel // kernels, memcpys and memsets, sorted by (Start, input order)
+	// Names are the distinct names of the kernels, each once, in order of
+	// first appearance: Kernel.NameID indexes it.
+	Names       []string
 	Dims        []Dims   // launch geometries; Dims[0] is the zero value (not given)
 	Launches    []Launch // runtime launches with a correlation id
 	Graphs      []GraphLaunch

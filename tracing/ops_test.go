@@ -24,8 +24,8 @@ func TestLaunchOps(t *testing.T) {
 			continue
 		}
 		op := tr.LaunchOp(i)
-		require.NotEmpty(t, op, "kernel %d %s has a launching op", i, k.Name)
-		if strings.HasPrefix(k.Name, "Cijk_") {
+		require.NotEmpty(t, op, "kernel %d %s has a launching op", i, tr.NameOf(&k))
+		if strings.HasPrefix(tr.NameOf(&k), "Cijk_") {
 			gemm++
 			// The innermost op: addmm forward, mm inside AddmmBackward0.
 			require.Contains(t, []string{"aten::addmm", "aten::mm"}, op, "a Tensile GEMM of a linear layer")

@@ -48,8 +48,9 @@ func TestReadAheadLongEvents(t *testing.T) {
 			require.NoError(t, err)
 			require.Len(t, ahead.Kernels, len(names))
 			for i := range ahead.Kernels {
-				require.Equal(t, names[i], ahead.Kernels[i].Name, "kernel %d", i)
+				require.Equal(t, names[i], ahead.KernelName(i), "kernel %d", i)
 				require.Equal(t, serial.Kernels[i], ahead.Kernels[i], "kernel %d", i)
+				require.Equal(t, serial.KernelName(i), ahead.KernelName(i), "kernel %d", i)
 			}
 		})
 	}

@@ -57,10 +57,7 @@ func (t *Trace) Summarize() Summary {
 		DecodeBS: t.DecodeBS, DecodeBSHist: map[string]int{},
 		Warnings: append([]diag.Warning{}, t.Warnings...),
 	}
-	names := map[string]bool{}
-	// Names are interned, so a small cache of seen names answers most
-	// kernels with a pointer comparison instead of hashing a long name.
-	var seen [64]string
+	seen := make([]bool, len(t.Names))
 	var total int64
 	for i := range t.Kernels {
 		k := &t.Kernels[i]
@@ -73,16 +70,15 @@ func (t *Trace) Summarize() Summary {
 			continue
 		}
 		s.Kernels++
-		if slot := &seen[nameSlot(k.Name)]; *slot != k.Name || k.Name == "" {
-			names[k.Name] = true
-			*slot = k.Name
+		if !seen[k.NameID] {
+			seen[k.NameID] = true
+			s.DistinctKernels++
 		}
 		total += k.Dur
 		if k.Replayed {
 			s.KernelsReplayed++
 		}
 	}
-	s.DistinctKernels = len(names)
 	s.KernelTime = units.Duration(total)
 	var rows, pad int
 	for _, st := range t.Steps {

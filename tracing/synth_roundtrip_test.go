@@ -112,7 +112,7 @@ func TestSynthRoundTrip(t *testing.T) {
 				for gi, g := range tr.Graphs {
 					for _, k := range g.Kernels {
 						if !tr.Kernels[k].Replayed {
-							t.Fatalf("graph %d: kernel %q not marked replayed", gi, tr.Kernels[k].Name)
+							t.Fatalf("graph %d: kernel %q not marked replayed", gi, tr.KernelName(int(k)))
 						}
 					}
 				}
@@ -121,7 +121,7 @@ func TestSynthRoundTrip(t *testing.T) {
 			}
 			// The sampler runs outside the decode annotation: no step owns it.
 			for _, k := range tr.Kernels {
-				if strings.Contains(k.Name, "mix_sample") && k.Step >= 0 {
+				if strings.Contains(tr.NameOf(&k), "mix_sample") && k.Step >= 0 {
 					t.Fatalf("sampler kernel at %d ns is inside step %d (%s)", k.Start, k.Step, tr.Steps[k.Step].Label)
 				}
 			}

@@ -44,7 +44,7 @@ func TestCorpusTraces(t *testing.T) {
 				require.NotEmpty(t, cut.Kernels)
 				for i := range cut.Kernels {
 					k := &cut.Kernels[i]
-					require.True(t, k.Start < w.EndNS+full.BaseNS && k.End() >= w.StartNS+full.BaseNS, "kernel %s outside the window", k.Name)
+					require.True(t, k.Start < w.EndNS+full.BaseNS && k.End() >= w.StartNS+full.BaseNS, "kernel %s outside the window", cut.NameOf(k))
 				}
 				return
 			}

@@ -78,7 +78,7 @@ func viewSteps(tr *tracing.Trace, idx []int) []stepView {
 		v := stepView{Kind: st.Kind, Label: st.Label, BS: st.BS, Start: st.Start, End: st.End}
 		for _, k := range st.Kernels {
 			kk := tr.Kernels[k]
-			v.Kernels = append(v.Kernels, kernelView{kk.Name, kk.Start, kk.Dur, kk.Correlation, kk.Stream, kk.Replayed})
+			v.Kernels = append(v.Kernels, kernelView{tr.NameOf(&kk), kk.Start, kk.Dur, kk.Correlation, kk.Stream, kk.Replayed})
 		}
 		out = append(out, v)
 	}
@@ -222,12 +222,12 @@ func TestTrimWindow(t *testing.T) {
 	for i := range full.Kernels {
 		k := &full.Kernels[i]
 		if k.Start < st.End && k.End() >= st.Start {
-			want = append(want, k.Name)
+			want = append(want, full.NameOf(k))
 		}
 	}
 	var got []string
 	for i := range cut.Kernels {
-		got = append(got, cut.Kernels[i].Name)
+		got = append(got, cut.KernelName(i))
 	}
 	require.Equal(t, want, got)
 	require.Len(t, cut.Graphs, 1, "the graph launch of the replayed kernels, made before the window, is kept")
