@@ -11,12 +11,15 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	stopProfile := startCPUProfile(os.Getenv("PROFILE_MODEL_CPUPROFILE"))
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stopProfile()
 	stop()
 	if err != nil {
 		if !errors.Is(err, errSilent) {
@@ -27,6 +30,27 @@ func main() {
 			os.Exit(2)
 		}
 		os.Exit(1)
+	}
+}
+
+// startCPUProfile writes a CPU profile of the whole command to path (for
+// `go tool pprof`) when path is set: the way to see where a slow trace's
+// time goes without a special build.
+func startCPUProfile(path string) (stop func()) {
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err == nil {
+		err = pprof.StartCPUProfile(f)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "profile-model: PROFILE_MODEL_CPUPROFILE: %v\n", err)
+		return func() {}
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
 	}
 }
 
