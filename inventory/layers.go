@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/bits"
 	"slices"
 	"strings"
 
@@ -149,9 +150,11 @@ func StepLayers(ctx context.Context, tr *tracing.Trace, kinds []tracing.StepKind
 // steps of the given kinds, deduplicated, in trace (start) order, and how
 // many steps contributed.
 func stepKernels(tr *tracing.Trace, kinds []tracing.StepKind) ([]int32, int) {
-	seen := make([]bool, len(tr.Kernels))
-	var out []int32
-	steps := 0
+	// Steps may share kernels: mark them in a bitset, then list the marked
+	// ones in index order (Kernels are sorted by start, so index order is
+	// start order), at their exact count.
+	marked := make([]uint64, (len(tr.Kernels)+63)/64)
+	steps, n := 0, 0
 	for i := range tr.Steps {
 		st := &tr.Steps[i]
 		if !slices.Contains(kinds, st.Kind) || len(st.Kernels) == 0 {
@@ -159,13 +162,20 @@ func stepKernels(tr *tracing.Trace, kinds []tracing.StepKind) ([]int32, int) {
 		}
 		steps++
 		for _, k := range st.Kernels {
-			if !seen[k] && tr.Kernels[k].Kind == tracing.KindKernel {
-				seen[k] = true
-				out = append(out, k)
+			w, bit := &marked[k>>6], uint64(1)<<(k&63)
+			if *w&bit == 0 && tr.Kernels[k].Kind == tracing.KindKernel {
+				*w |= bit
+				n++
 			}
 		}
 	}
-	slices.Sort(out) // Kernels are sorted by start: index order is start order
+	out := make([]int32, 0, n)
+	for wi, w := range marked {
+		for w != 0 {
+			out = append(out, int32(wi*64+bits.TrailingZeros64(w)))
+			w &= w - 1
+		}
+	}
 	return out, steps
 }
 
