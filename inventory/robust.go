@@ -64,6 +64,37 @@ func seqKey(ids []int32) string {
 	return string(b)
 }
 
+// seqKeys makes the map keys of id sequences like seqKey, in a reused
+// buffer, and keeps each distinct sequence (its key and its ids) once:
+// the layers of a trace repeat a few sequences tens of thousands of times.
+type seqKeys struct {
+	buf  []byte
+	seen map[string]seqEntry
+}
+
+type seqEntry struct {
+	key string
+	ids []int32
+}
+
+// key returns the key of ids and a canonical copy of ids (shared: not to
+// be modified).
+func (sk *seqKeys) key(ids []int32) (string, []int32) {
+	sk.buf = sk.buf[:0]
+	for _, id := range ids {
+		sk.buf = binary.LittleEndian.AppendUint32(sk.buf, uint32(id))
+	}
+	if e, ok := sk.seen[string(sk.buf)]; ok { // no allocation for the lookup
+		return e.key, e.ids
+	}
+	if sk.seen == nil {
+		sk.seen = map[string]seqEntry{}
+	}
+	e := seqEntry{string(sk.buf), slices.Clone(ids)}
+	sk.seen[e.key] = e
+	return e.key, e.ids
+}
+
 type rawLayer struct {
 	step, index int
 	kernels     []int32 // trace kernel indices in start order
@@ -77,11 +108,12 @@ func robustLayers(ctx context.Context, tr *tracing.Trace, kinds []tracing.StepKi
 	t := &LayerTable{Mode: ModeRobust, StepKind: string(kinds[0]), Irregular: []IrregularLayer{}, LayersHist: map[int]int{}, KernelsPerLayer: []int{}, Positions: []Position{}}
 	classOf := cl.Classify
 	cache := map[string]*structure{}
+	var keys seqKeys
 	kCount := map[int]int{}
 	var all []rawLayer
 	first := true
 	var main, side []int32
-	var ids []int32
+	var ids, lids []int32
 	streamCount := map[int32]int{}
 	for si := range tr.Steps {
 		st := &tr.Steps[si]
@@ -93,10 +125,22 @@ func robustLayers(ctx context.Context, tr *tracing.Trace, kinds []tracing.StepKi
 		}
 		t.Steps++
 		clear(streamCount)
+		// Kernels come in runs on one stream: one map update per run.
+		run, runN := int32(0), 0
 		for _, k := range st.Kernels {
-			if tr.Kernels[k].Kind == tracing.KindKernel {
-				streamCount[tr.Kernels[k].Stream]++
+			kk := &tr.Kernels[k]
+			if kk.Kind != tracing.KindKernel {
+				continue
 			}
+			if runN > 0 && kk.Stream != run {
+				streamCount[run] += runN
+				runN = 0
+			}
+			run = kk.Stream
+			runN++
+		}
+		if runN > 0 {
+			streamCount[run] += runN
 		}
 		var mainStream int32
 		best := -1
@@ -118,7 +162,7 @@ func robustLayers(ctx context.Context, tr *tracing.Trace, kinds []tracing.StepKi
 				side = append(side, k)
 			}
 		}
-		key := seqKey(ids)
+		key, _ := keys.key(ids)
 		s, ok := cache[key]
 		if !ok {
 			s = findStructure(ids, opt.NumLayers)
@@ -173,11 +217,12 @@ func robustLayers(ctx context.Context, tr *tracing.Trace, kinds []tracing.StepKi
 			slices.SortStableFunc(l[nMain:], func(a, b int32) int {
 				return cmp.Or(cmp.Compare(tr.Kernels[a].Stream, tr.Kernels[b].Stream), cmp.Compare(a, b))
 			})
-			lids := make([]int32, len(l))
-			for i, k := range l {
-				lids[i] = tr.Kernels[k].NameID
+			lids = lids[:0]
+			for _, k := range l {
+				lids = append(lids, tr.Kernels[k].NameID)
 			}
-			all = append(all, rawLayer{step: si, index: j, kernels: l, ids: lids, key: seqKey(lids), start: starts[j]})
+			key, canon := keys.key(lids)
+			all = append(all, rawLayer{step: si, index: j, kernels: l, ids: canon, key: key, start: starts[j]})
 		}
 		if first {
 			first = false
