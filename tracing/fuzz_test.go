@@ -87,14 +87,27 @@ func FuzzRead(f *testing.F) {
 			sum += n
 		}
 		require.Equal(t, tr.Events, sum)
+		// Names: each once, every kernel's in range, the distinct count
+		// as a map of the names counts it.
+		distinct := map[string]bool{}
+		for _, name := range tr.Names {
+			require.False(t, distinct[name], "name %q twice in Names", name)
+			distinct[name] = true
+		}
+		kernelNames := map[string]bool{}
 		for i := range tr.Kernels {
 			k := &tr.Kernels[i]
+			require.Less(t, int(k.NameID), len(tr.Names))
+			if k.Kind == tracing.KindKernel {
+				kernelNames[tr.NameOf(k)] = true
+			}
 			if i > 0 {
 				require.LessOrEqual(t, tr.Kernels[i-1].Start, k.Start)
 			}
 			require.Less(t, int(k.Graph), len(tr.Graphs))
 			require.Less(t, int(k.Step), len(tr.Steps))
 		}
+		require.Equal(t, len(kernelNames), s.DistinctKernels)
 		for _, st := range tr.Steps {
 			for _, k := range st.Kernels {
 				require.Less(t, int(k), len(tr.Kernels))
