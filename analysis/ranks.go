@@ -191,6 +191,10 @@ type rankSteps struct {
 func collectSteps(r *Result) rankSteps {
 	var rs rankSteps
 	tr := r.Trace
+	isColl := make([]bool, len(tr.Names)) // by name index: each name classified once
+	for id, name := range tr.Names {
+		isColl[id] = r.classes.Classify(name).Category == collectiveCategory
+	}
 	for i := range tr.Steps {
 		st := &tr.Steps[i]
 		if st.Kind != tracing.StepDecode || len(st.Kernels) == 0 {
@@ -209,7 +213,7 @@ func collectSteps(r *Result) rankSteps {
 			}
 			last = max(last, kk.End())
 			kern += kk.Dur
-			if r.classes.Classify(tr.NameOf(kk)).Category == collectiveCategory {
+			if isColl[kk.NameID] {
 				coll = append(coll, kk.Dur)
 			}
 		}

@@ -131,7 +131,8 @@ func FromResult(r *analysis.Result) (*Profile, error) {
 		}
 		kinds := stepKinds(p.StepKind)
 		seen := make([]bool, len(r.Trace.Kernels))
-		perName := map[string]int64{}
+		perName := make([]int64, len(r.Trace.Names)) // by name index
+		inStep := make([]bool, len(r.Trace.Names))
 		steps := 0
 		for i := range r.Trace.Steps {
 			st := &r.Trace.Steps[i]
@@ -143,15 +144,16 @@ func FromResult(r *analysis.Result) (*Profile, error) {
 				if !seen[ki] {
 					seen[ki] = true
 					k := &r.Trace.Kernels[ki]
-					perName[r.Trace.NameOf(k)] += k.Dur
+					perName[k.NameID] += k.Dur
+					inStep[k.NameID] = true
 				}
 			}
 		}
 		if steps > 0 {
 			p.Steps, p.StepTimes = steps, StepFromTrace
 			p.CategoryStepUS = map[string]float64{}
-			for name, ns := range perName {
-				if i, ok := p.byName[name]; ok {
+			for id, ns := range perName {
+				if i, ok := p.byName[r.Trace.Names[id]]; ok && inStep[id] {
 					k := &p.Kernels[i]
 					k.StepUS = float64(ns) / 1000 / float64(steps)
 					p.CategoryStepUS[k.Category] += k.StepUS
