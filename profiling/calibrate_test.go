@@ -177,6 +177,13 @@ func readRecorded(t *testing.T, dir string) []recordedRun {
 //     come within 15% (TTFT +5/+2/+14%, +1%), but isl 1024 conc 4/8/16 TTFT
 //     go +46/+23/+29%: a replacement prefilled right after another waits for
 //     it.
+//   - ATOM's pipeline as its source reads (the scheduler runs a step ahead
+//     of the GPU, so a request joins the step after next; a forward's
+//     tokens come back once the next forward is launched, at once behind a
+//     graph decode, after it behind an eager prefill): isl 1024 conc 4 and
+//     32 come within 4% and 2%, isl 8192 conc 4 TPOT +12%, but its TTFT
+//     stays -19% and isl 1024 conc 8/16 TTFT go +28/+33% (prefill forwards
+//     21 at conc 16 against the recorded 40).
 func TestCalibrationAgainstRecorded(t *testing.T) {
 	if os.Getenv(CalibrateVar) != "1" {
 		t.Skipf("a sweep of about 90 s in real time: set %s=1 (make calibrate) to run it", CalibrateVar)
