@@ -167,7 +167,9 @@ func readRecorded(t *testing.T, dir string) []recordedRun {
 //     tokenizes each prompt, in early-2026 releases twice) does not explain
 //     it: at 11 us per prompt token, serial, the counts stay 19 and 12 while
 //     every isl 8192 TTFT goes 61-77% over (waves of replacement requests
-//     queue behind each other), and isl 1024 conc 4 +28%.
+//     queue behind each other), and isl 1024 conc 4 +28%. A constant 30 ms
+//     per request, serial, raises the counts to 28 and 19 but puts isl 1024
+//     conc 4/8/16 TTFT +55/+43/+70% and conc 32 -50%.
 //   - The decode step itself is right at every level: the simulated median
 //     ITL is within 3% of the recorded one (15.17 against 15.24 ms at
 //     isl 8192 conc 4), so the isl 8192 conc 4 TPOT excess is prefill time
