@@ -170,6 +170,9 @@ func readRecorded(t *testing.T, dir string) []recordedRun {
 //     queue behind each other), and isl 1024 conc 4 +28%. A constant 30 ms
 //     per request, serial, raises the counts to 28 and 19 but puts isl 1024
 //     conc 4/8/16 TTFT +55/+43/+70% and conc 32 -50%.
+//     A token budget of 8192 (isl 8192 prompts then prefill one per
+//     forward, as their inventory shows) leaves isl 8192 TTFT at -22/-26/-18%
+//     and puts isl 1024 conc 32 at -49%.
 //   - The decode step itself is right at every level: the simulated median
 //     ITL is within 3% of the recorded one (15.17 against 15.24 ms at
 //     isl 8192 conc 4), so the isl 8192 conc 4 TPOT excess is prefill time
