@@ -57,11 +57,14 @@ type structure struct {
 
 // seqKey makes a map key of an id sequence.
 func seqKey(ids []int32) string {
-	b := make([]byte, 0, len(ids)*4)
+	return string(appendSeqKey(make([]byte, 0, len(ids)*4), ids))
+}
+
+func appendSeqKey(b []byte, ids []int32) []byte {
 	for _, id := range ids {
 		b = binary.LittleEndian.AppendUint32(b, uint32(id))
 	}
-	return string(b)
+	return b
 }
 
 // seqKeys makes the map keys of id sequences like seqKey, in a reused
@@ -80,10 +83,7 @@ type seqEntry struct {
 // key returns the key of ids and a canonical copy of ids (shared: not to
 // be modified).
 func (sk *seqKeys) key(ids []int32) (string, []int32) {
-	sk.buf = sk.buf[:0]
-	for _, id := range ids {
-		sk.buf = binary.LittleEndian.AppendUint32(sk.buf, uint32(id))
-	}
+	sk.buf = appendSeqKey(sk.buf[:0], ids)
 	if e, ok := sk.seen[string(sk.buf)]; ok { // no allocation for the lookup
 		return e.key, e.ids
 	}
