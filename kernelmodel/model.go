@@ -87,6 +87,11 @@ type Model struct {
 	// tokens reach their clients: the engine streams them while the next
 	// step runs.
 	OutputLag float64
+	// IntakeUSPerToken is the front end's time per prompt token (µs) from a
+	// request's arrival to the scheduler seeing it: ATOM's API process
+	// tokenizes the prompt and hands it over ZMQ to the engine core. Each
+	// request pays it on its own, in parallel with the others.
+	IntakeUSPerToken float64
 
 	specs  []spec       // built-in data (all sections)
 	tables []layerTable // compatible CSV tables, sorted by bs; nil for the built-in model
@@ -133,6 +138,12 @@ func Default() *Model {
 	return m
 }
 
+// Intake is the front end's time for a request of promptTokens tokens
+// before the scheduler sees it (see IntakeUSPerToken).
+func (m *Model) Intake(promptTokens int) units.Duration {
+	return units.Micros(m.IntakeUSPerToken * float64(promptTokens))
+}
+
 // setParam reads a "# key=value" line of the data file's header; other
 // comment lines are ignored.
 func (m *Model) setParam(line string) error {
@@ -155,6 +166,8 @@ func (m *Model) setParam(line string) error {
 		m.StepGap = units.Micros(f)
 	case "output_lag":
 		m.OutputLag = f
+	case "intake_us_per_token":
+		m.IntakeUSPerToken = f
 	}
 	return nil
 }
@@ -504,7 +517,8 @@ func launchFor(name string) string {
 func writeModelData(w io.Writer, header string, m *Model, specs []spec, notes []string) error {
 	var b bytes.Buffer
 	b.WriteString(header)
-	fmt.Fprintf(&b, "# layers=%d\n# ref_ctx=%.2f\n# graph_gap_us=%.3f\n# step_gap_us=%.1f\n# output_lag=%.2f\n", m.Layers, m.RefCtx, m.GraphGapUS, float64(m.StepGap)/1000, m.OutputLag)
+	fmt.Fprintf(&b, "# layers=%d\n# ref_ctx=%.2f\n# graph_gap_us=%.3f\n# step_gap_us=%.1f\n# output_lag=%.2f\n# intake_us_per_token=%.2f\n",
+		m.Layers, m.RefCtx, m.GraphGapUS, float64(m.StepGap)/1000, m.OutputLag, m.IntakeUSPerToken)
 	cw := csv.NewWriter(&b)
 	_ = cw.Write([]string{"section", "bs_min", "bs_max", "short_name", "kernel", "launch", "basis", "a_us", "b_us", "ctx_us_per_token", "std_frac", "min_frac", "max_frac", "source"})
 	f := func(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }

@@ -22,6 +22,10 @@ type backend interface {
 	// OutputLag is how far into the next step (0 to 1) a step's sampled
 	// tokens reach their clients; 0: when the step ends.
 	OutputLag() float64
+	// Intake is the front end's time for a request of promptTokens prompt
+	// tokens, at full scale, before the scheduler sees it (tokenizing, the
+	// hop to the engine core); requests pay it in parallel.
+	Intake(promptTokens int) units.Duration
 	// StartProfile begins recording into dir (the torch profiler directory)
 	// at trace time at.
 	StartProfile(dir string, at int64) error

@@ -55,6 +55,8 @@ func (b *synthBackend) HostGap() units.Duration { return b.model.StepGap }
 
 func (b *synthBackend) OutputLag() float64 { return b.model.OutputLag }
 
+func (b *synthBackend) Intake(promptTokens int) units.Duration { return b.model.Intake(promptTokens) }
+
 func (b *synthBackend) Run(st synth.Step) units.Duration {
 	var runs []kernelmodel.KernelRun
 	if st.Kind != tracing.StepDecode {

@@ -178,8 +178,14 @@ func newEngine(cfg *Config, b backend) *engine {
 	return e
 }
 
-// add hands a request to the engine.
+// add hands a request to the engine once the front end's intake time has
+// passed (each request on its own, as concurrent handlers do).
 func (e *engine) add(ctx context.Context, r *request) error {
+	if d := e.backend.Intake(r.promptTokens).Time(); d > 0 {
+		if err := e.clock.Sleep(ctx, time.Duration(float64(d)/e.cfg.TimeScale)); err != nil {
+			return err
+		}
+	}
 	select {
 	case e.submit <- r:
 		return nil

@@ -15,6 +15,7 @@ type nopBackend struct{}
 
 func (nopBackend) HostGap() units.Duration                                    { return units.Micros(150) }
 func (nopBackend) OutputLag() float64                                         { return 0 }
+func (nopBackend) Intake(int) units.Duration                                  { return 0 }
 func (nopBackend) Run(synth.Step) units.Duration                              { return units.FromTime(10 * time.Millisecond) }
 func (nopBackend) StartProfile(string, int64) error                           { return nil }
 func (nopBackend) StopProfile(context.Context, int64, bool) ([]string, error) { return nil, nil }
@@ -110,5 +111,49 @@ func TestOutputLag(t *testing.T) {
 				t.Errorf("after delivery: %d tokens, done %v; want 2, true", n, done)
 			}
 		})
+	}
+}
+
+// intakeBackend is nopBackend with a front-end intake of 1 µs per prompt token.
+type intakeBackend struct{ nopBackend }
+
+func (intakeBackend) Intake(promptTokens int) units.Duration {
+	return units.Micros(float64(promptTokens))
+}
+
+// TestIntake: a request reaches the scheduler only once its intake time
+// (scaled by TimeScale) has passed, and a request whose client left during
+// the intake never does.
+func TestIntake(t *testing.T) {
+	clock := newFakeClock()
+	b := intakeBackend{}
+	cfg, err := Config{Model: "m", clock: clock, backend: b, TimeScale: 2}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEngine(&cfg, b)
+	start := clock.Now()
+	r := newRequest(1, 4000, 1, "length", 0, start)
+	if err := e.add(context.Background(), r); err != nil {
+		t.Fatal(err)
+	}
+	if got := clock.Now().Sub(start); got != 2*time.Millisecond { // 4000 µs at time scale 2
+		t.Errorf("the request reached the scheduler after %v, want 2ms", got)
+	}
+	select {
+	case got := <-e.submit:
+		if got != r {
+			t.Errorf("submitted request %d, want %d", got.seq, r.seq)
+		}
+	default:
+		t.Fatal("the request was not submitted")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := e.add(ctx, newRequest(2, 4000, 1, "length", 0, clock.Now())); err == nil {
+		t.Error("add with a cancelled context returned no error")
+	}
+	if n := len(e.submit); n != 0 {
+		t.Errorf("%d requests submitted after the client left during the intake, want 0", n)
 	}
 }

@@ -64,8 +64,9 @@ func (b *recBackend) Run(s synth.Step) units.Duration {
 	return units.FromTime(time.Millisecond + time.Duration(s.BS)*10*time.Microsecond)
 }
 
-func (b *recBackend) HostGap() units.Duration { return units.Micros(150) }
-func (b *recBackend) OutputLag() float64      { return 0 }
+func (b *recBackend) HostGap() units.Duration   { return units.Micros(150) }
+func (b *recBackend) OutputLag() float64        { return 0 }
+func (b *recBackend) Intake(int) units.Duration { return 0 }
 
 func (b *recBackend) StartProfile(dir string, at int64) error {
 	b.mu.Lock()
