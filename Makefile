@@ -80,16 +80,18 @@ fuzz:
 	./scripts/fuzz.sh $(FUZZTIME)
 
 # Rewrite the data files that tests derive and compare (-update), never anything
-# else: the kernel model derived from the corpus tables (kernelmodel/data/),
-# the commands' golden output (cmd/profile-model/testdata/golden/), the
-# report's golden readme (report/testdata/) and the simulated sweeps' golden
-# CSVs (fixtures/golden/). Read the diff before committing.
-GOLDEN_DIRS := kernelmodel/data cmd/profile-model/testdata report/testdata fixtures/golden
+# else: the kernel model derived from the corpus tables
+# (profiling/kernelmodel/data/), the commands' golden output
+# (cmd/profile-model/testdata/golden/), the report's golden readme
+# (profiling/report/testdata/) and the simulated sweeps' golden CSVs
+# (fixtures/golden/). -update goes only to the packages that define it.
+# Read the diff before committing.
+GOLDEN_DIRS := profiling/kernelmodel/data cmd/profile-model/testdata profiling/report/testdata fixtures/golden
 update-golden:
-	$(GO) test -count=1 ./kernelmodel/ -run TestDerivedModelData -args -update
+	$(GO) test -count=1 ./profiling/kernelmodel/ -run TestDerivedModelData -args -update
 	$(GO) test -count=1 ./cmd/profile-model/ -update
-	$(GO) test -count=1 ./report/ -update
-	$(GO) test -count=1 ./profiling/... -update
+	$(GO) test -count=1 ./profiling/report/ -update
+	$(GO) test -count=1 ./profiling/ -update
 	git status --short -- $(GOLDEN_DIRS)
 	git diff --stat -- $(GOLDEN_DIRS)
 

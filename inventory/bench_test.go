@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/profile-model/profile-model/inventory"
-	"github.com/profile-model/profile-model/synth"
+	"github.com/profile-model/profile-model/profiling/synth"
 	"github.com/profile-model/profile-model/tracing"
 )
 

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/profile-model/profile-model/diag"
+	"github.com/profile-model/profile-model/internal/diag"
 	"github.com/profile-model/profile-model/tracing"
 )
 

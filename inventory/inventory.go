@@ -9,8 +9,8 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/profile-model/profile-model/internal/units"
 	"github.com/profile-model/profile-model/tracing"
-	"github.com/profile-model/profile-model/units"
 )
 
 // KernelRow is one distinct kernel (or copy) of a trace.

@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/profile-model/profile-model/internal/corpus"
+	"github.com/profile-model/profile-model/internal/units"
 	"github.com/profile-model/profile-model/tracing"
-	"github.com/profile-model/profile-model/units"
 	"github.com/stretchr/testify/require"
 )
 

@@ -8,7 +8,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/profile-model/profile-model/diag"
+	"github.com/profile-model/profile-model/internal/diag"
 	"github.com/profile-model/profile-model/tracing"
 )
 

@@ -5,7 +5,7 @@ import (
 	"math"
 	"testing"
 
-	"github.com/profile-model/profile-model/diag"
+	"github.com/profile-model/profile-model/internal/diag"
 	"github.com/profile-model/profile-model/tracing"
 	"github.com/stretchr/testify/require"
 )

@@ -14,8 +14,8 @@ import (
 
 	"github.com/profile-model/profile-model/internal/corpus"
 	"github.com/profile-model/profile-model/inventory"
-	"github.com/profile-model/profile-model/kernelmodel"
-	"github.com/profile-model/profile-model/synth"
+	"github.com/profile-model/profile-model/profiling/kernelmodel"
+	"github.com/profile-model/profile-model/profiling/synth"
 	"github.com/profile-model/profile-model/tracing"
 )
 

@@ -11,8 +11,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/profile-model/profile-model/internal/results"
 	"github.com/profile-model/profile-model/profiling/engine"
-	"github.com/profile-model/profile-model/results"
 )
 
 // BenchmarkSweep reports every level of every declared sweep as a Go

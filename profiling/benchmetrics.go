@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/profile-model/profile-model/results"
+	"github.com/profile-model/profile-model/internal/results"
 )
 
 // LevelBench is the benchmark result of a level of a finished run: the

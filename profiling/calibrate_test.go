@@ -15,10 +15,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/profile-model/profile-model/analysis"
 	"github.com/profile-model/profile-model/internal/corpus"
-	"github.com/profile-model/profile-model/kernelmodel"
+	"github.com/profile-model/profile-model/inventory/analysis"
 	"github.com/profile-model/profile-model/profiling/bench"
+	"github.com/profile-model/profile-model/profiling/kernelmodel"
 	"github.com/profile-model/profile-model/profiling/sim"
 	"github.com/profile-model/profile-model/tracing"
 )

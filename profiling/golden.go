@@ -13,8 +13,8 @@ import (
 	"strings"
 
 	"github.com/profile-model/profile-model/internal/atomicfile"
+	"github.com/profile-model/profile-model/internal/results"
 	"github.com/profile-model/profile-model/inventory"
-	"github.com/profile-model/profile-model/results"
 )
 
 // The golden check of a level: its kernel inventory (conc{bs}_kernels.csv)

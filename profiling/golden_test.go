@@ -11,8 +11,8 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/stretchr/testify/require"
 
+	"github.com/profile-model/profile-model/internal/results"
 	"github.com/profile-model/profile-model/inventory"
-	"github.com/profile-model/profile-model/results"
 )
 
 // A small layer of three kernels and its inventory, in the files' formats.

@@ -19,8 +19,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/profile-model/profile-model/internal/corpus"
+	"github.com/profile-model/profile-model/internal/results"
 	"github.com/profile-model/profile-model/profiling/engine"
-	"github.com/profile-model/profile-model/results"
 )
 
 var (

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/profile-model/profile-model/profiling/engine"
-	"github.com/profile-model/profile-model/tokenizer"
+	"github.com/profile-model/profile-model/profiling/tokenizer"
 )
 
 // Missing lists what this machine lacks to run the sweep on a real

@@ -19,13 +19,13 @@ import (
 	"sync"
 	"time"
 
-	"github.com/profile-model/profile-model/analysis"
-	"github.com/profile-model/profile-model/diag"
 	"github.com/profile-model/profile-model/internal/atomicfile"
-	"github.com/profile-model/profile-model/modelconfig"
+	"github.com/profile-model/profile-model/internal/diag"
+	"github.com/profile-model/profile-model/internal/modelconfig"
+	"github.com/profile-model/profile-model/internal/results"
+	"github.com/profile-model/profile-model/inventory/analysis"
 	"github.com/profile-model/profile-model/profiling/bench"
 	"github.com/profile-model/profile-model/profiling/engine"
-	"github.com/profile-model/profile-model/results"
 )
 
 // Plan is one profiling run.

@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/klauspost/compress/gzip"
-	"github.com/profile-model/profile-model/diag"
+	"github.com/profile-model/profile-model/internal/diag"
 )
 
 // The Scanner's input buffer: refilling it (from a reader or the

@@ -5,8 +5,8 @@ import (
 	"sort"
 	"time"
 
-	"github.com/profile-model/profile-model/diag"
-	"github.com/profile-model/profile-model/units"
+	"github.com/profile-model/profile-model/internal/diag"
+	"github.com/profile-model/profile-model/internal/units"
 )
 
 // outsideSlack is how far outside the profile window an event may start

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"fmt"
 
-	"github.com/profile-model/profile-model/diag"
+	"github.com/profile-model/profile-model/internal/diag"
 )
 
 // The general event parser: any key order, any spacing, every error

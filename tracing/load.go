@@ -10,7 +10,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/profile-model/profile-model/diag"
+	"github.com/profile-model/profile-model/internal/diag"
 )
 
 // Options tune Load and Read.

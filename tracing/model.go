@@ -1,8 +1,8 @@
 package tracing
 
 import (
-	"github.com/profile-model/profile-model/diag"
-	"github.com/profile-model/profile-model/units"
+	"github.com/profile-model/profile-model/internal/diag"
+	"github.com/profile-model/profile-model/internal/units"
 )
 
 // All times in this package are integer nanoseconds on the trace's own clock

@@ -3,7 +3,7 @@ package tracing
 import (
 	"fmt"
 
-	"github.com/profile-model/profile-model/diag"
+	"github.com/profile-model/profile-model/internal/diag"
 )
 
 // notes collects what the reader warns about: each kind of problem once in

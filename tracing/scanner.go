@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/profile-model/profile-model/diag"
-	"github.com/profile-model/profile-model/units"
+	"github.com/profile-model/profile-model/internal/diag"
+	"github.com/profile-model/profile-model/internal/units"
 )
 
 // EventType classifies the events the Scanner keeps.

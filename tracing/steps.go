@@ -7,8 +7,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/profile-model/profile-model/diag"
-	"github.com/profile-model/profile-model/units"
+	"github.com/profile-model/profile-model/internal/diag"
+	"github.com/profile-model/profile-model/internal/units"
 )
 
 // ParseStepLabel recognises an engine step annotation and

@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/profile-model/profile-model/internal/units"
 	"github.com/profile-model/profile-model/tracing"
-	"github.com/profile-model/profile-model/units"
 )
 
 func TestParseStepLabel(t *testing.T) {

@@ -3,8 +3,8 @@ package tracing
 import (
 	"strconv"
 
-	"github.com/profile-model/profile-model/diag"
-	"github.com/profile-model/profile-model/units"
+	"github.com/profile-model/profile-model/internal/diag"
+	"github.com/profile-model/profile-model/internal/units"
 )
 
 // Summary is what `profile-model inspect` reports about a trace. Its JSON

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/profile-model/profile-model/diag"
-	"github.com/profile-model/profile-model/synth"
+	"github.com/profile-model/profile-model/internal/diag"
+	"github.com/profile-model/profile-model/profiling/synth"
 	"github.com/profile-model/profile-model/tracing"
 )
 

@@ -10,10 +10,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/profile-model/profile-model/diag"
 	"github.com/profile-model/profile-model/internal/corpus"
-	"github.com/profile-model/profile-model/kernelmodel"
-	"github.com/profile-model/profile-model/synth"
+	"github.com/profile-model/profile-model/internal/diag"
+	"github.com/profile-model/profile-model/profiling/kernelmodel"
+	"github.com/profile-model/profile-model/profiling/synth"
 	"github.com/profile-model/profile-model/tracing"
 )
 

@@ -16,9 +16,9 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 
-	"github.com/profile-model/profile-model/analysis"
+	"github.com/profile-model/profile-model/inventory/analysis"
 	"github.com/profile-model/profile-model/profiling/bench"
-	"github.com/profile-model/profile-model/tokenizer"
+	"github.com/profile-model/profile-model/profiling/tokenizer"
 )
 
 // sweepFlags are the flags of a concurrency sweep, shared by bench and run.

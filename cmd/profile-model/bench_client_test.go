@@ -9,8 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/profile-model/profile-model/internal/results"
 	"github.com/profile-model/profile-model/profiling/sim"
-	"github.com/profile-model/profile-model/results"
 )
 
 func TestBenchWindowAndScrapeUsage(t *testing.T) {

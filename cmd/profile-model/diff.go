@@ -8,9 +8,9 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/profile-model/profile-model/diff"
 	"github.com/profile-model/profile-model/internal/atomicfile"
-	"github.com/profile-model/profile-model/results"
+	"github.com/profile-model/profile-model/internal/results"
+	"github.com/profile-model/profile-model/profiling/diff"
 )
 
 // runDiff compares two traces, two levels' analysis files or two run

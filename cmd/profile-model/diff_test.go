@@ -14,9 +14,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/stretchr/testify/require"
 
-	"github.com/profile-model/profile-model/diff"
+	"github.com/profile-model/profile-model/internal/results"
 	"github.com/profile-model/profile-model/inventory"
-	"github.com/profile-model/profile-model/results"
+	"github.com/profile-model/profile-model/profiling/diff"
 	"github.com/profile-model/profile-model/tracing"
 )
 

@@ -14,7 +14,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 
-	"github.com/profile-model/profile-model/analysis"
+	"github.com/profile-model/profile-model/inventory/analysis"
 	"github.com/profile-model/profile-model/tracing"
 )
 

@@ -8,10 +8,10 @@ import (
 	"io"
 	"path/filepath"
 
-	"github.com/profile-model/profile-model/analysis"
 	"github.com/profile-model/profile-model/internal/atomicfile"
+	"github.com/profile-model/profile-model/internal/results"
 	"github.com/profile-model/profile-model/inventory"
-	"github.com/profile-model/profile-model/results"
+	"github.com/profile-model/profile-model/inventory/analysis"
 )
 
 // runKernels writes the kernel inventory and category totals of a trace and

@@ -9,11 +9,11 @@ import (
 	"io"
 	"path/filepath"
 
-	"github.com/profile-model/profile-model/analysis"
 	"github.com/profile-model/profile-model/internal/atomicfile"
+	"github.com/profile-model/profile-model/internal/modelconfig"
+	"github.com/profile-model/profile-model/internal/results"
 	"github.com/profile-model/profile-model/inventory"
-	"github.com/profile-model/profile-model/modelconfig"
-	"github.com/profile-model/profile-model/results"
+	"github.com/profile-model/profile-model/inventory/analysis"
 )
 
 // runLayers prints and writes the per-layer kernel table of a trace's decode

@@ -7,7 +7,7 @@ import (
 	"io"
 	"text/tabwriter"
 
-	"github.com/profile-model/profile-model/analysis"
+	"github.com/profile-model/profile-model/inventory/analysis"
 )
 
 // parseTraces parses flags given before or after the trace arguments and

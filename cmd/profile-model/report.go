@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/profile-model/profile-model/report"
+	"github.com/profile-model/profile-model/profiling/report"
 )
 
 // runReport regenerates a run directory's readme.md and charts.

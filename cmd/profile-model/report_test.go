@@ -12,7 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/profile-model/profile-model/report/reporttest"
+	"github.com/profile-model/profile-model/profiling/report/reporttest"
 )
 
 // TestReportCommand regenerates the report of a run directory, then of a

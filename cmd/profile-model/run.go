@@ -10,10 +10,10 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/profile-model/profile-model/internal/results"
 	"github.com/profile-model/profile-model/profiling"
 	"github.com/profile-model/profile-model/profiling/engine"
-	"github.com/profile-model/profile-model/report"
-	"github.com/profile-model/profile-model/results"
+	"github.com/profile-model/profile-model/profiling/report"
 )
 
 // repeatFlag is a flag that may be given many times, each value kept whole

@@ -12,8 +12,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/profile-model/profile-model/internal/results"
 	"github.com/profile-model/profile-model/profiling/bench"
-	"github.com/profile-model/profile-model/results"
 )
 
 // simArgs make run start this test binary as the simulated engine.

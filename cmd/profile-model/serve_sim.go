@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/profile-model/profile-model/profiling/sim"
-	"github.com/profile-model/profile-model/tokenizer"
+	"github.com/profile-model/profile-model/profiling/tokenizer"
 )
 
 // listFlag collects a repeatable, comma-separated flag.

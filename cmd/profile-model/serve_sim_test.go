@@ -21,9 +21,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/profile-model/profile-model/analysis"
 	"github.com/profile-model/profile-model/inventory"
-	"github.com/profile-model/profile-model/kernelmodel"
+	"github.com/profile-model/profile-model/inventory/analysis"
+	"github.com/profile-model/profile-model/profiling/kernelmodel"
 )
 
 const helperEnv = "PROFILE_MODEL_SERVE_SIM_HELPER"

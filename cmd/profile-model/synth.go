@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/profile-model/profile-model/internal/atomicfile"
-	"github.com/profile-model/profile-model/kernelmodel"
-	"github.com/profile-model/profile-model/synth"
+	"github.com/profile-model/profile-model/profiling/kernelmodel"
+	"github.com/profile-model/profile-model/profiling/synth"
 	"github.com/profile-model/profile-model/tracing/kineto"
 )
 

@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/profile-model/profile-model/internal/corpus"
-	"github.com/profile-model/profile-model/synth"
+	"github.com/profile-model/profile-model/profiling/synth"
 )
 
 func TestSynthCommand(t *testing.T) {

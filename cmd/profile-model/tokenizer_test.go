@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/profile-model/profile-model/tokenizer/tokenizertest"
+	"github.com/profile-model/profile-model/profiling/tokenizer/tokenizertest"
 )
 
 // commonText trains the fixture tokenizer: common English words (most of

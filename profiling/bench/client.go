@@ -20,7 +20,7 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 
-	"github.com/profile-model/profile-model/tokenizer"
+	"github.com/profile-model/profile-model/profiling/tokenizer"
 )
 
 // FailureKind says why a request failed.

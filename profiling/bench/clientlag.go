@@ -5,7 +5,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/profile-model/profile-model/diag"
+	"github.com/profile-model/profile-model/internal/diag"
 )
 
 // LagShareBound is the share of its streams' time a level may lose to the

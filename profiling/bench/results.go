@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/profile-model/profile-model/internal/atomicfile"
-	"github.com/profile-model/profile-model/results"
+	"github.com/profile-model/profile-model/internal/results"
 )
 
 // levelDoc is the result document of a level.

@@ -14,7 +14,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/profile-model/profile-model/results"
+	"github.com/profile-model/profile-model/internal/results"
 )
 
 // Scrape modes of SweepConfig.ScrapeMetrics.

@@ -18,8 +18,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/profile-model/profile-model/internal/results"
 	"github.com/profile-model/profile-model/profiling/sim"
-	"github.com/profile-model/profile-model/results"
 )
 
 func TestParsePrometheus(t *testing.T) {

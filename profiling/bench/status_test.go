@@ -11,9 +11,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/profile-model/profile-model/diag"
+	"github.com/profile-model/profile-model/internal/diag"
+	"github.com/profile-model/profile-model/internal/results"
 	"github.com/profile-model/profile-model/profiling/sim"
-	"github.com/profile-model/profile-model/results"
 )
 
 // TestLevelTraceIncomplete: a level whose trace lost events is marked

@@ -17,9 +17,9 @@ import (
 	"time"
 
 	"github.com/go-json-experiment/json"
-	"github.com/profile-model/profile-model/diag"
-	"github.com/profile-model/profile-model/results"
-	"github.com/profile-model/profile-model/tokenizer"
+	"github.com/profile-model/profile-model/internal/diag"
+	"github.com/profile-model/profile-model/internal/results"
+	"github.com/profile-model/profile-model/profiling/tokenizer"
 )
 
 // SweepConfig describes one benchmark run: a level per concurrency.

@@ -18,9 +18,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/perf/benchfmt"
 
-	"github.com/profile-model/profile-model/analysis"
+	"github.com/profile-model/profile-model/internal/results"
+	"github.com/profile-model/profile-model/inventory/analysis"
 	"github.com/profile-model/profile-model/profiling/sim"
-	"github.com/profile-model/profile-model/results"
 )
 
 const simModel = "MiniMaxAI/MiniMax-M2.5"

@@ -14,10 +14,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/profile-model/profile-model/internal/results"
 	"github.com/profile-model/profile-model/profiling/sim"
-	"github.com/profile-model/profile-model/results"
-	"github.com/profile-model/profile-model/tokenizer"
-	"github.com/profile-model/profile-model/tokenizer/tokenizertest"
+	"github.com/profile-model/profile-model/profiling/tokenizer"
+	"github.com/profile-model/profile-model/profiling/tokenizer/tokenizertest"
 )
 
 // wordCounter counts whitespace-separated words: the simulated engine's

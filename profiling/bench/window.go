@@ -5,7 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/profile-model/profile-model/results"
+	"github.com/profile-model/profile-model/internal/results"
 )
 
 // How a profiled level's window ended (results.ProfileWindow.StoppedBy).

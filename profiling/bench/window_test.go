@@ -8,9 +8,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/profile-model/profile-model/analysis"
+	"github.com/profile-model/profile-model/internal/results"
+	"github.com/profile-model/profile-model/inventory/analysis"
 	"github.com/profile-model/profile-model/profiling/sim"
-	"github.com/profile-model/profile-model/results"
 	"github.com/profile-model/profile-model/tracing"
 )
 

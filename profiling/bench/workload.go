@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/profile-model/profile-model/tokenizer"
+	"github.com/profile-model/profile-model/profiling/tokenizer"
 )
 
 // words are common short English words: one token each in the usual BPE

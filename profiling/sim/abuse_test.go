@@ -16,7 +16,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/profile-model/profile-model/diag"
+	"github.com/profile-model/profile-model/internal/diag"
 )
 
 // TestProfilerBufferBounded: with a small profiler buffer the oldest steps

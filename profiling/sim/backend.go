@@ -3,8 +3,8 @@ package sim
 import (
 	"context"
 
-	"github.com/profile-model/profile-model/synth"
-	"github.com/profile-model/profile-model/units"
+	"github.com/profile-model/profile-model/internal/units"
+	"github.com/profile-model/profile-model/profiling/synth"
 )
 
 // backend is the GPU side of the engine: it prices each step from a kernel

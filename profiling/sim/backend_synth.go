@@ -12,11 +12,11 @@ import (
 	"github.com/klauspost/compress/gzip"
 
 	"github.com/profile-model/profile-model/internal/atomicfile"
-	"github.com/profile-model/profile-model/kernelmodel"
-	"github.com/profile-model/profile-model/synth"
+	"github.com/profile-model/profile-model/internal/units"
+	"github.com/profile-model/profile-model/profiling/kernelmodel"
+	"github.com/profile-model/profile-model/profiling/synth"
 	"github.com/profile-model/profile-model/tracing"
 	"github.com/profile-model/profile-model/tracing/kineto"
-	"github.com/profile-model/profile-model/units"
 )
 
 // synthBackend prices steps with a kernelmodel.Model and records them with a

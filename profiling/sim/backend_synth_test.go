@@ -8,9 +8,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/profile-model/profile-model/synth"
+	"github.com/profile-model/profile-model/internal/units"
+	"github.com/profile-model/profile-model/profiling/synth"
 	"github.com/profile-model/profile-model/tracing"
-	"github.com/profile-model/profile-model/units"
 )
 
 // TestCaptureSizes: with capture sizes, a decode batch replays the next

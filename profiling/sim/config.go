@@ -8,7 +8,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/profile-model/profile-model/tokenizer"
+	"github.com/profile-model/profile-model/profiling/tokenizer"
 )
 
 // ExitCrash is the exit status of a process that CrashAfterRequests ended.

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/profile-model/profile-model/synth"
-	"github.com/profile-model/profile-model/units"
+	"github.com/profile-model/profile-model/internal/units"
+	"github.com/profile-model/profile-model/profiling/synth"
 )
 
 // nopBackend prices every step at 10 ms and records nothing.

@@ -15,8 +15,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/profile-model/profile-model/synth"
-	"github.com/profile-model/profile-model/units"
+	"github.com/profile-model/profile-model/internal/units"
+	"github.com/profile-model/profile-model/profiling/synth"
 )
 
 // fakeClock is a clock whose Sleep returns at once and moves time forward,

@@ -17,7 +17,7 @@ import (
 
 	"github.com/profile-model/profile-model/internal/corpus"
 	"github.com/profile-model/profile-model/inventory"
-	"github.com/profile-model/profile-model/kernelmodel"
+	"github.com/profile-model/profile-model/profiling/kernelmodel"
 	"github.com/profile-model/profile-model/tracing"
 )
 

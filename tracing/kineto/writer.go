@@ -9,7 +9,7 @@ import (
 
 	"github.com/klauspost/compress/gzip"
 
-	"github.com/profile-model/profile-model/units"
+	"github.com/profile-model/profile-model/internal/units"
 )
 
 // DeviceProperties is one entry of a Kineto trace's deviceProperties list.

@@ -10,7 +10,7 @@ import (
 
 	"github.com/klauspost/compress/gzip"
 
-	"github.com/profile-model/profile-model/units"
+	"github.com/profile-model/profile-model/internal/units"
 )
 
 // microsToNS parses Kineto's "<µs>.<3 decimals>" text exactly.

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/profile-model/profile-model/synth"
+	"github.com/profile-model/profile-model/profiling/synth"
 	"github.com/profile-model/profile-model/tracing"
 	"github.com/profile-model/profile-model/tracing/trim"
 )

@@ -1,0 +1,122 @@
+package analysis
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/profile-model/profile-model/internal/atomicfile"
+	"github.com/profile-model/profile-model/internal/diag"
+	"github.com/profile-model/profile-model/inventory"
+	"github.com/profile-model/profile-model/tracing"
+)
+
+// LevelFileVersion is the schema version of the level analysis file this
+// package writes.
+const LevelFileVersion = 1
+
+// LevelFileName is the name of a level's analysis file in its directory
+// (levels/conc{N}/ of a run).
+const LevelFileName = "analysis.json" // results.Run.LevelAnalysis names it in a run directory
+
+// MaxIrregular is how many irregular layers a level file keeps per table
+// (all are counted): enough to show how they differ, small enough that a
+// trace with thousands of them does not bloat the file.
+const MaxIrregular = 20
+
+// LevelFile is the analysis of one level's trace as the run report reads it
+// back: everything the report needs, so that a report is rebuilt from the
+// run directory alone, without the traces. It holds the inspect summary,
+// the robust decode and prefill tables, the kernel inventory with category
+// totals per decode step and per layer, the step-time reconciliation and
+// the warnings.
+type LevelFile struct {
+	SchemaVersion int    `json:"schema_version"`
+	Trace         string `json:"trace"` // the trace's file name, without its directory
+	// Summary is the inspect summary; its path is the file name alone, so
+	// a copied run directory reads the same.
+	Summary   tracing.Summary      `json:"summary"`
+	Decode    *LevelTable          `json:"decode,omitempty"`
+	Prefill   *LevelTable          `json:"prefill,omitempty"`
+	Inventory *inventory.Inventory `json:"inventory,omitempty"`
+	StepTime  StepTime             `json:"step_time"`
+	Warnings  []diag.Warning       `json:"warnings"`
+}
+
+// LevelTable is a robust layer table with its irregular layers cut to the
+// first MaxIrregular; IrregularLayers counts them all.
+type LevelTable struct {
+	inventory.LayerTable
+	IrregularLayers int `json:"irregular_layers"`
+}
+
+// DecodeBS is the level's decode batch size read from its trace (0 when
+// unknown).
+func (f *LevelFile) DecodeBS() int { return f.Summary.DecodeBS }
+
+// NewLevelFile makes the level file of an analysis; the result must hold
+// the trace (Result.Trace) for the step times.
+func NewLevelFile(r *Result) *LevelFile {
+	f := &LevelFile{SchemaVersion: LevelFileVersion, Trace: filepath.Base(r.Path), Summary: r.Summary,
+		Decode: levelTable(r.Decode), Prefill: levelTable(r.Prefill), Inventory: r.Inventory,
+		Warnings: slices.Clone(r.Warnings)}
+	f.Summary.Path = f.Trace
+	if r.Trace != nil {
+		f.StepTime = StepTimes(r.Trace, r.Decode)
+	}
+	return f
+}
+
+func levelTable(t *inventory.LayerTable) *LevelTable {
+	if t == nil {
+		return nil
+	}
+	lt := &LevelTable{LayerTable: *t, IrregularLayers: len(t.Irregular)}
+	if len(t.Irregular) > MaxIrregular {
+		lt.Irregular = slices.Clone(t.Irregular[:MaxIrregular])
+	}
+	return lt
+}
+
+// Write writes the level file to path atomically, as indented JSON.
+func (f *LevelFile) Write(path string) error {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(f); err != nil {
+		return fmt.Errorf("encoding %s: %w", path, err)
+	}
+	return atomicfile.Write(path, b.Bytes())
+}
+
+// LoadLevelFile reads a level file. Unknown keys are ignored; a file from a
+// newer release than this one reads is an error that says so.
+func LoadLevelFile(path string) (*LevelFile, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	f, err := ParseLevelFile(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return f, nil
+}
+
+// ParseLevelFile parses a level file document.
+func ParseLevelFile(data []byte) (*LevelFile, error) {
+	var f LevelFile
+	if err := json.Unmarshal(data, &f); err != nil {
+		return nil, fmt.Errorf("not a level analysis file (%w); rewrite it with profile-model run, or remove it", err)
+	}
+	if f.SchemaVersion > LevelFileVersion {
+		return nil, fmt.Errorf("schema_version %d is newer than this tool reads (%d): update profile-model", f.SchemaVersion, LevelFileVersion)
+	}
+	if f.SchemaVersion == 0 {
+		return nil, fmt.Errorf("no schema_version: not a level analysis file")
+	}
+	return &f, nil
+}

@@ -1,0 +1,45 @@
+package analysis
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/profile-model/profile-model/internal/units"
+	"github.com/profile-model/profile-model/inventory"
+	"github.com/profile-model/profile-model/tracing"
+)
+
+// The kernels header counts kernels and their time by one definition (GPU
+// kernels, no copies), and says what the copies are apart.
+func TestKernelsHeaderCountsOneKind(t *testing.T) {
+	t.Parallel()
+	row := func(name string, kind tracing.ActivityKind, us int64) inventory.KernelRow {
+		return inventory.KernelRow{Kernel: name, Kind: kind.String(), Count: 1, Total: units.Duration(us * 1000)}
+	}
+	cases := []struct {
+		name string
+		inv  inventory.Inventory
+		want string
+	}{
+		{"with copies", inventory.Inventory{
+			Rules: "r", KernelTime: 30000, GPUTime: 37000,
+			Kernels: []inventory.KernelRow{row("a", tracing.KindKernel, 20), row("b", tracing.KindKernel, 10), row("Memcpy HtoD", tracing.KindMemcpy, 5), row("Memset", tracing.KindMemset, 2)},
+		}, "t: 2 distinct kernels, 30.000 µs kernel time (memcpy/memset not included: 2 distinct, 7.000 µs), 0.00% in Other (rules: r)"},
+		{"kernels only", inventory.Inventory{
+			Rules: "r", KernelTime: 20000, GPUTime: 20000,
+			Kernels: []inventory.KernelRow{row("a", tracing.KindKernel, 20)},
+		}, "t: 1 distinct kernels, 20.000 µs kernel time (no memcpy/memset in the trace), 0.00% in Other (rules: r)"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			var b bytes.Buffer
+			WriteKernelsText(&b, "t", &c.inv, 10, "more.csv")
+			first, _, _ := strings.Cut(b.String(), "\n")
+			require.Equal(t, c.want, first)
+		})
+	}
+}

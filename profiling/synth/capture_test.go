@@ -1,0 +1,65 @@
+package synth_test
+
+import (
+	"bytes"
+	"context"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/profile-model/profile-model/profiling/kernelmodel"
+	"github.com/profile-model/profile-model/profiling/synth"
+	"github.com/profile-model/profile-model/tracing"
+)
+
+// A written capture trace reads back with the capture reader as the
+// forward pass it was written from, each kernel with its module and
+// shapes, and the trace loader calls it a capture trace.
+func TestWriteCaptureRoundTrip(t *testing.T) {
+	t.Parallel()
+	m := kernelmodel.Default()
+	runs := m.DecodeStep(32, 0, rand.New(rand.NewPCG(1, 2)))
+	var buf bytes.Buffer
+	n, err := synth.WriteCapture(context.Background(), &buf, synth.CaptureOptions{Runs: runs, BS: 32, MaxQ: 1})
+	require.NoError(t, err)
+	c, err := tracing.ReadCapture(context.Background(), bytes.NewReader(buf.Bytes()), "capture.json")
+	require.NoError(t, err)
+	ok, why := c.IsCapture()
+	require.True(t, ok, why)
+	require.Equal(t, []string{"capture_graph_bs_32"}, c.Labels)
+	mods := kernelmodel.Modules(runs, 32)
+	var want []tracing.CapturedKernel
+	for i, r := range runs {
+		if r.Section == kernelmodel.SectionForward {
+			want = append(want, tracing.CapturedKernel{Name: r.Name, Launch: r.Launch, Module: mods[i].Path, Op: mods[i].Op})
+		}
+	}
+	require.Len(t, c.Kernels, n)
+	require.Len(t, c.Kernels, len(want))
+	for i, k := range c.Kernels {
+		require.Equal(t, want[i].Name, k.Name, "kernel %d", i)
+		require.Equal(t, want[i].Module, k.Module, "kernel %d", i)
+		require.Equal(t, want[i].Op, k.Op, "kernel %d", i)
+		require.True(t, strings.HasPrefix(k.InputDims, "[["), "kernel %d dims %q", i, k.InputDims)
+	}
+	// Layer 3's expert GEMMs take the graph's 32 rows.
+	found := false
+	for _, k := range c.Kernels {
+		if k.Module == "model.layers.3.mlp.experts" && k.Op == "aiter::ck_moe_stage1" {
+			require.Equal(t, "[[32,3072],[256,3072,3072]]", k.InputDims)
+			found = true
+		}
+	}
+	require.True(t, found, "layer 3's first expert GEMM")
+
+	path := filepath.Join(t.TempDir(), tracing.CaptureDir, tracing.CaptureFileName(32, 1, 0))
+	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+	require.NoError(t, os.WriteFile(path, buf.Bytes(), 0o644))
+	tr, err := tracing.Load(context.Background(), path, tracing.Options{})
+	require.NoError(t, err)
+	require.Equal(t, tracing.KindCapture, tr.Kind)
+}
