@@ -125,17 +125,17 @@ func TestClassifyGiantName(t *testing.T) {
 	require.NotEqual(t, rules.Classify("_gemm_bf16").Category, rules.Classify(late).Category)
 }
 
-// The README states the rules file's columns in the order the parser
+// docs/traces.md states the rules file's columns in the order the parser
 // wants them.
-func TestREADMERulesColumns(t *testing.T) {
+func TestDocumentedRulesColumns(t *testing.T) {
 	t.Parallel()
-	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+	readme, err := os.ReadFile(filepath.Join("..", "docs", "traces.md"))
 	require.NoError(t, err)
 	m := regexp.MustCompile("`inventory/rules.csv`, columns `([^`]+)`").FindSubmatch(readme)
-	require.NotNil(t, m, "the README names the columns of inventory/rules.csv")
+	require.NotNil(t, m, "docs/traces.md names the columns of inventory/rules.csv")
 	stated := string(m[1])
 	_, err = ParseRules(strings.NewReader(stated+"\n5,mykernel,GEMM,me,MyGEMM\n"), "stated.csv")
-	require.NoError(t, err, "a rules file with the README's header parses")
+	require.NoError(t, err, "a rules file with the documented header parses")
 	_, err = ParseRules(strings.NewReader("pattern,category,provider,short_name,priority\n"), "other.csv")
 	require.Error(t, err, "another order is refused")
 }

@@ -113,15 +113,15 @@ func TestRunSimMarkTrace(t *testing.T) {
 	require.Contains(t, string(readme), "| module |")
 }
 
-// requireLayoutDocumented checks that the README's run-directory layout
+// requireLayoutDocumented checks that the documented run-directory layout
 // names every file the run wrote (numbers stand for {N} or {bs}; the
 // traces keep the engine's names).
 func requireLayoutDocumented(t *testing.T, dir string) {
 	t.Helper()
-	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	readme, err := os.ReadFile(filepath.Join("..", "..", "docs", "run-directory.md"))
 	require.NoError(t, err)
-	_, block, ok := strings.Cut(string(readme), "### Run directory\n\n```\n")
-	require.True(t, ok, "README has a run-directory layout")
+	_, block, ok := strings.Cut(string(readme), "## Run directory\n\n```\n")
+	require.True(t, ok, "docs/run-directory.md has a run-directory layout")
 	block, _, _ = strings.Cut(block, "```")
 	digits := regexp.MustCompile(`[0-9]+|\{N\}|\{bs\}`)
 	documented := digits.ReplaceAllString(block, "#")
@@ -137,7 +137,7 @@ func requireLayoutDocumented(t *testing.T, dir string) {
 			require.Contains(t, block, "traces/rank_*/", rel)
 			return nil
 		}
-		require.Contains(t, documented, digits.ReplaceAllString(filepath.Base(rel), "#"), "the README's run-directory layout does not name %s", rel)
+		require.Contains(t, documented, digits.ReplaceAllString(filepath.Base(rel), "#"), "docs/run-directory.md's layout does not name %s", rel)
 		return nil
 	})
 	require.NoError(t, err)
@@ -184,13 +184,13 @@ func TestRunUsageErrors(t *testing.T) {
 	}
 }
 
-// The README lists every failure kind the client counts, in its order.
-func TestREADMEFailureKinds(t *testing.T) {
+// docs/engines.md lists every failure kind the client counts, in its order.
+func TestDocumentedFailureKinds(t *testing.T) {
 	t.Parallel()
-	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	readme, err := os.ReadFile(filepath.Join("..", "..", "docs", "engines.md"))
 	require.NoError(t, err)
 	m := regexp.MustCompile(`Failures are counted by kind \(([^)]+)\)`).FindSubmatch(readme)
-	require.NotNil(t, m, "the README lists the failure kinds")
+	require.NotNil(t, m, "docs/engines.md lists the failure kinds")
 	var want []string
 	for _, k := range bench.FailureKinds {
 		want = append(want, string(k))
