@@ -6,19 +6,21 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/profile-model/profile-model/profiling/plan"
 	"github.com/profile-model/profile-model/profiling/report"
 )
 
 // runReport regenerates a run directory's readme.md and charts.
-func runReport(_ context.Context, args []string, stdout, stderr io.Writer) error {
+func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("report", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	config := fs.String("config", "", "the model's config.json `FILE` (default: the copy in the run directory, config.json)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: profile-model report RUN_DIR [--config config.json]\n\n"+
+		fmt.Fprintln(stderr, "usage: profile-model report RUN_DIR [--config config.json]\n       profile-model report SWEEP_DIR\n\n"+
 			"Writes RUN_DIR/readme.md and its SVG charts from the run directory alone (level results,\n"+
 			"levels/conc{N}/analysis.json, run.json): the traces are not read again. Parts missing from\n"+
-			"the directory are said in the report's warnings.")
+			"the directory are said in the report's warnings. A sweep directory (run --plan) gets its readme.md:\n"+
+			"the pairs and levels, the Pareto frontier (pareto.svg) and the per-setting kernel diffs (diffs/).")
 		fs.PrintDefaults()
 	}
 	var dirs []string
@@ -37,6 +39,9 @@ func runReport(_ context.Context, args []string, stdout, stderr io.Writer) error
 		return usageError{fmt.Sprintf("report: want one run directory, got %d", len(dirs))}
 	}
 	dir := dirs[0]
+	if plan.IsSweep(dir) {
+		return reportSweep(ctx, dir, stdout)
+	}
 	rep, err := report.Build(dir, report.Options{ModelConfig: *config})
 	if err != nil {
 		return err

@@ -27,6 +27,9 @@ func (l *repeatFlag) Set(v string) error { *l = append(*l, v); return nil }
 // a profiled concurrency sweep, each level's trace analysed, the report,
 // engine down. Everything lands in one new run directory.
 func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if isPlanRun(args) {
+		return runPlan(ctx, args, stdout, stderr)
+	}
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var serverArgs, serverEnv repeatFlag
@@ -57,7 +60,8 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		fmt.Fprintln(stderr, "usage: profile-model run --engine atom|vllm|sglang|sim|none --model M [-tp N] [engine flags] [sweep flags] [--out DIR]\n\n"+
 			"Starts the engine with the torch profiler on, runs a profiled concurrency sweep, analyses each\n"+
 			"level's trace, writes the report (readme.md and charts), and stops the engine. Everything lands\n"+
-			"in a new run directory under --out.\n\nflags:")
+			"in a new run directory under --out. 'profile-model run --plan FILE' sweeps server settings\n"+
+			"(run --plan -h).\n\nflags:")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {

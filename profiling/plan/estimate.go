@@ -1,0 +1,191 @@
+package plan
+
+import (
+	"math"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/profile-model/profile-model/profiling/engine"
+)
+
+// The time model of a level before anything was measured: every request
+// of a wave of `conc` streams OSL tokens at AssumedTPOT, after a prefill
+// of AssumedPrefillPerToken per prompt token of the wave; then the trace
+// export and its analysis. Engines start in AssumedStart. The simulated
+// engine runs its modelled GPU time divided by its time scale. Once
+// levels were measured (a resumed sweep, or during a run), the estimate
+// is scaled by measured / modelled.
+var (
+	AssumedTPOT            = 30 * time.Millisecond
+	AssumedPrefillPerToken = 50 * time.Microsecond
+	AssumedExport          = 20 * time.Second
+	AssumedStart           = 5 * time.Minute
+	AssumedSimTPOT         = 1500 * time.Microsecond // modelled GPU time; a few layers per step
+	AssumedSimExport       = time.Second
+	AssumedSimStart        = 2 * time.Second
+)
+
+// estimator keeps the estimate of the time left as levels finish.
+type estimator struct {
+	mu      sync.Mutex
+	levels  []estLevel // in run order
+	servers map[string]time.Duration
+	started map[string]bool
+	pairs   []string
+	// measured and modelled seconds of the levels done (this run's and
+	// those found on disk), for the scale.
+	measured, modelled float64
+	running            int // index of the level under way; -1: none
+	runningSince       time.Time
+}
+
+type estLevel struct {
+	pair  string
+	conc  int
+	model time.Duration // modelled, unscaled
+	done  bool
+}
+
+func newEstimator(p *Plan, o Options, work []pairWork) *estimator {
+	e := &estimator{servers: map[string]time.Duration{}, started: map[string]bool{}, running: -1}
+	for _, w := range work {
+		name := w.pair.Name()
+		e.pairs = append(e.pairs, name)
+		spec := p.spec(w.pair.Server, o)
+		for _, c := range w.pair.Workload.Concurrencies {
+			m := levelModel(spec, w.pair.Workload, c)
+			dur, done := w.done[c]
+			e.levels = append(e.levels, estLevel{pair: name, conc: c, model: m, done: done})
+			if done {
+				e.measured += dur
+				e.modelled += requestModel(spec, w.pair.Workload, c).Seconds()
+			}
+		}
+		if len(w.todo) > 0 {
+			e.servers[w.pair.Server.Name] = startModel(spec)
+		}
+	}
+	return e
+}
+
+func startModel(spec engine.Spec) time.Duration {
+	if spec.Kind == engine.Sim {
+		return AssumedSimStart
+	}
+	return AssumedStart
+}
+
+// requestModel is the modelled time of a level's requests alone (what a
+// level's measured duration covers).
+func requestModel(spec engine.Spec, w Workload, conc int) time.Duration {
+	prompts := w.Prompts(conc)
+	waves := math.Ceil(float64(prompts)/float64(conc)) + math.Ceil(float64(w.Warmups)/float64(conc))
+	tpot := AssumedTPOT
+	if spec.Kind == engine.Sim {
+		tpot = AssumedSimTPOT
+	}
+	wave := time.Duration(w.OSL)*tpot + time.Duration(w.ISL*min(conc, prompts))*AssumedPrefillPerToken
+	d := time.Duration(waves * float64(wave))
+	if spec.Kind == engine.Sim && spec.TimeScale > 0 {
+		d = time.Duration(float64(d) / spec.TimeScale)
+	}
+	return d
+}
+
+func levelModel(spec engine.Spec, w Workload, conc int) time.Duration {
+	export := AssumedExport
+	if spec.Kind == engine.Sim {
+		export = AssumedSimExport
+	}
+	return requestModel(spec, w, conc) + export
+}
+
+// scale is measured over modelled time of the levels done, 1 before any.
+func (e *estimator) scale() float64 {
+	if e.modelled <= 0 || e.measured <= 0 {
+		return 1
+	}
+	return e.measured / e.modelled
+}
+
+// remaining is the estimated time of the levels and engine starts left.
+func (e *estimator) remaining() time.Duration {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var d time.Duration
+	for _, l := range e.levels {
+		if !l.done {
+			d += time.Duration(float64(l.model) * e.scale())
+		}
+	}
+	for name, s := range e.servers {
+		if !e.started[name] {
+			d += s
+		}
+	}
+	return d
+}
+
+func (e *estimator) levelsAll() int { return len(e.levels) }
+
+func (e *estimator) levelsLeft() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	n := 0
+	for _, l := range e.levels {
+		if !l.done {
+			n++
+		}
+	}
+	return n
+}
+
+func (e *estimator) pairIndex(name string) int { return slices.Index(e.pairs, name) }
+
+// startLevel records that a level began: the one before it ended then
+// (its wall time measured), and its server variant's engine is up.
+func (e *estimator) startLevel(pair string, conc int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	now := time.Now()
+	e.close(now)
+	e.started[serverOf(pair)] = true
+	for i := range e.levels {
+		if e.levels[i].pair == pair && e.levels[i].conc == conc {
+			// Counted as done: the estimate covers what follows it.
+			e.levels[i].done = true
+			e.running, e.runningSince = i, now
+			return
+		}
+	}
+}
+
+// donePair records that a pair ended: its last level, if one ran, too.
+func (e *estimator) donePair(pair string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.running >= 0 && e.levels[e.running].pair == pair {
+		e.close(time.Now())
+	}
+	for i := range e.levels {
+		if e.levels[i].pair == pair {
+			e.levels[i].done = true
+		}
+	}
+}
+
+func (e *estimator) close(now time.Time) {
+	if e.running < 0 {
+		return
+	}
+	e.measured += now.Sub(e.runningSince).Seconds()
+	e.modelled += e.levels[e.running].model.Seconds()
+	e.running = -1
+}
+
+func serverOf(pair string) string {
+	server, _, _ := strings.Cut(pair, "/")
+	return server
+}

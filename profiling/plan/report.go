@@ -1,0 +1,502 @@
+package plan
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"fmt"
+	"image/color"
+	"io"
+	"maps"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/profile-model/profile-model/internal/atomicfile"
+	"github.com/profile-model/profile-model/internal/results"
+	"github.com/profile-model/profile-model/profiling/diff"
+)
+
+// Files of the sweep report.
+const (
+	ReadmeFile  = "readme.md"
+	ParetoChart = "pareto.svg"
+	DiffsDir    = "diffs"
+)
+
+// Point is one measured level of one pair.
+type Point struct {
+	Pair   string // server/bench
+	Server string
+	Conc   int
+	Status string
+	GPUs   int
+	// OutTokS is the output throughput; PerGPU divides it by the GPUs;
+	// PerUser is 1000 / median TPOT: the tokens per second one request
+	// streams.
+	OutTokS, PerGPU, PerUser float64
+	TTFTP50MS, TPOTP50MS     float64
+	DecodeBS                 int
+}
+
+// Label names a point on the chart: pair@conc.
+func (pt Point) Label() string { return fmt.Sprintf("%s@%d", pt.Pair, pt.Conc) }
+
+// Points reads every level of every pair of a sweep directory; levels
+// that did not complete have a status and no figures.
+func Points(dir string, p *Plan, x *Index) []Point {
+	gpus := map[string]int{}
+	for _, sv := range p.Servers {
+		gpus[sv.Name] = p.GPUs(sv)
+	}
+	var out []Point
+	for _, e := range x.Pairs {
+		run := results.Run(filepath.Join(dir, e.Dir))
+		for _, lv := range e.Levels {
+			pt := Point{Pair: e.Name(), Server: e.Server, Conc: lv.Conc, Status: lv.Status, GPUs: max(gpus[e.Server], 1)}
+			if l, err := results.LoadLevel(run.LevelResult(lv.Conc)); err == nil {
+				r := results.SummaryRowOf(l)
+				pt.Status, pt.OutTokS, pt.TTFTP50MS, pt.TPOTP50MS, pt.DecodeBS = r.Status, r.OutTokS, r.TTFTP50MS, r.TPOTP50MS, r.DecodeBS
+				pt.PerGPU = r.OutTokS / float64(pt.GPUs)
+				if r.TPOTP50MS > 0 {
+					pt.PerUser = 1000 / r.TPOTP50MS
+				}
+			}
+			out = append(out, pt)
+		}
+	}
+	return out
+}
+
+func (pt Point) measured() bool {
+	return (pt.Status == results.StatusOK || pt.Status == results.StatusTraceIncomplete) && pt.PerUser > 0 && pt.PerGPU > 0
+}
+
+// Frontier is the Pareto frontier of the measured points: those no other
+// point beats on both throughput per GPU and tokens per second per user,
+// by increasing speed per user.
+func Frontier(pts []Point) []Point {
+	var out []Point
+	for i, a := range pts {
+		if !a.measured() {
+			continue
+		}
+		dominated := false
+		for j, b := range pts {
+			if i != j && b.measured() && b.PerUser >= a.PerUser && b.PerGPU >= a.PerGPU &&
+				(b.PerUser > a.PerUser || b.PerGPU > a.PerGPU || j < i) {
+				dominated = true
+				break
+			}
+		}
+		if !dominated {
+			out = append(out, a)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b Point) int { return cmp.Compare(a.PerUser, b.PerUser) })
+	return out
+}
+
+// WriteReport writes the sweep directory's readme.md, pareto.svg and one
+// diff per pair of server variants that differ in one setting
+// (diffs/A-vs-B.bench.md), from the files of the sweep alone.
+func WriteReport(ctx context.Context, dir string) error {
+	p, x, err := openSweep(dir)
+	if err != nil {
+		return err
+	}
+	pts := Points(dir, p, x)
+	front := Frontier(pts)
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "# Sweep %s\n\n", p.Name)
+	if p.Description != "" {
+		fmt.Fprintf(&b, "%s\n\n", p.Description)
+	}
+	fmt.Fprintf(&b, "Engine %s, model %s; status %s. Each pair's run directory has its own readme.md. The plan is in plan.json, the status of every pair and level in sweep.json.\n\n", p.Engine, p.Model, x.Status)
+
+	b.WriteString("## Server variants\n\n")
+	settings := varyingSettings(p)
+	head := append([]string{"server", "GPUs"}, settings...)
+	var rows [][]string
+	for _, sv := range p.Servers {
+		st := p.Settings(sv)
+		row := []string{sv.Name, strconv.Itoa(p.GPUs(sv))}
+		for _, k := range settings {
+			row = append(row, show(st[k]))
+		}
+		rows = append(rows, row)
+	}
+	table(&b, head, rows)
+	if len(settings) == 0 {
+		b.WriteString("The server variants do not differ in any setting.\n\n")
+	}
+	if len(x.Dropped) > 0 {
+		b.WriteString("Pairs the links left out: ")
+		var ds []string
+		for _, d := range x.Dropped {
+			ds = append(ds, fmt.Sprintf("%s/%s (%s)", d.Server, d.Bench, d.Why))
+		}
+		b.WriteString(strings.Join(ds, "; ") + ".\n\n")
+	}
+
+	b.WriteString("## Pairs and levels\n\n")
+	b.WriteString("Output tokens/s per GPU divide the throughput by the server's GPUs (TP × DP); tokens/s per user is 1000 / median TPOT.\n\n")
+	rows = nil
+	for _, pt := range pts {
+		row := []string{pt.Pair, strconv.Itoa(pt.Conc), pt.Status}
+		if pt.OutTokS > 0 || pt.measured() {
+			row = append(row, f1(pt.OutTokS), f1(pt.PerGPU), f1(pt.PerUser), f1(pt.TTFTP50MS), f2(pt.TPOTP50MS), strconv.Itoa(pt.DecodeBS))
+		} else {
+			row = append(row, "", "", "", "", "", "")
+		}
+		if slices.ContainsFunc(front, func(f Point) bool { return f.Pair == pt.Pair && f.Conc == pt.Conc }) {
+			row[0] = "**" + row[0] + "**"
+		}
+		rows = append(rows, row)
+	}
+	table(&b, []string{"pair", "conc", "status", "out tok/s", "out tok/s/GPU", "tok/s/user", "TTFT p50 ms", "TPOT p50 ms", "decode bs"}, rows)
+	for _, e := range x.Pairs {
+		if e.Error != "" {
+			fmt.Fprintf(&b, "* %s %s: %s\n", e.Name(), e.Status, firstLine(e.Error))
+		}
+	}
+
+	b.WriteString("\n## Pareto frontier\n\n")
+	if len(front) == 0 {
+		b.WriteString("No level completed: no frontier.\n\n")
+	} else {
+		svg, err := paretoChart(pts, front)
+		if err != nil {
+			return err
+		}
+		if err := atomicfile.Write(filepath.Join(dir, ParetoChart), svg); err != nil {
+			return err
+		}
+		fmt.Fprintf(&b, "![Pareto frontier](%s)\n\n", ParetoChart)
+		b.WriteString("The levels no other level beats on both throughput per GPU and speed per user (bold in the table above), slowest per user first:\n\n")
+		rows = nil
+		for _, pt := range front {
+			rows = append(rows, []string{pt.Pair, strconv.Itoa(pt.Conc), f1(pt.PerUser), f1(pt.PerGPU), strconv.Itoa(pt.DecodeBS)})
+		}
+		table(&b, []string{"pair", "conc", "tok/s/user", "out tok/s/GPU", "decode bs"}, rows)
+	}
+
+	b.WriteString("## What each server setting changes in the kernels\n\n")
+	if err := settingDiffs(ctx, &b, dir, p, x); err != nil {
+		return err
+	}
+	return atomicfile.Write(filepath.Join(dir, ReadmeFile), b.Bytes())
+}
+
+// varyingSettings are the settings whose values differ between server
+// variants.
+func varyingSettings(p *Plan) []string {
+	vals := map[string]map[string]bool{}
+	for _, sv := range p.Servers {
+		for k, v := range p.Settings(sv) {
+			if vals[k] == nil {
+				vals[k] = map[string]bool{}
+			}
+			vals[k][v] = true
+		}
+	}
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(vals)) {
+		// A key only some variants have (an env var) varies too.
+		if len(vals[k]) > 1 || countHaving(p, k) != len(p.Servers) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+func countHaving(p *Plan, key string) int {
+	n := 0
+	for _, sv := range p.Servers {
+		if _, ok := p.Settings(sv)[key]; ok {
+			n++
+		}
+	}
+	return n
+}
+
+// oneSetting is the one setting a and b differ in, "" when they differ in
+// none or several.
+func oneSetting(p *Plan, a, b Server) (key, va, vb string) {
+	sa, sb := p.Settings(a), p.Settings(b)
+	var diffs []string
+	for _, k := range slices.Sorted(maps.Keys(mergeKeys(sa, sb))) {
+		if sa[k] != sb[k] {
+			diffs = append(diffs, k)
+		}
+	}
+	if len(diffs) != 1 {
+		return "", "", ""
+	}
+	return diffs[0], sa[diffs[0]], sb[diffs[0]]
+}
+
+func mergeKeys(ms ...map[string]string) map[string]bool {
+	out := map[string]bool{}
+	for _, m := range ms {
+		for k := range m {
+			out[k] = true
+		}
+	}
+	return out
+}
+
+// settingDiffs compares, for every bench variant, each two server variants
+// that differ in one setting, level by level with the diff package; the
+// full comparison goes to diffs/, a summary per level to the readme.
+func settingDiffs(ctx context.Context, w io.Writer, dir string, p *Plan, x *Index) error {
+	pairDir := map[string]string{}
+	for _, e := range x.Pairs {
+		if diff.IsRun(filepath.Join(dir, e.Dir)) {
+			pairDir[e.Name()] = filepath.Join(dir, e.Dir)
+		}
+	}
+	n := 0
+	for _, bv := range p.Benches {
+		for i, a := range p.Servers {
+			for _, bs := range p.Servers[i+1:] {
+				key, va, vb := oneSetting(p, a, bs)
+				da, db := pairDir[a.Name+"/"+bv.Name], pairDir[bs.Name+"/"+bv.Name]
+				if key == "" || da == "" || db == "" {
+					continue
+				}
+				n++
+				rr, err := diff.CompareRuns(ctx, da, db, diff.Options{})
+				if err != nil {
+					fmt.Fprintf(w, "### %s: %s → %s (%s vs %s, bench %s)\n\nNot compared: %v\n\n", key, show(va), show(vb), a.Name, bs.Name, bv.Name, err)
+					continue
+				}
+				name := fmt.Sprintf("%s-vs-%s.%s.md", a.Name, bs.Name, bv.Name)
+				var full bytes.Buffer
+				if err := rr.WriteMarkdown(&full, diff.MarkdownOptions{Top: 25}); err != nil {
+					return err
+				}
+				if err := os.MkdirAll(filepath.Join(dir, DiffsDir), 0o755); err != nil {
+					return err
+				}
+				if err := atomicfile.Write(filepath.Join(dir, DiffsDir, name), full.Bytes()); err != nil {
+					return err
+				}
+				fmt.Fprintf(w, "### %s: %s → %s\n\n%s (A) against %s (B), bench %s; the whole comparison is in [%s/%s](%s/%s).\n\n",
+					key, show(va), show(vb), a.Name, bs.Name, bv.Name, DiffsDir, name, DiffsDir, name)
+				for _, lr := range rr.Levels {
+					summariseLevel(w, &lr)
+				}
+				fmt.Fprintln(w)
+			}
+		}
+	}
+	if n == 0 {
+		fmt.Fprintln(w, "No two server variants that differ in exactly one setting both have results: nothing to compare.")
+	}
+	return nil
+}
+
+func show(v string) string {
+	if v == "" || v == "0" || v == "[]" {
+		return "(engine default)"
+	}
+	return v
+}
+
+// summariseLevel writes the kernel-level difference at one concurrency:
+// batch, GPU time per step and per layer, the categories that moved most,
+// the kernels that appear, vanish, fuse or split, and whether the kernels
+// explain the TPOT change.
+func summariseLevel(w io.Writer, lr *diff.LevelReport) {
+	fmt.Fprintf(w, "* **conc %d**", lr.Conc)
+	var bsA, bsB float64
+	for _, m := range lr.Client {
+		if m.Name == "decode batch size (trace)" {
+			bsA, bsB = m.Pair.A, m.Pair.B
+		}
+	}
+	if bsA > 0 || bsB > 0 {
+		fmt.Fprintf(w, ", decode batch %g → %g", bsA, bsB)
+	}
+	k := lr.Kernels
+	if k == nil {
+		fmt.Fprintf(w, ": no kernel analysis on both sides. %s\n", lr.Explanation)
+		return
+	}
+	if k.StepUS != nil {
+		fmt.Fprintf(w, "; GPU time per decode step %s → %s µs (%s)", f1(k.StepUS.A), f1(k.StepUS.B), pctStr(k.StepUS))
+	}
+	if k.LayerUS != nil {
+		fmt.Fprintf(w, ", per layer %s → %s µs (%s)", f1(k.LayerUS.A), f1(k.LayerUS.B), pctStr(k.LayerUS))
+	}
+	fmt.Fprintln(w, ".")
+	var cats []string
+	cs := slices.Clone(k.Categories)
+	measure := func(c *diff.CategoryChange) *diff.Pair { return cmp.Or(c.LayerUS, c.StepUS, c.TotalUS) }
+	slices.SortStableFunc(cs, func(a, b diff.CategoryChange) int {
+		pa, pb := measure(&a), measure(&b)
+		if pa == nil || pb == nil {
+			return 0
+		}
+		return cmp.Compare(math.Abs(pb.Delta), math.Abs(pa.Delta))
+	})
+	for _, c := range cs {
+		if pr := measure(&c); pr != nil && math.Abs(pr.Delta) >= 0.05 && len(cats) < 4 {
+			cats = append(cats, fmt.Sprintf("%s %s µs (%s)", c.Category, signed1(pr.Delta), pctStr(pr)))
+		}
+	}
+	if len(cats) > 0 {
+		unit := "per layer"
+		if cs[0].LayerUS == nil {
+			unit = "per step"
+		}
+		fmt.Fprintf(w, "  * categories %s: %s\n", unit, strings.Join(cats, ", "))
+	}
+	var changes []string
+	for _, c := range k.Changes {
+		if len(changes) == 5 {
+			changes = append(changes, fmt.Sprintf("and %d more", len(k.Changes)-5))
+			break
+		}
+		changes = append(changes, fmt.Sprintf("%s %s → %s", c.Kind, names(c.A), names(c.B)))
+	}
+	if len(changes) > 0 {
+		fmt.Fprintf(w, "  * kernels: %s\n", strings.Join(changes, "; "))
+	} else if k.NoChange {
+		fmt.Fprintln(w, "  * the same kernels, no time changed by 0.05 µs or more")
+	} else {
+		fmt.Fprintln(w, "  * the same kernels in the layer (none appear, vanish, fuse or split)")
+	}
+	fmt.Fprintf(w, "  * %s\n", lr.Explanation)
+}
+
+func names(ns []string) string {
+	if len(ns) == 0 {
+		return "∅"
+	}
+	if len(ns) > 3 {
+		return strings.Join(ns[:3], "+") + fmt.Sprintf("+%d more", len(ns)-3)
+	}
+	return strings.Join(ns, "+")
+}
+
+func pctStr(p *diff.Pair) string {
+	if p.Pct == nil {
+		return "new"
+	}
+	return signed1(*p.Pct) + "%"
+}
+
+func signed1(v float64) string {
+	s := strconv.FormatFloat(v, 'f', 1, 64)
+	if s == "-0.0" {
+		s = "0.0"
+	}
+	if v > 0 && s != "0.0" {
+		s = "+" + s
+	}
+	return s
+}
+
+func f1(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
+func f2(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
+
+func table(w io.Writer, head []string, rows [][]string) {
+	fmt.Fprintf(w, "| %s |\n|%s\n", strings.Join(head, " | "), strings.Repeat("---|", len(head)))
+	for _, r := range rows {
+		for i := range r {
+			r[i] = strings.ReplaceAll(r[i], "|", `\|`)
+		}
+		fmt.Fprintf(w, "| %s |\n", strings.Join(r, " | "))
+	}
+	fmt.Fprintln(w)
+}
+
+var palette = []color.RGBA{
+	{31, 119, 180, 255}, {255, 127, 14, 255}, {44, 160, 44, 255}, {214, 39, 40, 255}, {148, 103, 189, 255},
+	{140, 86, 75, 255}, {227, 119, 194, 255}, {127, 127, 127, 255}, {188, 189, 34, 255}, {23, 190, 207, 255},
+}
+
+// paretoChart draws every measured level (a colour per pair, labelled
+// pair@conc) with the frontier as a line through its points.
+func paretoChart(pts, front []Point) ([]byte, error) {
+	pl := plot.New()
+	pl.Title.Text = "Throughput per GPU against speed per user"
+	pl.X.Label.Text = "output tokens/s per user (1000 / TPOT p50)"
+	pl.Y.Label.Text = "output tokens/s per GPU"
+	pl.Add(plotter.NewGrid())
+	pl.Legend.Top = true
+	var fxy plotter.XYs
+	for _, pt := range front {
+		fxy = append(fxy, plotter.XY{X: pt.PerUser, Y: pt.PerGPU})
+	}
+	line, err := plotter.NewLine(fxy)
+	if err != nil {
+		return nil, err
+	}
+	line.Color, line.Width, line.Dashes = color.RGBA{60, 60, 60, 255}, vg.Points(1.5), []vg.Length{vg.Points(4), vg.Points(3)}
+	pl.Add(line)
+	pl.Legend.Add("frontier", line)
+	var pairs []string
+	for _, pt := range pts {
+		if pt.measured() && !slices.Contains(pairs, pt.Pair) {
+			pairs = append(pairs, pt.Pair)
+		}
+	}
+	var all plotter.XYs
+	var labels []string
+	for i, name := range pairs {
+		var xys plotter.XYs
+		for _, pt := range pts {
+			if pt.Pair == name && pt.measured() {
+				xys = append(xys, plotter.XY{X: pt.PerUser, Y: pt.PerGPU})
+				all = append(all, plotter.XY{X: pt.PerUser, Y: pt.PerGPU})
+				labels = append(labels, fmt.Sprintf("%s@%d", pt.Pair, pt.Conc))
+			}
+		}
+		sc, err := plotter.NewScatter(xys)
+		if err != nil {
+			return nil, err
+		}
+		sc.GlyphStyle.Color = palette[i%len(palette)]
+		sc.GlyphStyle.Radius = vg.Points(4)
+		sc.GlyphStyle.Shape = draw.CircleGlyph{}
+		pl.Add(sc)
+		pl.Legend.Add(name, sc)
+	}
+	lab, err := plotter.NewLabels(plotter.XYLabels{XYs: all, Labels: labels})
+	if err != nil {
+		return nil, err
+	}
+	lab.Offset = vg.Point{X: vg.Points(5), Y: vg.Points(3)}
+	for i := range lab.TextStyle {
+		lab.TextStyle[i].Font.Size = vg.Points(8)
+	}
+	pl.Add(lab)
+	// Room for the labels right of the rightmost points.
+	pl.X.Max += (pl.X.Max - pl.X.Min) * 0.25
+	pl.Y.Max += (pl.Y.Max - pl.Y.Min) * 0.1
+	wt, err := pl.WriterTo(20*vg.Centimeter, 13*vg.Centimeter, "svg")
+	if err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	if _, err := wt.WriteTo(&b); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
