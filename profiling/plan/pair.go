@@ -41,7 +41,7 @@ func (s *sweep) survey(pr Pair, e *PairEntry) pairWork {
 			w.done[c] = dur
 			e.Levels[i].Status = levelStatus(w.dir, c)
 			s.say("%s conc %d: complete and valid on disk: skipped", pr.Name(), c)
-		case errors.Is(why, fs.ErrNotExist):
+		case errors.Is(why, ErrNotRun):
 			w.todo = append(w.todo, c)
 		default:
 			w.todo = append(w.todo, c)
@@ -54,19 +54,24 @@ func (s *sweep) survey(pr Pair, e *PairEntry) pairWork {
 	return w
 }
 
+// ErrNotRun is CheckLevel's error for a level that has no result file.
+var ErrNotRun = errors.New("not run")
+
 // CheckLevel says why level conc of run directory dir is not complete and
-// valid for the workload (an error wrapping fs.ErrNotExist when it was
-// never run), or nil with the level's measured duration in seconds. It
+// valid for the workload (ErrNotRun when it was never run), or nil with the level's measured duration in seconds. It
 // reads the files, not just their names: the level result, with every
 // request done under the workload's lengths and seed, and the analysis
 // of its trace with its layer table.
 func CheckLevel(dir string, conc int, w Workload) (float64, error) {
 	run := results.Run(dir)
+	name := filepath.Base(run.LevelResult(conc))
 	l, err := results.LoadLevel(run.LevelResult(conc))
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, fmt.Errorf("%s: %w", name, ErrNotRun)
+	}
 	if err != nil {
 		return 0, err
 	}
-	name := filepath.Base(run.LevelResult(conc))
 	switch {
 	case l.Status != results.StatusOK && l.Status != results.StatusTraceIncomplete:
 		return 0, fmt.Errorf("%s: status %s", name, l.Status)
@@ -84,7 +89,7 @@ func CheckLevel(dir string, conc int, w Workload) (float64, error) {
 	}
 	lf, err := analysis.LoadLevelFile(run.LevelAnalysis(conc))
 	if err != nil {
-		return 0, fmt.Errorf("analysis: %w", err)
+		return 0, fmt.Errorf("analysis: %v", err)
 	}
 	if lf.Summary.DecodeBS != l.DecodeBS {
 		return 0, fmt.Errorf("%s: decode batch size %d, its analysis %d", name, l.DecodeBS, lf.Summary.DecodeBS)
@@ -178,7 +183,7 @@ func (s *sweep) finish(ctx context.Context, w pairWork, e *PairEntry, prior *res
 		switch {
 		case why == nil:
 			e.Levels[i].Status = levelStatus(w.dir, c)
-		case errors.Is(why, fs.ErrNotExist):
+		case errors.Is(why, ErrNotRun):
 			allValid = false
 			e.Levels[i].Status = StatusPending
 		default:
