@@ -44,7 +44,6 @@ func pairStatuses(x *plan.Index) map[string]string {
 	return out
 }
 
-
 // TestPlanSim runs the simulated plan of fixtures/sweeps/plans end to end,
 // then resumes it twice: complete (nothing runs), and with one level file
 // corrupted and one level's analysis gone (only those two levels run).
