@@ -95,7 +95,7 @@ func TestPlanSim(t *testing.T) {
 	svg, err := os.ReadFile(filepath.Join(dir, plan.ParetoChart))
 	require.NoError(t, err)
 	require.Contains(t, string(svg), "<svg")
-	require.Contains(t, string(svg), "seqs16/isl256-osl32@8", "points are labelled pair@conc")
+	require.Contains(t, string(svg), "seqs16@8", "points are labelled server@conc (one bench variant)")
 	require.FileExists(t, filepath.Join(dir, plan.DiffsDir, "seqs16-vs-seqs32.isl256-osl32.md"))
 
 	// Resumed complete: nothing runs, no engine starts.

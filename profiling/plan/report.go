@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
@@ -45,10 +46,30 @@ type Point struct {
 	OutTokS, PerGPU, PerUser float64
 	TTFTP50MS, TPOTP50MS     float64
 	DecodeBS                 int
+	oneBench                 bool // the plan has one bench variant: labels name the server alone
 }
 
-// Label names a point on the chart: pair@conc.
-func (pt Point) Label() string { return fmt.Sprintf("%s@%d", pt.Pair, pt.Conc) }
+// Label names a point on the chart: pair@conc, or server@conc when the
+// plan has one bench variant.
+func (pt Point) Label() string {
+	if pt.oneBench {
+		return fmt.Sprintf("%s@%d", pt.Server, pt.Conc)
+	}
+	return fmt.Sprintf("%s@%d", pt.Pair, pt.Conc)
+}
+
+// plainTicks are gonum's default ticks labelled without padded decimals.
+type plainTicks struct{}
+
+func (plainTicks) Ticks(lo, hi float64) []plot.Tick {
+	ts := plot.DefaultTicks{}.Ticks(lo, hi)
+	for i := range ts {
+		if ts[i].Label != "" {
+			ts[i].Label = strconv.FormatFloat(ts[i].Value, 'g', 6, 64)
+		}
+	}
+	return ts
+}
 
 // Points reads every level of every pair of a sweep directory; levels
 // that did not complete have a status and no figures.
@@ -61,7 +82,7 @@ func Points(dir string, p *Plan, x *Index) []Point {
 	for _, e := range x.Pairs {
 		run := results.Run(filepath.Join(dir, e.Dir))
 		for _, lv := range e.Levels {
-			pt := Point{Pair: e.Name(), Server: e.Server, Conc: lv.Conc, Status: lv.Status, GPUs: max(gpus[e.Server], 1)}
+			pt := Point{Pair: e.Name(), Server: e.Server, Conc: lv.Conc, Status: lv.Status, GPUs: max(gpus[e.Server], 1), oneBench: len(p.Benches) == 1}
 			if l, err := results.LoadLevel(run.LevelResult(lv.Conc)); err == nil {
 				r := results.SummaryRowOf(l)
 				pt.Status, pt.OutTokS, pt.TTFTP50MS, pt.TPOTP50MS, pt.DecodeBS = r.Status, r.OutTokS, r.TTFTP50MS, r.TPOTP50MS, r.DecodeBS
@@ -438,7 +459,16 @@ func paretoChart(pts, front []Point) ([]byte, error) {
 	pl.Title.Text = "Throughput per GPU against speed per user"
 	pl.X.Label.Text = "output tokens/s per user (1000 / TPOT p50)"
 	pl.Y.Label.Text = "output tokens/s per GPU"
+	sans := font.Font{Typeface: "Liberation", Variant: "Sans"}
+	pl.Title.TextStyle.Font = font.From(sans, 13)
+	pl.X.Label.TextStyle.Font = font.From(sans, 11)
+	pl.Y.Label.TextStyle.Font = font.From(sans, 11)
+	pl.X.Tick.Label.Font = font.From(sans, 10)
+	pl.Y.Tick.Label.Font = font.From(sans, 10)
+	pl.Legend.TextStyle.Font = font.From(sans, 10)
+	pl.X.Tick.Marker, pl.Y.Tick.Marker = plainTicks{}, plainTicks{}
 	pl.Add(plotter.NewGrid())
+	// Above and right of the frontier no point lies: the legend goes there.
 	pl.Legend.Top = true
 	var fxy plotter.XYs
 	for _, pt := range front {
@@ -465,7 +495,7 @@ func paretoChart(pts, front []Point) ([]byte, error) {
 			if pt.Pair == name && pt.measured() {
 				xys = append(xys, plotter.XY{X: pt.PerUser, Y: pt.PerGPU})
 				all = append(all, plotter.XY{X: pt.PerUser, Y: pt.PerGPU})
-				labels = append(labels, fmt.Sprintf("%s@%d", pt.Pair, pt.Conc))
+				labels = append(labels, pt.Label())
 			}
 		}
 		sc, err := plotter.NewScatter(xys)
@@ -476,7 +506,11 @@ func paretoChart(pts, front []Point) ([]byte, error) {
 		sc.GlyphStyle.Radius = vg.Points(4)
 		sc.GlyphStyle.Shape = draw.CircleGlyph{}
 		pl.Add(sc)
-		pl.Legend.Add(name, sc)
+		legend := name
+		if i := slices.IndexFunc(pts, func(pt Point) bool { return pt.Pair == name }); i >= 0 && pts[i].oneBench {
+			legend = pts[i].Server
+		}
+		pl.Legend.Add(legend, sc)
 	}
 	lab, err := plotter.NewLabels(plotter.XYLabels{XYs: all, Labels: labels})
 	if err != nil {
@@ -484,7 +518,7 @@ func paretoChart(pts, front []Point) ([]byte, error) {
 	}
 	lab.Offset = vg.Point{X: vg.Points(5), Y: vg.Points(3)}
 	for i := range lab.TextStyle {
-		lab.TextStyle[i].Font.Size = vg.Points(8)
+		lab.TextStyle[i].Font = font.From(sans, 8)
 	}
 	pl.Add(lab)
 	// Room for the labels right of the rightmost points.
