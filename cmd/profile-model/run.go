@@ -53,6 +53,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		configPath   = fs.String("config", "", "the model's `config.json` (default: found in the model's directory when it is a local path)")
 		out          = fs.String("out", "runs", "`DIR` that receives one new run directory, <model>-<UTC time>")
 	)
+	// Read before parsing (isPlanRun); defined here for -h.
+	fs.String("plan", "", "run the sweep plan `FILE` instead: server × bench variants into one sweep directory (run --plan FILE -h lists its flags; docs/sweeps.md)")
+	fs.String("resume", "", "complete the sweep in `SWEEP_DIR` (see --plan)")
 	fs.Var(&serverArgs, "server-arg", "an extra engine argument, as given (repeat for several)")
 	fs.Var(&serverEnv, "server-env", "an engine environment variable `K=V` (repeat; overrides OMP_NUM_THREADS=1 and KINETO_BUFFER_SIZE_MB=256)")
 	sf := addSweepFlags(fs, 50, 4, "the model the engine serves: a Hugging Face name or a local path, also the name every request carries (sim default: MiniMaxAI/MiniMax-M2.5)")
@@ -60,8 +63,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		fmt.Fprintln(stderr, "usage: profile-model run --engine atom|vllm|sglang|sim|none --model M [-tp N] [engine flags] [sweep flags] [--out DIR]\n\n"+
 			"Starts the engine with the torch profiler on, runs a profiled concurrency sweep, analyses each\n"+
 			"level's trace, writes the report (readme.md and charts), and stops the engine. Everything lands\n"+
-			"in a new run directory under --out. 'profile-model run --plan FILE' sweeps server settings\n"+
-			"(run --plan -h).\n\nflags:")
+			"in a new run directory under --out. With --plan it sweeps server settings instead.\n\nflags:")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
