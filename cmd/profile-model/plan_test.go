@@ -131,6 +131,17 @@ func TestPlanSim(t *testing.T) {
 		require.Equal(t, plan.StatusOK, e.Status, e.Name())
 	}
 	require.FileExists(t, filepath.Join(dir, "seqs32", "server.log.1"), "the first start's log is kept")
+
+	// report SWEEP_DIR rewrites the sweep's readme from its files alone.
+	before, err := os.ReadFile(filepath.Join(dir, plan.ReadmeFile))
+	require.NoError(t, err)
+	require.NoError(t, os.Remove(filepath.Join(dir, plan.ReadmeFile)))
+	stdout.Reset()
+	require.NoError(t, run(context.Background(), []string{"report", dir}, &stdout, &stderr))
+	require.Equal(t, "wrote "+filepath.Join(dir, plan.ReadmeFile)+"\n", stdout.String())
+	after, err := os.ReadFile(filepath.Join(dir, plan.ReadmeFile))
+	require.NoError(t, err)
+	require.Equal(t, string(before), string(after))
 }
 
 var batchPrefix = regexp.MustCompile(`/conc\d+_`)

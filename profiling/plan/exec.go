@@ -84,6 +84,9 @@ func (s *sweep) now() time.Time {
 func Run(ctx context.Context, p *Plan, o RunOptions) (*Result, error) {
 	s := &sweep{p: p, o: o, start: time.Now()}
 	var err error
+	if p == nil && o.Resume == "" {
+		return nil, errors.New("no plan: give one, or a sweep directory to resume")
+	}
 	if o.Resume != "" {
 		if s.p, s.index, err = openSweep(o.Resume); err != nil {
 			return nil, err

@@ -167,7 +167,7 @@ func (s *sweep) runPair(ctx context.Context, eng *engineRun, w pairWork, e *Pair
 	cause := context.Cause(watchCtx)
 	stopWatch()
 	if runErr != nil && ctx.Err() == nil && cause != nil && !errors.Is(cause, engine.ErrStopped) {
-		runErr = fmt.Errorf("the engine exited during the pair: %v (%w)", cause, runErr)
+		runErr = fmt.Errorf("the engine exited during the pair: %v (%v)", cause, runErr)
 	}
 	return s.finish(ctx, w, e, prior, runErr)
 }
@@ -180,16 +180,8 @@ func (s *sweep) finish(ctx context.Context, w pairWork, e *PairEntry, prior *res
 	for i := range e.Levels {
 		c := e.Levels[i].Conc
 		_, why := CheckLevel(w.dir, c, w.pair.Workload)
-		switch {
-		case why == nil:
-			e.Levels[i].Status = levelStatus(w.dir, c)
-		case errors.Is(why, ErrNotRun):
-			allValid = false
-			e.Levels[i].Status = StatusPending
-		default:
-			allValid = false
-			e.Levels[i].Status = levelStatus(w.dir, c)
-		}
+		allValid = allValid && why == nil
+		e.Levels[i].Status = levelStatus(w.dir, c) // pending when never run
 	}
 	if _, err := os.Stat(w.dir); err == nil {
 		if err := s.rebuild(w, prior, runErr, allValid); err != nil && runErr == nil {

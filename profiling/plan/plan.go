@@ -29,47 +29,47 @@ import (
 	"github.com/profile-model/profile-model/profiling/tokenizer"
 )
 
-// Plan is a sweep plan as data. Its top-level fields are those of a sweep
+// Plan is a sweep plan as data (zero fields are left out of plan.json). Its top-level fields are those of a sweep
 // declaration (fixtures/sweeps/NAME.json) and hold what every variant
 // shares; a server or bench variant sets what it changes.
 type Plan struct {
 	Name        string `json:"name"`
-	Description string `json:"description,omitempty"`
+	Description string `json:"description,omitzero"`
 	Engine      string `json:"engine"` // atom, vllm, sglang or sim
 	Model       string `json:"model"`
 
 	// Server settings every variant starts from.
-	TP              int               `json:"tp,omitempty"`
-	KVCacheDType    string            `json:"kv_cache_dtype,omitempty"`
-	MaxNumSeqs      int               `json:"max_num_seqs,omitempty"`
-	MaxModelLen     int               `json:"max_model_len,omitempty"`
-	Level           *int              `json:"level,omitempty"`
-	EnforceEager    bool              `json:"enforce_eager,omitempty"`
-	CaptureSizes    []int             `json:"cudagraph_capture_sizes,omitempty"`
-	TrustRemoteCode bool              `json:"trust_remote_code,omitempty"`
-	ServerArgs      []string          `json:"server_args,omitempty"`
-	ServerEnv       map[string]string `json:"server_env,omitempty"`
-	SimKernels      []string          `json:"sim_kernels,omitempty"` // as in a sweep declaration
-	TimeScale       float64           `json:"time_scale,omitempty"`
-	ModelConfig     string            `json:"model_config,omitempty"`
+	TP              int               `json:"tp,omitzero"`
+	KVCacheDType    string            `json:"kv_cache_dtype,omitzero"`
+	MaxNumSeqs      int               `json:"max_num_seqs,omitzero"`
+	MaxModelLen     int               `json:"max_model_len,omitzero"`
+	Level           *int              `json:"level,omitzero"`
+	EnforceEager    bool              `json:"enforce_eager,omitzero"`
+	CaptureSizes    []int             `json:"cudagraph_capture_sizes,omitzero"`
+	TrustRemoteCode bool              `json:"trust_remote_code,omitzero"`
+	ServerArgs      []string          `json:"server_args,omitzero"`
+	ServerEnv       map[string]string `json:"server_env,omitzero"`
+	SimKernels      []string          `json:"sim_kernels,omitzero"` // as in a sweep declaration
+	TimeScale       float64           `json:"time_scale,omitzero"`
+	ModelConfig     string            `json:"model_config,omitzero"`
 
 	// Workload every bench variant starts from.
-	Endpoint      string   `json:"endpoint,omitempty"`
-	ISL           int      `json:"isl,omitempty"`
-	OSL           int      `json:"osl,omitempty"`
-	RangeRatio    *float64 `json:"random_range_ratio,omitempty"`
-	Concurrencies []int    `json:"concurrencies,omitempty"`
-	NumPromptsMul int      `json:"num_prompts_mul,omitempty"`
-	NumPrompts    int      `json:"num_prompts,omitempty"`
-	Warmups       *int     `json:"warmups,omitempty"`
-	Seed          *uint64  `json:"seed,omitempty"`
+	Endpoint      string   `json:"endpoint,omitzero"`
+	ISL           int      `json:"isl,omitzero"`
+	OSL           int      `json:"osl,omitzero"`
+	RangeRatio    *float64 `json:"random_range_ratio,omitzero"`
+	Concurrencies []int    `json:"concurrencies,omitzero"`
+	NumPromptsMul int      `json:"num_prompts_mul,omitzero"`
+	NumPrompts    int      `json:"num_prompts,omitzero"`
+	Warmups       *int     `json:"warmups,omitzero"`
+	Seed          *uint64  `json:"seed,omitzero"`
 
 	// Servers and Benches are the variants; none: one named "default"
 	// made of the top-level fields.
-	Servers []Server `json:"servers,omitempty"`
-	Benches []Bench  `json:"benches,omitempty"`
+	Servers []Server `json:"servers,omitzero"`
+	Benches []Bench  `json:"benches,omitzero"`
 	// Links keep only the pairs whose server and bench agree on each link.
-	Links []Link `json:"links,omitempty"`
+	Links []Link `json:"links,omitzero"`
 
 	path string
 }
@@ -78,33 +78,33 @@ type Plan struct {
 // settings over the plan's.
 type Server struct {
 	Name         string  `json:"name"`
-	TP           int     `json:"tp,omitempty"`
-	DP           int     `json:"dp,omitempty"` // data-parallel replicas; only divides throughput per GPU (pass the engine's flag in args)
-	KVCacheDType string  `json:"kv_cache_dtype,omitempty"`
-	MaxNumSeqs   int     `json:"max_num_seqs,omitempty"`
-	MaxModelLen  int     `json:"max_model_len,omitempty"`
-	Level        *int    `json:"level,omitempty"`
-	EnforceEager *bool   `json:"enforce_eager,omitempty"`
-	CaptureSizes []int   `json:"cudagraph_capture_sizes,omitempty"`
-	TimeScale    float64 `json:"time_scale,omitempty"`
+	TP           int     `json:"tp,omitzero"`
+	DP           int     `json:"dp,omitzero"` // data-parallel replicas; only divides throughput per GPU (pass the engine's flag in args)
+	KVCacheDType string  `json:"kv_cache_dtype,omitzero"`
+	MaxNumSeqs   int     `json:"max_num_seqs,omitzero"`
+	MaxModelLen  int     `json:"max_model_len,omitzero"`
+	Level        *int    `json:"level,omitzero"`
+	EnforceEager *bool   `json:"enforce_eager,omitzero"`
+	CaptureSizes []int   `json:"cudagraph_capture_sizes,omitzero"`
+	TimeScale    float64 `json:"time_scale,omitzero"`
 	// Args follow the plan's server_args; Env is laid over server_env.
-	Args []string          `json:"args,omitempty"`
-	Env  map[string]string `json:"env,omitempty"`
+	Args []string          `json:"args,omitzero"`
+	Env  map[string]string `json:"env,omitzero"`
 }
 
 // Bench is a bench variant: a workload and its concurrency levels, run
 // against every server it pairs with.
 type Bench struct {
 	Name          string   `json:"name"`
-	Endpoint      string   `json:"endpoint,omitempty"`
-	ISL           int      `json:"isl,omitempty"`
-	OSL           int      `json:"osl,omitempty"`
-	RangeRatio    *float64 `json:"random_range_ratio,omitempty"`
-	Concurrencies []int    `json:"concurrencies,omitempty"`
-	NumPromptsMul int      `json:"num_prompts_mul,omitempty"`
-	NumPrompts    int      `json:"num_prompts,omitempty"` // every level's prompts, whatever its concurrency
-	Warmups       *int     `json:"warmups,omitempty"`
-	Seed          *uint64  `json:"seed,omitempty"`
+	Endpoint      string   `json:"endpoint,omitzero"`
+	ISL           int      `json:"isl,omitzero"`
+	OSL           int      `json:"osl,omitzero"`
+	RangeRatio    *float64 `json:"random_range_ratio,omitzero"`
+	Concurrencies []int    `json:"concurrencies,omitzero"`
+	NumPromptsMul int      `json:"num_prompts_mul,omitzero"`
+	NumPrompts    int      `json:"num_prompts,omitzero"` // every level's prompts, whatever its concurrency
+	Warmups       *int     `json:"warmups,omitzero"`
+	Seed          *uint64  `json:"seed,omitzero"`
 }
 
 // Link keeps a pair only when a server setting equals a bench figure, e.g.
