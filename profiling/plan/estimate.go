@@ -44,7 +44,8 @@ type estimator struct {
 type estLevel struct {
 	pair  string
 	conc  int
-	model time.Duration // modelled, unscaled
+	req   time.Duration // the requests, modelled (scaled by what was measured)
+	fixed time.Duration // the trace export and analysis (not scaled)
 	done  bool
 }
 
@@ -55,12 +56,12 @@ func newEstimator(p *Plan, o Options, work []pairWork) *estimator {
 		e.pairs = append(e.pairs, name)
 		spec := p.spec(w.pair.Server, o)
 		for _, c := range w.pair.Workload.Concurrencies {
-			m := levelModel(spec, w.pair.Workload, c)
+			req := requestModel(spec, w.pair.Workload, c)
 			dur, done := w.done[c]
-			e.levels = append(e.levels, estLevel{pair: name, conc: c, model: m, done: done})
+			e.levels = append(e.levels, estLevel{pair: name, conc: c, req: req, fixed: exportModel(spec), done: done})
 			if done {
 				e.measured += dur
-				e.modelled += requestModel(spec, w.pair.Workload, c).Seconds()
+				e.modelled += req.Seconds()
 			}
 		}
 		if len(w.todo) > 0 {
@@ -94,15 +95,15 @@ func requestModel(spec engine.Spec, w Workload, conc int) time.Duration {
 	return d
 }
 
-func levelModel(spec engine.Spec, w Workload, conc int) time.Duration {
-	export := AssumedExport
+func exportModel(spec engine.Spec) time.Duration {
 	if spec.Kind == engine.Sim {
-		export = AssumedSimExport
+		return AssumedSimExport
 	}
-	return requestModel(spec, w, conc) + export
+	return AssumedExport
 }
 
-// scale is measured over modelled time of the levels done, 1 before any.
+// scale is measured over modelled time of the requests of the levels
+// done, 1 before any.
 func (e *estimator) scale() float64 {
 	if e.modelled <= 0 || e.measured <= 0 {
 		return 1
@@ -117,7 +118,7 @@ func (e *estimator) remaining() time.Duration {
 	var d time.Duration
 	for _, l := range e.levels {
 		if !l.done {
-			d += time.Duration(float64(l.model) * e.scale())
+			d += time.Duration(float64(l.req)*e.scale()) + l.fixed
 		}
 	}
 	for name, s := range e.servers {
@@ -180,8 +181,9 @@ func (e *estimator) close(now time.Time) {
 	if e.running < 0 {
 		return
 	}
-	e.measured += now.Sub(e.runningSince).Seconds()
-	e.modelled += e.levels[e.running].model.Seconds()
+	l := e.levels[e.running]
+	e.measured += max(now.Sub(e.runningSince)-l.fixed, 0).Seconds()
+	e.modelled += l.req.Seconds()
 	e.running = -1
 }
 

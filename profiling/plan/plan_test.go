@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -193,4 +194,29 @@ func TestCheckLevel(t *testing.T) {
 	_, err = CheckLevel(dir, 2, w)
 	require.Error(t, err, "a truncated level file")
 	require.NotErrorIs(t, err, ErrNotRun)
+}
+
+// TestEstimate: the time model of the dry run, and its scaling by the
+// levels measured on disk.
+func TestEstimate(t *testing.T) {
+	t.Parallel()
+	p, err := Parse([]byte(`{"name": "p", "engine": "sim", "model": "m", "isl": 100, "osl": 10, "concurrencies": [2, 4], "num_prompts": 4, "warmups": 0}`), "plan.json")
+	require.NoError(t, err)
+	pairs, _ := p.Pairs()
+	pw := pairWork{pair: pairs[0], todo: []int{2, 4}, done: map[int]float64{}}
+	// conc 2: two waves of 10 tokens and 2 × 100 prompt tokens; conc 4: one
+	// wave of 10 tokens and 4 × 100.
+	wave := func(conc int) time.Duration {
+		return 10*AssumedSimTPOT + time.Duration(100*conc)*AssumedPrefillPerToken
+	}
+	e := newEstimator(p, Options{}, []pairWork{pw})
+	require.Equal(t, 2*wave(2)+wave(4)+2*AssumedSimExport+AssumedSimStart, e.remaining())
+	require.Equal(t, 2, e.levelsLeft())
+
+	// conc 2 on disk, measured at twice its model: conc 4 is estimated at
+	// twice its model too; the engine still has to start for it.
+	pw = pairWork{pair: pairs[0], todo: []int{4}, done: map[int]float64{2: 2 * (2 * wave(2)).Seconds()}}
+	e = newEstimator(p, Options{}, []pairWork{pw})
+	require.InDelta(t, (2*wave(4) + AssumedSimExport + AssumedSimStart).Seconds(), e.remaining().Seconds(), 1e-6)
+	require.Equal(t, 1, e.levelsLeft())
 }

@@ -512,15 +512,9 @@ func paretoChart(pts, front []Point) ([]byte, error) {
 		}
 		pl.Legend.Add(legend, sc)
 	}
-	lab, err := plotter.NewLabels(plotter.XYLabels{XYs: all, Labels: labels})
-	if err != nil {
+	if err := addLabels(pl, all, labels, font.From(sans, 8)); err != nil {
 		return nil, err
 	}
-	lab.Offset = vg.Point{X: vg.Points(5), Y: vg.Points(3)}
-	for i := range lab.TextStyle {
-		lab.TextStyle[i].Font = font.From(sans, 8)
-	}
-	pl.Add(lab)
 	// Room for the labels right of the rightmost points.
 	pl.X.Max += (pl.X.Max - pl.X.Min) * 0.25
 	pl.Y.Max += (pl.Y.Max - pl.Y.Min) * 0.1
@@ -533,4 +527,71 @@ func paretoChart(pts, front []Point) ([]byte, error) {
 		return nil, err
 	}
 	return b.Bytes(), nil
+}
+
+// addLabels writes each label beside its point: right and above it, else
+// the first of right-below, left-above and left-below that overlaps no
+// label placed before (sizes reckoned for a 20 × 13 cm chart).
+func addLabels(pl *plot.Plot, xys plotter.XYs, labels []string, f font.Font) error {
+	xmin, xmax, ymin, ymax := plotter.XYRange(xys)
+	norm := func(v, lo, hi float64) float64 {
+		if hi > lo {
+			return (v - lo) / (hi - lo)
+		}
+		return 0
+	}
+	const plotW, plotH = 480.0, 300.0 // points of the data area, roughly
+	type box struct{ x0, y0, x1, y1 float64 }
+	var placed []box
+	overlaps := func(b box) bool {
+		for _, o := range placed {
+			if b.x0 < o.x1 && o.x0 < b.x1 && b.y0 < o.y1 && o.y0 < b.y1 {
+				return true
+			}
+		}
+		return false
+	}
+	for i, xy := range xys {
+		x, y := norm(xy.X, xmin, xmax), norm(xy.Y, ymin, ymax)
+		w, h := float64(len(labels[i]))*4.6/plotW, 10/plotH
+		gap, lift := 5/plotW, 3/plotH
+		sides := []struct {
+			left, below bool
+		}{{false, false}, {false, true}, {true, false}, {true, true}}
+		var b box
+		side := sides[0]
+		for _, sd := range sides {
+			x0, y0 := x+gap, y+lift
+			if sd.left {
+				x0 = x - gap - w
+			}
+			if sd.below {
+				y0 = y - lift - h
+			}
+			b = box{x0, y0, x0 + w, y0 + h}
+			side = sd
+			if !overlaps(b) {
+				break
+			}
+		}
+		placed = append(placed, b)
+		lab, err := plotter.NewLabels(plotter.XYLabels{XYs: plotter.XYs{xy}, Labels: []string{labels[i]}})
+		if err != nil {
+			return err
+		}
+		lab.Offset = vg.Point{X: vg.Points(5), Y: vg.Points(3)}
+		for j := range lab.TextStyle {
+			lab.TextStyle[j].Font = f
+			if side.left {
+				lab.TextStyle[j].XAlign = draw.XRight
+				lab.Offset.X = -vg.Points(5)
+			}
+			if side.below {
+				lab.TextStyle[j].YAlign = draw.YTop
+				lab.Offset.Y = -vg.Points(3)
+			}
+		}
+		pl.Add(lab)
+	}
+	return nil
 }
