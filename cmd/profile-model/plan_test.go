@@ -18,6 +18,10 @@ import (
 	"github.com/profile-model/profile-model/profiling/plan"
 )
 
+// The sweeps below run one at a time, not in parallel with the package's
+// other tests: they keep several simulated engines busy, and the tests
+// that read a decode batch off a trace need the client to keep up.
+
 // planSimArgs make run --plan start this test binary as the simulated
 // engine, a hundred times faster than the GPU time it models.
 func planSimArgs(t *testing.T) []string {
@@ -48,7 +52,6 @@ func pairStatuses(x *plan.Index) map[string]string {
 // then resumes it twice: complete (nothing runs), and with one level file
 // corrupted and one level's analysis gone (only those two levels run).
 func TestPlanSim(t *testing.T) {
-	t.Parallel()
 	out := t.TempDir()
 	planFile := filepath.Join("..", "..", "fixtures", "sweeps", "plans", "sim-server-settings.json")
 	var stdout, stderr bytes.Buffer
@@ -216,7 +219,6 @@ func sweepShape(t *testing.T, dir string) (files []string, statuses map[string]s
 // variant, then resumed, runs only the missing levels and ends as an
 // uninterrupted sweep of the same plan does.
 func TestPlanInterruptResume(t *testing.T) {
-	t.Parallel()
 	planFile := writePlan(t, `{"name": "small", `+smallPlanHead+`,
 	  "servers": [{"name": "s1", "max_num_seqs": 4}, {"name": "s2", "max_num_seqs": 2}]}`)
 	whole := t.TempDir()
@@ -256,7 +258,6 @@ func TestPlanInterruptResume(t *testing.T) {
 // are recorded as failed pairs and the sweep goes on; --fail-fast stops
 // at the first.
 func TestPlanFailedPair(t *testing.T) {
-	t.Parallel()
 	planFile := writePlan(t, `{"name": "faults", `+strings.Replace(smallPlanHead, "[1, 2, 4]", "[1, 2]", 1)+`,
 	  "servers": [{"name": "never", "args": ["--never-ready"]}, {"name": "crash", "args": ["--crash-after-requests", "3"]}, {"name": "good"}]}`)
 	out := t.TempDir()
