@@ -211,10 +211,27 @@ func WriteReport(ctx context.Context, dir string) error {
 	}
 
 	b.WriteString("## What each server setting changes in the kernels\n\n")
+	if ts := simTimeScale(dir, x); ts != 0 && ts != 1 {
+		fmt.Fprintf(&b, "The simulated engine ran at time scale %g: a step takes %g times its traced GPU time on the wall clock, so the client's TPOT and the kernel times below are on different clocks (the TPOT sentences compare them as they are).\n\n", ts, 1/ts)
+	}
 	if err := settingDiffs(ctx, &b, dir, p, x); err != nil {
 		return err
 	}
 	return atomicfile.Write(filepath.Join(dir, ReadmeFile), b.Bytes())
+}
+
+// simTimeScale is the time scale of the simulated engine of the first
+// pair that ran, 0 for a real engine.
+func simTimeScale(dir string, x *Index) float64 {
+	for _, e := range x.Pairs {
+		if info, err := results.LoadRunInfo(results.Run(filepath.Join(dir, e.Dir)).RunInfo()); err == nil {
+			if info.Engine.Kind == "sim" {
+				return info.Engine.TimeScale
+			}
+			return 0
+		}
+	}
+	return 0
 }
 
 // varyingSettings are the settings whose values differ between server
