@@ -99,8 +99,8 @@ func DryRun(w io.Writer, p *Plan, o RunOptions) error {
 		fmt.Fprintf(w, " (scaled by the %.0f s the levels on disk took against their model)\n", est.measured)
 	} else {
 		fmt.Fprintf(w, "\n  (a model, not a measurement: %v per output token, %v per prompt token of a wave, %v per trace export, %v per engine start;\n"+
-			"  the simulated engine: %v per output token divided by its time scale, %v per export, %v per start)\n",
-			AssumedTPOT, AssumedPrefillPerToken, AssumedExport, AssumedStart, AssumedSimTPOT, AssumedSimExport, AssumedSimStart)
+			"  the simulated engine: %v per output token and %v per prompt token divided by its time scale, %v per export, %v per start)\n",
+			AssumedTPOT, AssumedPrefillPerToken, AssumedExport, AssumedStart, AssumedSimTPOT, AssumedSimPrefillPerToken, AssumedSimExport, AssumedSimStart)
 	}
 	return nil
 }

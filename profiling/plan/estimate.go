@@ -22,9 +22,12 @@ var (
 	AssumedPrefillPerToken = 50 * time.Microsecond
 	AssumedExport          = 20 * time.Second
 	AssumedStart           = 5 * time.Minute
-	AssumedSimTPOT         = 1500 * time.Microsecond // modelled GPU time; a few layers per step
-	AssumedSimExport       = time.Second
-	AssumedSimStart        = 2 * time.Second
+	// The simulated engine's modelled GPU time (built-in MiniMax-M2.5 model,
+	// a few layers per step), as its sweeps measure it.
+	AssumedSimTPOT            = 2 * time.Millisecond
+	AssumedSimPrefillPerToken = 2 * time.Microsecond
+	AssumedSimExport          = time.Second
+	AssumedSimStart           = 2 * time.Second
 )
 
 // estimator keeps the estimate of the time left as levels finish.
@@ -83,11 +86,11 @@ func startModel(spec engine.Spec) time.Duration {
 func requestModel(spec engine.Spec, w Workload, conc int) time.Duration {
 	prompts := w.Prompts(conc)
 	waves := math.Ceil(float64(prompts)/float64(conc)) + math.Ceil(float64(w.Warmups)/float64(conc))
-	tpot := AssumedTPOT
+	tpot, prefill := AssumedTPOT, AssumedPrefillPerToken
 	if spec.Kind == engine.Sim {
-		tpot = AssumedSimTPOT
+		tpot, prefill = AssumedSimTPOT, AssumedSimPrefillPerToken
 	}
-	wave := time.Duration(w.OSL)*tpot + time.Duration(w.ISL*min(conc, prompts))*AssumedPrefillPerToken
+	wave := time.Duration(w.OSL)*tpot + time.Duration(w.ISL*min(conc, prompts))*prefill
 	d := time.Duration(waves * float64(wave))
 	if spec.Kind == engine.Sim && spec.TimeScale > 0 {
 		d = time.Duration(float64(d) / spec.TimeScale)

@@ -207,7 +207,7 @@ func TestEstimate(t *testing.T) {
 	// conc 2: two waves of 10 tokens and 2 × 100 prompt tokens; conc 4: one
 	// wave of 10 tokens and 4 × 100.
 	wave := func(conc int) time.Duration {
-		return 10*AssumedSimTPOT + time.Duration(100*conc)*AssumedPrefillPerToken
+		return 10*AssumedSimTPOT + time.Duration(100*conc)*AssumedSimPrefillPerToken
 	}
 	e := newEstimator(p, Options{}, []pairWork{pw})
 	require.Equal(t, 2*wave(2)+wave(4)+2*AssumedSimExport+AssumedSimStart, e.remaining())
