@@ -415,8 +415,8 @@ func TestStartFails(t *testing.T) {
 	}{{
 		name:    "never ready: the deadline passes",
 		env:     map[string]string{neverEnv: "1", childEnv: "term"},
-		timeout: 300 * time.Millisecond,
-		msg:     "not ready after 300ms at http://127.0.0.1:",
+		timeout: 2 * time.Second,
+		msg:     "not ready after 2s at http://127.0.0.1:",
 		err:     []string{`(last: GET /health: HTTP 503 "{\"error\":`, "raise the readiness deadline"},
 		tail:    []string{"helper: loading test/model (stdout)", "worker: idle"},
 	}, {
