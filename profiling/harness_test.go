@@ -31,6 +31,28 @@ var (
 // declaredSweeps holds the project's sweep declarations.
 const declaredSweeps = "../fixtures/sweeps"
 
+// KeepRunsVar names a directory that keeps the run directory of every
+// sweep the tests run, as DIR/<sweep>/run<k> (k counting go test -count's
+// repeats): what a CI job uploads and profile-model merge reads. Unset:
+// temporary directories, removed after the test.
+const KeepRunsVar = "PROFILE_MODEL_KEEP_RUNS"
+
+// runDirOf is where a run of the sweep goes: the next free
+// $PROFILE_MODEL_KEEP_RUNS/<sweep>/run<k>, else a temporary directory.
+func runDirOf(tb testing.TB, s *Sweep) string {
+	tb.Helper()
+	root := os.Getenv(KeepRunsVar)
+	if root == "" {
+		return filepath.Join(tb.TempDir(), "run")
+	}
+	for k := 1; ; k++ {
+		dir := filepath.Join(root, s.Name, fmt.Sprintf("run%d", k))
+		if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+			return dir
+		}
+	}
+}
+
 // RequireGPUVar, set to 1 on a GPU runner, turns every skip of a real
 // sweep for want of an engine, a GPU or weights into a failure.
 const RequireGPUVar = "PROFILE_MODEL_REQUIRE_GPU"
@@ -152,8 +174,10 @@ func runSweep(tb testing.TB, s *Sweep, o SweepOptions) *Result {
 	var err error
 	var log bytes.Buffer
 	var plan Plan
+	runDir := runDirOf(tb, s)
 	for try := 1; ; try++ {
-		plan, err = s.Plan(filepath.Join(tb.TempDir(), "run"), o)
+		require.NoError(tb, os.RemoveAll(runDir)) // a try that lost its port
+		plan, err = s.Plan(runDir, o)
 		require.NoError(tb, err)
 		log.Reset()
 		plan.Log, plan.Sweep.Log = &log, &log

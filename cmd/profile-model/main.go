@@ -81,6 +81,9 @@ func commands() []command {
 		{"bench", "streaming OpenAI benchmark client and profiled concurrency sweep", runBench},
 		{"report", "write a run directory's readme.md and charts from its files", runReport},
 		{"diff", "compare two traces, levels or runs: kernels, layers, categories, client metrics", runDiff},
+		{"matrix", "GitHub Actions job matrices of the declared sweeps, one job per sweep on its GPU's runners", runMatrix},
+		{"merge", "merge the run directories of a fleet's sweep jobs into one summary", runMerge},
+		{"regress", "compare a fleet's results with a baseline's: throughput, latency and kernel-time regressions", runRegress},
 		{"version", "print the version, commit and Go version of this build", runVersion},
 	}
 }

@@ -1,0 +1,232 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/profile-model/profile-model/internal/atomicfile"
+	"github.com/profile-model/profile-model/internal/results"
+	"github.com/profile-model/profile-model/profiling/engine"
+	"github.com/profile-model/profile-model/profiling/fleet"
+)
+
+// errRegressed is regress's exit on a regression: the report was printed.
+var errRegressed = errors.New("regression")
+
+// runMatrix prints the CI job matrices of the declared sweeps.
+func runMatrix(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("matrix", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	runnerMap := fs.String("runner-map", "", "runner map `FILE`: runs-on labels per GPU and for the simulated engine (default: runners.json beside the sweeps folder)")
+	only := fs.String("only", "", "comma-separated `SWEEPS` to include (default: all)")
+	simOnly := fs.Bool("sim-only", false, "only the sweeps that need no GPU (the simulated engine's): the check of every change on GitHub-hosted runners")
+	per := fs.Int("max-per-matrix", fleet.MaxJobsPerMatrix, "most jobs in one matrix (GitHub's limit is 256)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: profile-model matrix [--runner-map FILE] [--only SWEEPS] [--sim-only] [--max-per-matrix N] SWEEPS_DIR\n\n"+
+			"Prints the GitHub Actions job matrices of the sweep declarations in SWEEPS_DIR as JSON: one include\n"+
+			"entry per sweep (runs-on labels of its GPU, timeout, the go test -run pattern), split into several\n"+
+			"matrices beyond --max-per-matrix entries. Sweeps of the simulated engine have needs_gpu false.")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return usageError{err.Error()}
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return usageError{fmt.Sprintf("matrix: want one sweeps folder, got %d arguments", fs.NArg())}
+	}
+	if *per < 1 || *per > fleet.MaxJobsPerMatrix {
+		return usageError{fmt.Sprintf("matrix: --max-per-matrix %d: give 1 to %d", *per, fleet.MaxJobsPerMatrix)}
+	}
+	dir := fs.Arg(0)
+	if *runnerMap == "" {
+		*runnerMap = filepath.Join(filepath.Dir(filepath.Clean(dir)), "runners.json")
+	}
+	rm, err := fleet.LoadRunnerMap(*runnerMap)
+	if err != nil {
+		return err
+	}
+	sweeps, err := fleet.LoadSweepFiles(dir)
+	if err != nil {
+		return err
+	}
+	if *only != "" {
+		var keep []*fleet.SweepFile
+		for _, name := range strings.Split(*only, ",") {
+			name = strings.TrimSpace(name)
+			i := slices.IndexFunc(sweeps, func(s *fleet.SweepFile) bool { return s.Name == name })
+			if i < 0 {
+				return fmt.Errorf("matrix: --only %s: no sweep %q in %s", *only, name, dir)
+			}
+			keep = append(keep, sweeps[i])
+		}
+		sweeps = keep
+	}
+	if *simOnly {
+		sweeps = slices.DeleteFunc(sweeps, func(s *fleet.SweepFile) bool { return s.Kind() != engine.Sim })
+	}
+	plan, err := fleet.MakePlan(sweeps, rm, *per)
+	if err != nil {
+		return err
+	}
+	enc := json.NewEncoder(stdout)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(plan)
+}
+
+// runMerge merges the run directories the sweep jobs uploaded.
+func runMerge(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("merge", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	out := fs.String("out", "", "also write summary.md, fleet.json and bench.txt (every level of every repeat, for benchstat) in `DIR`")
+	force := fs.Bool("force", false, "overwrite the files of --out")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: profile-model merge [--out DIR] RESULTS...\n\n"+
+			"Reads every run directory under RESULTS (laid out <sweep>/run<k>/, as the harness keeps them under\n"+
+			"$PROFILE_MODEL_KEEP_RUNS) and prints one Markdown summary: per sweep and level, the medians of the\n"+
+			"client metrics and the time per decode layer over the repeats.")
+		fs.PrintDefaults()
+	}
+	roots, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(roots) == 0 {
+		fs.Usage()
+		return usageError{"merge: give the folders of the sweeps' results"}
+	}
+	s, err := fleet.Merge(roots...)
+	if err != nil {
+		return fmt.Errorf("merge: %w", err)
+	}
+	if *out != "" {
+		md, js, bench := filepath.Join(*out, "summary.md"), filepath.Join(*out, "fleet.json"), filepath.Join(*out, "bench.txt")
+		if err := os.MkdirAll(*out, 0o755); err != nil {
+			return err
+		}
+		if err := atomicfile.CheckNew(*force, md, js, bench); err != nil {
+			return err
+		}
+		writes := []struct {
+			path string
+			fn   func(io.Writer) error
+		}{
+			{md, s.WriteMarkdown},
+			{js, func(w io.Writer) error {
+				enc := json.NewEncoder(w)
+				enc.SetIndent("", "  ")
+				enc.SetEscapeHTML(false)
+				return enc.Encode(s)
+			}},
+			{bench, func(w io.Writer) error { return results.WriteBench(w, s.BenchResults()) }},
+		}
+		for _, f := range writes {
+			if err := atomicfile.WriteFunc(f.path, f.fn); err != nil {
+				return err
+			}
+		}
+	}
+	return s.WriteMarkdown(stdout)
+}
+
+// runRegress compares a fleet's results with a baseline's.
+func runRegress(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("regress", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	t := fleet.DefaultThresholds
+	fs.Float64Var(&t.ThroughputDrop, "throughput-drop", t.ThroughputDrop, "flag a throughput drop beyond this `PERCENT` (negative: off)")
+	fs.Float64Var(&t.LatencyRise, "latency-rise", t.LatencyRise, "flag a latency rise beyond this `PERCENT` (negative: off)")
+	fs.Float64Var(&t.KernelRise, "kernel-rise", t.KernelRise, "flag a rise of the time per decode layer, in total or of a kernel category, beyond this `PERCENT` (negative: off)")
+	fs.Float64Var(&t.KernelMinUS, "kernel-min-us", t.KernelMinUS, "... and by at least this many `µs` per layer")
+	throughput := fs.String("throughput-units", strings.Join(t.ThroughputUnits, ","), "comma-separated throughput `UNITS` of bench.txt")
+	latency := fs.String("latency-units", strings.Join(t.LatencyUnits, ","), "comma-separated latency `UNITS` of bench.txt")
+	asJSON := fs.Bool("json", false, "print the findings as JSON instead of Markdown")
+	rerun := fs.String("rerun-file", "", "write the regressed sweeps to `FILE`, comma-separated (for matrix --only)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: profile-model regress [flags] BASELINE RESULTS\n\n"+
+			"Compares RESULTS with BASELINE (each a folder of run directories, as merge reads them), sweep by\n"+
+			"sweep and level by level, on the medians over the repeats: a throughput drop beyond\n"+
+			"--throughput-drop, a latency rise beyond --latency-rise, or a rise of the time per decode layer (in\n"+
+			"total or of a kernel category, with the kernel that rose most) beyond --kernel-rise is a\n"+
+			"regression. Prints a Markdown report; exit status 1 when anything regressed.")
+		fs.PrintDefaults()
+	}
+	paths, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(paths) != 2 {
+		fs.Usage()
+		return usageError{fmt.Sprintf("regress: want BASELINE and RESULTS, got %d folders", len(paths))}
+	}
+	t.ThroughputUnits, t.LatencyUnits = splitList(*throughput), splitList(*latency)
+	base, err := fleet.Merge(paths[0])
+	if err != nil {
+		return fmt.Errorf("regress: baseline: %w", err)
+	}
+	cur, err := fleet.Merge(paths[1])
+	if err != nil {
+		return fmt.Errorf("regress: results: %w", err)
+	}
+	r := fleet.Compare(base, cur, t)
+	if *rerun != "" {
+		var names []string
+		for _, s := range r.Rerun() {
+			names = append(names, s.Sweep)
+		}
+		if err := atomicfile.Write(*rerun, []byte(strings.Join(names, ",")+"\n")); err != nil {
+			return err
+		}
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false)
+		err = enc.Encode(r)
+	} else {
+		err = r.WriteMarkdown(stdout, paths[0], paths[1])
+	}
+	if err != nil {
+		return err
+	}
+	if r.Regressed() {
+		fmt.Fprintf(stderr, "profile-model: regress: %d regressions in %d sweeps\n", len(r.Findings), len(r.Rerun()))
+		return errSilent
+	}
+	return nil
+}
+
+// parseInterspersed parses flags given before, between or after the
+// positional arguments, which it returns.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, usageError{err.Error()}
+		}
+		if fs.NArg() == 0 {
+			return pos, nil
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}

@@ -1,0 +1,250 @@
+package fleet
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+const (
+	declaredSweeps = "../../fixtures/sweeps"
+	runnerMap      = "../../" + DefaultRunnerMap
+)
+
+// TestDeclaredSweepsMatrix: every declared sweep gets one job, on the
+// runner map's labels for its GPU, the simulated ones marked as needing
+// none.
+func TestDeclaredSweepsMatrix(t *testing.T) {
+	rm, err := LoadRunnerMap(runnerMap)
+	require.NoError(t, err)
+	sweeps, err := LoadSweepFiles(declaredSweeps)
+	require.NoError(t, err)
+	p, err := MakePlan(sweeps, rm, 0)
+	require.NoError(t, err)
+	require.Len(t, p.Matrices, 1)
+	require.Len(t, p.Matrices[0].Include, len(sweeps))
+	require.Equal(t, len(sweeps), p.GPUJobs+p.SimJobs)
+	for i, e := range p.Matrices[0].Include {
+		s := sweeps[i]
+		require.Equal(t, s.Name, e.Sweep)
+		if s.Engine == "sim" {
+			require.False(t, e.NeedsGPU, e.Sweep)
+			require.Equal(t, rm.Sim.Labels, e.RunsOn)
+			require.Empty(t, e.Tags)
+			continue
+		}
+		require.True(t, e.NeedsGPU, e.Sweep)
+		require.Equal(t, rm.GPUs[s.GPU].Labels, e.RunsOn, e.Sweep)
+		require.Equal(t, rm.GPUs[s.GPU].TimeoutMinutes, e.TimeoutMinutes)
+		require.Equal(t, "gpu", e.Tags)
+	}
+}
+
+// runMatches applies a go test -run pattern as go test does: split at
+// slashes, each part matched against the name's part of that level.
+func runMatches(t *testing.T, pattern, name string) bool {
+	t.Helper()
+	pats, parts := strings.Split(pattern, "/"), strings.Split(name, "/")
+	for i, p := range pats {
+		if i >= len(parts) {
+			return true
+		}
+		if !regexp.MustCompile(p).MatchString(parts[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// TestTestRunSelectsOneSweep: the -run pattern of a sweep selects its own
+// subtest and no other (dots in names are literal).
+func TestTestRunSelectsOneSweep(t *testing.T) {
+	pat := TestRun("TestSimSweeps", "sim-minimax-m2.5")
+	require.True(t, runMatches(t, pat, "TestSimSweeps/sim-minimax-m2.5"))
+	for _, other := range []string{"TestSimSweeps/sim-minimax-m2x5", "TestSimSweeps/sim-minimax-m2.5-long", "TestGPUSweeps/sim-minimax-m2.5", "TestSimSweepsX/sim-minimax-m2.5"} {
+		require.False(t, runMatches(t, pat, other), other)
+	}
+}
+
+func writeSweep(t *testing.T, dir, name, engine, gpu string) {
+	t.Helper()
+	gpuField := ""
+	if gpu != "" {
+		gpuField = fmt.Sprintf(`, "gpu": %q`, gpu)
+	}
+	body := fmt.Sprintf(`{"name": %q, "engine": %q, "model": "m"%s, "isl": 1, "osl": 1, "concurrencies": [1], "num_prompts_mul": 1}`, name, engine, gpuField)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, name+".json"), []byte(body), 0o644))
+}
+
+// TestMatrixSplitsAt256: 300 sweeps make two matrices, 256 and 44 jobs,
+// each sweep once and in order.
+func TestMatrixSplitsAt256(t *testing.T) {
+	dir := t.TempDir()
+	gpus := []string{"AMD Instinct MI355X", "AMD Instinct MI300X"}
+	for i := range 300 {
+		if i%3 == 0 {
+			writeSweep(t, dir, fmt.Sprintf("s%03d", i), "sim", "")
+		} else {
+			writeSweep(t, dir, fmt.Sprintf("s%03d", i), "vllm", gpus[i%2])
+		}
+	}
+	rm, err := LoadRunnerMap(runnerMap)
+	require.NoError(t, err)
+	sweeps, err := LoadSweepFiles(dir)
+	require.NoError(t, err)
+	p, err := MakePlan(sweeps, rm, 0)
+	require.NoError(t, err)
+	require.Len(t, p.Matrices, 2)
+	require.Len(t, p.Matrices[0].Include, MaxJobsPerMatrix)
+	require.Len(t, p.Matrices[1].Include, 300-MaxJobsPerMatrix)
+	require.Equal(t, 100, p.SimJobs)
+	require.Equal(t, 200, p.GPUJobs)
+	n := 0
+	for _, m := range p.Matrices {
+		require.LessOrEqual(t, len(m.Include), MaxJobsPerMatrix)
+		for _, e := range m.Include {
+			require.Equal(t, fmt.Sprintf("s%03d", n), e.Sweep)
+			require.Equal(t, n%3 != 0, e.NeedsGPU)
+			n++
+		}
+	}
+	require.Equal(t, 300, n)
+	// A smaller bound splits into more.
+	p, err = MakePlan(sweeps, rm, 100)
+	require.NoError(t, err)
+	require.Len(t, p.Matrices, 3)
+}
+
+func TestMatrixErrors(t *testing.T) {
+	rm, err := LoadRunnerMap(runnerMap)
+	require.NoError(t, err)
+	dir := t.TempDir()
+	writeSweep(t, dir, "odd-gpu", "atom", "Some GPU 9000")
+	sweeps, err := LoadSweepFiles(dir)
+	require.NoError(t, err)
+	_, err = MakePlan(sweeps, rm, 0)
+	require.ErrorContains(t, err, "odd-gpu.json")
+	require.ErrorContains(t, err, `gpu "Some GPU 9000" has no runner in`)
+
+	dir = t.TempDir()
+	writeSweep(t, dir, "no-gpu", "vllm", "")
+	sweeps, err = LoadSweepFiles(dir)
+	require.NoError(t, err)
+	_, err = MakePlan(sweeps, rm, 0)
+	require.ErrorContains(t, err, "no-gpu.json: engine vllm but no gpu")
+
+	dir = t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "a.json"), []byte(`{"name": "b", "engine": "sim"}`), 0o644))
+	_, err = LoadSweepFiles(dir)
+	require.ErrorContains(t, err, `a.json: name "b": must be the file's base name "a"`)
+}
+
+func TestRunnerMapErrors(t *testing.T) {
+	for _, c := range []struct{ body, want string }{
+		{`{"sim": {"labels": ["x"], "timeout_minutes": 5}, "gpus": {"G": {"labels": ["y"], "timeout_minutes": 5}}, "gpu": {}}`, `unknown object member name "gpu"`},
+		{`{"sim": {"labels": ["x"], "timeout_minutes": 5, "timeout": 3}, "gpus": {"G": {"labels": ["y"], "timeout_minutes": 5}}}`, `unknown object member name "timeout"`},
+		{`{"sim": {"labels": ["x"], "timeout_minutes": 5}, "gpus": {"G": {"labels": [], "timeout_minutes": 5}}}`, `gpus["G"]: no labels`},
+		{`{"sim": {"labels": ["x"], "timeout_minutes": 0}, "gpus": {"G": {"labels": ["y"], "timeout_minutes": 5}}}`, `sim: timeout_minutes 0`},
+		{`{"sim": {"labels": ["x"], "timeout_minutes": 5}}`, `gpus: none`},
+	} {
+		_, err := ParseRunnerMap([]byte(c.body), "runners.json")
+		require.ErrorContains(t, err, "runners.json", c.body)
+		require.ErrorContains(t, err, c.want, c.body)
+	}
+}
+
+// summary builds a one-sweep, one-level summary with the given medians.
+func summary(sweep string, conc int, ok int, metrics map[string]float64) *Summary {
+	l := LevelSummary{Conc: conc, OK: ok}
+	if ok == 0 {
+		l.Failed = 1
+	}
+	for _, u := range []string{"out-tok/s", "ttft-p50-ms", "tpot-p50-ms", "tpot-p99-ms", LayerUnit, CategoryUnit("MoE expert GEMM"), CategoryUnit("RoPE")} {
+		if v, has := metrics[u]; has {
+			l.Metrics = append(l.Metrics, MetricSummary{Unit: u, Median: v, Values: []float64{v}})
+		}
+	}
+	return &Summary{Sweeps: []SweepSummary{{Sweep: sweep, Engine: "sim", Levels: []LevelSummary{l}}}}
+}
+
+// TestCompareThresholds: each threshold flags a change just beyond it and
+// not one just within it; a negative threshold turns its check off.
+func TestCompareThresholds(t *testing.T) {
+	moe, rope := CategoryUnit("MoE expert GEMM"), CategoryUnit("RoPE")
+	base := map[string]float64{"out-tok/s": 1000, "ttft-p50-ms": 100, "tpot-p50-ms": 10, "tpot-p99-ms": 20, LayerUnit: 200, moe: 50, rope: 5}
+	with := func(u string, v float64) map[string]float64 {
+		m := map[string]float64{}
+		for k, x := range base {
+			m[k] = x
+		}
+		m[u] = v
+		return m
+	}
+	cases := []struct {
+		name  string
+		cur   map[string]float64
+		t     func(*Thresholds)
+		kind  string // "" : no finding
+		unit  string
+		pctOf float64
+	}{
+		{"same", base, nil, "", "", 0},
+		{"throughput -6%", with("out-tok/s", 940), nil, "throughput", "out-tok/s", -6},
+		{"throughput -4%", with("out-tok/s", 960), nil, "", "", 0},
+		{"throughput up", with("out-tok/s", 1500), nil, "", "", 0},
+		{"ttft +11%", with("ttft-p50-ms", 111), nil, "latency", "ttft-p50-ms", 11},
+		{"tpot +9%", with("tpot-p50-ms", 10.9), nil, "", "", 0},
+		{"tpot +12%", with("tpot-p50-ms", 11.2), nil, "latency", "tpot-p50-ms", 12},
+		{"tpot p99 is not judged", with("tpot-p99-ms", 40), nil, "", "", 0},
+		{"moe +30%", with(moe, 65), nil, "kernel", moe, 30},
+		{"rope +16% but 0.8 µs", with(rope, 5.8), nil, "", "", 0},
+		{"rope +16% with a lower floor", with(rope, 5.8), func(t *Thresholds) { t.KernelMinUS = 0.5 }, "kernel", rope, 16},
+		{"latency off", with("tpot-p50-ms", 20), func(t *Thresholds) { t.LatencyRise = -1 }, "", "", 0},
+		{"throughput off", with("out-tok/s", 1), func(t *Thresholds) { t.ThroughputDrop = -1 }, "", "", 0},
+		{"kernel off", with(moe, 100), func(t *Thresholds) { t.KernelRise = -1 }, "", "", 0},
+		{"throughput 2% limit", with("out-tok/s", 970), func(t *Thresholds) { t.ThroughputDrop = 2 }, "throughput", "out-tok/s", -3},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			th := DefaultThresholds
+			if c.t != nil {
+				c.t(&th)
+			}
+			r := Compare(summary("s", 8, 1, base), summary("s", 8, 1, c.cur), th)
+			require.Equal(t, 1, r.Compared)
+			if c.kind == "" {
+				require.False(t, r.Regressed(), "%+v", r.Findings)
+				return
+			}
+			require.Len(t, r.Findings, 1, "%+v", r.Findings)
+			f := r.Findings[0]
+			require.Equal(t, c.kind, f.Kind)
+			require.Equal(t, c.unit, f.Unit)
+			require.Equal(t, 8, f.Conc)
+			require.InDelta(t, c.pctOf, f.Pct, 1e-9)
+			require.Equal(t, []SweepLevels{{Sweep: "s", Concs: []int{8}}}, r.Rerun())
+		})
+	}
+}
+
+func TestCompareFailedAndMissing(t *testing.T) {
+	base := summary("a", 4, 1, map[string]float64{"out-tok/s": 1})
+	base.Sweeps = append(base.Sweeps, summary("gone", 4, 1, nil).Sweeps...)
+	cur := summary("a", 4, 0, nil)
+	cur.Sweeps = append(cur.Sweeps, summary("fresh", 4, 1, nil).Sweeps...)
+	r := Compare(base, cur, DefaultThresholds)
+	require.Len(t, r.Findings, 1)
+	require.Equal(t, "failed", r.Findings[0].Kind)
+	require.Equal(t, []string{"gone"}, r.Missing)
+	require.Equal(t, []string{"fresh"}, r.NewOnly)
+	var b strings.Builder
+	require.NoError(t, r.WriteMarkdown(&b, "old", "new"))
+	require.Contains(t, b.String(), "| a | 4 | failed |")
+	require.Contains(t, b.String(), "not in the new results (not compared): gone")
+	require.Contains(t, b.String(), "-run '^TestSimSweeps$/^a$'")
+}

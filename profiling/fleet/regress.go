@@ -1,0 +1,292 @@
+package fleet
+
+import (
+	"cmp"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/profile-model/profile-model/profiling/diff"
+)
+
+// Thresholds decide what a regression is, in percent of the baseline's
+// median. A negative threshold turns its check off.
+type Thresholds struct {
+	// ThroughputDrop: a throughput unit (ThroughputUnits) that falls by
+	// more than this. ATOM's nightly flags 5%.
+	ThroughputDrop float64
+	// LatencyRise: a latency unit (LatencyUnits) that rises by more than
+	// this. ATOM's nightly flags 10%.
+	LatencyRise float64
+	// KernelRise: the time per decode layer, in total or of a kernel
+	// category, that rises by more than this and by at least KernelMinUS.
+	KernelRise  float64
+	KernelMinUS float64
+
+	ThroughputUnits []string
+	LatencyUnits    []string
+}
+
+// DefaultThresholds are ATOM's nightly practice (5% throughput, 10%
+// latency) and the same 10% for kernel time per layer.
+var DefaultThresholds = Thresholds{
+	ThroughputDrop: 5, LatencyRise: 10, KernelRise: 10, KernelMinUS: 1,
+	ThroughputUnits: []string{"out-tok/s"},
+	LatencyUnits:    []string{"ttft-p50-ms", "tpot-p50-ms"},
+}
+
+// Finding is one metric of one level beyond its threshold.
+type Finding struct {
+	Sweep string  `json:"sweep"`
+	Conc  int     `json:"conc"`
+	Unit  string  `json:"unit"`
+	Old   float64 `json:"old"`
+	New   float64 `json:"new"`
+	Pct   float64 `json:"pct"` // change in percent of Old; 0 when Old is 0
+	// Kind is "throughput", "latency", "kernel" or "failed" (the level
+	// completed in the baseline and not in the new results).
+	Kind string `json:"kind"`
+	// Kernel is, for a kernel finding, the kernel of the category whose
+	// time per layer rose most (first repeats compared), "" when unknown.
+	Kernel string `json:"kernel,omitempty"`
+}
+
+// Regression is the comparison of a fleet's results with a baseline.
+type Regression struct {
+	Thresholds Thresholds `json:"-"`
+	Findings   []Finding  `json:"findings"`
+	// Compared counts the levels found on both sides.
+	Compared int `json:"compared"`
+	// Missing are the sweeps and levels of the baseline the new results
+	// lack, and NewOnly those only the new results have: not compared.
+	Missing []string `json:"missing"`
+	NewOnly []string `json:"new_only"`
+
+	engines map[string]string // sweep → engine, for the re-run commands
+}
+
+// Regressed reports whether any level regressed.
+func (r *Regression) Regressed() bool { return len(r.Findings) > 0 }
+
+// Rerun are the regressed sweeps, each once, with their regressed levels.
+func (r *Regression) Rerun() []SweepLevels {
+	var out []SweepLevels
+	for _, f := range r.Findings {
+		i := slices.IndexFunc(out, func(s SweepLevels) bool { return s.Sweep == f.Sweep })
+		if i < 0 {
+			out = append(out, SweepLevels{Sweep: f.Sweep})
+			i = len(out) - 1
+		}
+		if !slices.Contains(out[i].Concs, f.Conc) {
+			out[i].Concs = append(out[i].Concs, f.Conc)
+		}
+	}
+	for i := range out {
+		slices.Sort(out[i].Concs)
+	}
+	return out
+}
+
+// SweepLevels names levels of a sweep.
+type SweepLevels struct {
+	Sweep string
+	Concs []int
+}
+
+// Compare compares the new results with the baseline's, level by level
+// (sweeps matched by name, levels by concurrency).
+func Compare(base, cur *Summary, t Thresholds) *Regression {
+	r := &Regression{Thresholds: t, Findings: []Finding{}, Missing: []string{}, NewOnly: []string{}, engines: map[string]string{}}
+	for _, s := range append(slices.Clone(base.Sweeps), cur.Sweeps...) {
+		r.engines[s.Sweep] = s.Engine
+	}
+	for _, bs := range base.Sweeps {
+		i := slices.IndexFunc(cur.Sweeps, func(s SweepSummary) bool { return s.Sweep == bs.Sweep })
+		if i < 0 {
+			r.Missing = append(r.Missing, bs.Sweep)
+			continue
+		}
+		cs := &cur.Sweeps[i]
+		for _, bl := range bs.Levels {
+			j := slices.IndexFunc(cs.Levels, func(l LevelSummary) bool { return l.Conc == bl.Conc })
+			if j < 0 {
+				r.Missing = append(r.Missing, fmt.Sprintf("%s level %d", bs.Sweep, bl.Conc))
+				continue
+			}
+			r.Compared++
+			r.compareLevel(bs.Sweep, &bl, &cs.Levels[j], base, cur)
+		}
+		for _, cl := range cs.Levels {
+			if !slices.ContainsFunc(bs.Levels, func(l LevelSummary) bool { return l.Conc == cl.Conc }) {
+				r.NewOnly = append(r.NewOnly, fmt.Sprintf("%s level %d", cs.Sweep, cl.Conc))
+			}
+		}
+	}
+	for _, cs := range cur.Sweeps {
+		if !slices.ContainsFunc(base.Sweeps, func(s SweepSummary) bool { return s.Sweep == cs.Sweep }) {
+			r.NewOnly = append(r.NewOnly, cs.Sweep)
+		}
+	}
+	return r
+}
+
+func (r *Regression) compareLevel(sweep string, bl, cl *LevelSummary, base, cur *Summary) {
+	t := r.Thresholds
+	if bl.OK > 0 && cl.OK == 0 {
+		r.Findings = append(r.Findings, Finding{Sweep: sweep, Conc: bl.Conc, Kind: "failed",
+			Unit: fmt.Sprintf("%d of %d repeats completed", cl.OK, cl.OK+cl.Failed)})
+		return
+	}
+	for _, bm := range bl.Metrics {
+		cm, ok := cl.Metric(bm.Unit)
+		if !ok {
+			continue
+		}
+		f := Finding{Sweep: sweep, Conc: bl.Conc, Unit: bm.Unit, Old: bm.Median, New: cm.Median}
+		if bm.Median != 0 {
+			f.Pct = (cm.Median - bm.Median) / math.Abs(bm.Median) * 100
+		}
+		switch {
+		case slices.Contains(t.ThroughputUnits, bm.Unit):
+			if t.ThroughputDrop >= 0 && bm.Median > 0 && -f.Pct > t.ThroughputDrop {
+				f.Kind = "throughput"
+			}
+		case slices.Contains(t.LatencyUnits, bm.Unit):
+			if t.LatencyRise >= 0 && bm.Median > 0 && f.Pct > t.LatencyRise {
+				f.Kind = "latency"
+			}
+		case isKernelUnit(bm.Unit):
+			if t.KernelRise >= 0 && bm.Median > 0 && f.Pct > t.KernelRise && cm.Median-bm.Median >= t.KernelMinUS {
+				f.Kind = "kernel"
+				f.Kernel = topKernel(bm.Unit, firstProfile(base, sweep, bl.Conc), firstProfile(cur, sweep, bl.Conc))
+			}
+		}
+		if f.Kind != "" {
+			r.Findings = append(r.Findings, f)
+		}
+	}
+}
+
+func isKernelUnit(u string) bool { return u == LayerUnit || strings.HasSuffix(u, "-us/layer") }
+
+// firstProfile is the level's analysis in the first repeat that has one.
+func firstProfile(s *Summary, sweep string, conc int) *diff.Profile {
+	for _, r := range s.Runs {
+		if r.Sweep != sweep {
+			continue
+		}
+		for _, l := range r.Levels {
+			if l.Conc == conc && l.Profile != nil {
+				return l.Profile
+			}
+		}
+	}
+	return nil
+}
+
+// topKernel names the kernel (of the unit's category, or of any for
+// layer-us) whose time per layer rose most from a to b.
+func topKernel(unit string, a, b *diff.Profile) string {
+	if a == nil || b == nil {
+		return ""
+	}
+	rep := diff.Compare(a, b)
+	var best *diff.KernelChange
+	bestDelta := 0.0
+	for i := range rep.Kernels {
+		k := &rep.Kernels[i]
+		if unit != LayerUnit && CategoryUnit(k.Category) != unit || k.LayerUS == nil {
+			continue
+		}
+		if d := k.LayerUS.Delta; d > bestDelta {
+			best, bestDelta = k, d
+		}
+	}
+	if best == nil {
+		return ""
+	}
+	names := best.BShort
+	if len(names) == 0 {
+		names = best.AShort
+	}
+	s := strings.Join(names, " + ")
+	if p := best.LayerUS; p.Pct != nil {
+		s += fmt.Sprintf(" (%s → %s µs/layer, %+.0f%%)", num(p.A), num(p.B), *p.Pct)
+	}
+	return s
+}
+
+// WriteMarkdown writes the comparison: the regressions, what to re-run
+// with the profiler, and what could not be compared.
+func (r *Regression) WriteMarkdown(w io.Writer, baseName, curName string) error {
+	var b strings.Builder
+	t := r.Thresholds
+	fmt.Fprintf(&b, "# Fleet regressions: %s against %s\n\n", curName, baseName)
+	fmt.Fprintf(&b, "Thresholds: throughput (%s) drop > %s, latency (%s) rise > %s, time per decode layer (total and per kernel category) rise > %s and ≥ %s µs. "+
+		"Medians over each level's repeats; %d levels compared.\n\n",
+		strings.Join(t.ThroughputUnits, ", "), pctOff(t.ThroughputDrop), strings.Join(t.LatencyUnits, ", "), pctOff(t.LatencyRise),
+		pctOff(t.KernelRise), num(t.KernelMinUS), r.Compared)
+	if !r.Regressed() {
+		b.WriteString("**No regression.**\n")
+	} else {
+		fmt.Fprintf(&b, "**%d regressions** in %d sweeps.\n\n", len(r.Findings), len(r.Rerun()))
+		b.WriteString("| sweep | level | kind | metric | baseline | new | change | kernel |\n|---|---:|---|---|---:|---:|---:|---|\n")
+		fs := slices.Clone(r.Findings)
+		slices.SortStableFunc(fs, func(x, y Finding) int {
+			return cmp.Or(cmp.Compare(x.Sweep, y.Sweep), cmp.Compare(x.Conc, y.Conc))
+		})
+		for _, f := range fs {
+			if f.Kind == "failed" {
+				fmt.Fprintf(&b, "| %s | %d | failed | %s | ok | failed | | |\n", f.Sweep, f.Conc, f.Unit)
+				continue
+			}
+			fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s | %+.1f%% | %s |\n", f.Sweep, f.Conc, f.Kind, f.Unit, num(f.Old), num(f.New), f.Pct, strings.ReplaceAll(f.Kernel, "|", `\|`))
+		}
+		b.WriteString("\n## Re-run with the profiler\n\n")
+		b.WriteString("Each sweep profiles every level; keep its traces (they are uploaded as traces-<sweep>) and read them with profile-model diff:\n\n")
+		for _, s := range r.Rerun() {
+			fmt.Fprintf(&b, "* %s, levels %s: `PROFILE_MODEL_KEEP_RUNS=runs go test -count=1 -timeout 6h%s -run '%s' ./profiling/`\n",
+				s.Sweep, joinInts(s.Concs), r.tagsOf(s.Sweep), TestRun(r.testOf(s.Sweep), s.Sweep))
+		}
+	}
+	if len(r.Missing) > 0 {
+		fmt.Fprintf(&b, "\nIn the baseline, not in the new results (not compared): %s.\n", strings.Join(r.Missing, ", "))
+	}
+	if len(r.NewOnly) > 0 {
+		fmt.Fprintf(&b, "\nNew, not in the baseline (not compared): %s.\n", strings.Join(r.NewOnly, ", "))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// testOf is the test that runs the sweep.
+func (r *Regression) testOf(sweep string) string {
+	if r.engines[sweep] == "sim" {
+		return "TestSimSweeps"
+	}
+	return "TestGPUSweeps"
+}
+
+func (r *Regression) tagsOf(sweep string) string {
+	if r.engines[sweep] == "sim" {
+		return ""
+	}
+	return " -tags gpu"
+}
+
+func pctOff(v float64) string {
+	if v < 0 {
+		return "off"
+	}
+	return fmt.Sprintf("%g%%", v)
+}
+
+func joinInts(v []int) string {
+	s := make([]string, len(v))
+	for i, x := range v {
+		s[i] = fmt.Sprint(x)
+	}
+	return strings.Join(s, ", ")
+}
