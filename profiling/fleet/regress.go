@@ -49,8 +49,10 @@ type Finding struct {
 	// completed in the baseline and not in the new results).
 	Kind string `json:"kind"`
 	// Kernel is, for a kernel finding, the kernel of the category whose
-	// time per layer rose most (first repeats compared), "" when unknown.
-	Kernel string `json:"kernel,omitempty"`
+	// time per layer rose most (first repeats compared), "" when unknown;
+	// KernelUS its time per layer in the baseline and the new results.
+	Kernel   string      `json:"kernel,omitempty"`
+	KernelUS *[2]float64 `json:"kernel_us,omitempty"`
 }
 
 // Regression is the comparison of a fleet's results with a baseline.
@@ -63,6 +65,8 @@ type Regression struct {
 	// lack, and NewOnly those only the new results have: not compared.
 	Missing []string `json:"missing"`
 	NewOnly []string `json:"new_only"`
+	// Notes say what was not compared and why.
+	Notes []string `json:"notes"`
 
 	engines map[string]string // sweep → engine, for the re-run commands
 }
@@ -98,7 +102,7 @@ type SweepLevels struct {
 // Compare compares the new results with the baseline's, level by level
 // (sweeps matched by name, levels by concurrency).
 func Compare(base, cur *Summary, t Thresholds) *Regression {
-	r := &Regression{Thresholds: t, Findings: []Finding{}, Missing: []string{}, NewOnly: []string{}, engines: map[string]string{}}
+	r := &Regression{Thresholds: t, Findings: []Finding{}, Missing: []string{}, NewOnly: []string{}, Notes: []string{}, engines: map[string]string{}}
 	for _, s := range append(slices.Clone(base.Sweeps), cur.Sweeps...) {
 		r.engines[s.Sweep] = s.Engine
 	}
@@ -139,6 +143,10 @@ func (r *Regression) compareLevel(sweep string, bl, cl *LevelSummary, base, cur 
 			Unit: fmt.Sprintf("%d of %d repeats completed", cl.OK, cl.OK+cl.Failed)})
 		return
 	}
+	if bl.DecodeBS != cl.DecodeBS && bl.DecodeBS > 0 && cl.DecodeBS > 0 {
+		r.Notes = append(r.Notes, fmt.Sprintf("%s level %d: decode batch size %d in the baseline, %d now: kernel times per layer not compared (they depend on the batch)",
+			sweep, bl.Conc, bl.DecodeBS, cl.DecodeBS))
+	}
 	for _, bm := range bl.Metrics {
 		cm, ok := cl.Metric(bm.Unit)
 		if !ok {
@@ -158,9 +166,12 @@ func (r *Regression) compareLevel(sweep string, bl, cl *LevelSummary, base, cur 
 				f.Kind = "latency"
 			}
 		case isKernelUnit(bm.Unit):
+			if bl.DecodeBS != cl.DecodeBS {
+				continue // noted once below
+			}
 			if t.KernelRise >= 0 && bm.Median > 0 && f.Pct > t.KernelRise && cm.Median-bm.Median >= t.KernelMinUS {
 				f.Kind = "kernel"
-				f.Kernel = topKernel(bm.Unit, firstProfile(base, sweep, bl.Conc), firstProfile(cur, sweep, bl.Conc))
+				f.Kernel, f.KernelUS = topKernel(bm.Unit, firstProfile(base, sweep, bl.Conc), firstProfile(cur, sweep, bl.Conc))
 			}
 		}
 		if f.Kind != "" {
@@ -187,10 +198,10 @@ func firstProfile(s *Summary, sweep string, conc int) *diff.Profile {
 }
 
 // topKernel names the kernel (of the unit's category, or of any for
-// layer-us) whose time per layer rose most from a to b.
-func topKernel(unit string, a, b *diff.Profile) string {
+// layer-us) whose time per layer rose most from a to b, with its times.
+func topKernel(unit string, a, b *diff.Profile) (string, *[2]float64) {
 	if a == nil || b == nil {
-		return ""
+		return "", nil
 	}
 	rep := diff.Compare(a, b)
 	var best *diff.KernelChange
@@ -205,15 +216,27 @@ func topKernel(unit string, a, b *diff.Profile) string {
 		}
 	}
 	if best == nil {
-		return ""
+		return "", nil
 	}
 	names := best.BShort
 	if len(names) == 0 {
 		names = best.AShort
 	}
-	s := strings.Join(names, " + ")
-	if p := best.LayerUS; p.Pct != nil {
-		s += fmt.Sprintf(" (%s → %s µs/layer, %+.0f%%)", num(p.A), num(p.B), *p.Pct)
+	return strings.Join(names, " + "), &[2]float64{best.LayerUS.A, best.LayerUS.B}
+}
+
+// kernelCell is a finding's kernel with its times.
+func (f *Finding) kernelCell() string {
+	if f.Kernel == "" {
+		return ""
+	}
+	s := strings.ReplaceAll(f.Kernel, "|", `\|`)
+	if us := f.KernelUS; us != nil {
+		s += fmt.Sprintf(" (%s → %s µs/layer", num(us[0]), num(us[1]))
+		if us[0] > 0 {
+			s += fmt.Sprintf(", %+.0f%%", (us[1]-us[0])/us[0]*100)
+		}
+		s += ")"
 	}
 	return s
 }
@@ -242,13 +265,19 @@ func (r *Regression) WriteMarkdown(w io.Writer, baseName, curName string) error 
 				fmt.Fprintf(&b, "| %s | %d | failed | %s | ok | failed | | |\n", f.Sweep, f.Conc, f.Unit)
 				continue
 			}
-			fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s | %+.1f%% | %s |\n", f.Sweep, f.Conc, f.Kind, f.Unit, num(f.Old), num(f.New), f.Pct, strings.ReplaceAll(f.Kernel, "|", `\|`))
+			fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s | %+.1f%% | %s |\n", f.Sweep, f.Conc, f.Kind, f.Unit, num(f.Old), num(f.New), f.Pct, f.kernelCell())
 		}
 		b.WriteString("\n## Re-run with the profiler\n\n")
 		b.WriteString("Each sweep profiles every level; keep its traces (they are uploaded as traces-<sweep>) and read them with profile-model diff:\n\n")
 		for _, s := range r.Rerun() {
 			fmt.Fprintf(&b, "* %s, levels %s: `PROFILE_MODEL_KEEP_RUNS=runs go test -count=1 -timeout 6h%s -run '%s' ./profiling/`\n",
 				s.Sweep, joinInts(s.Concs), r.tagsOf(s.Sweep), TestRun(r.testOf(s.Sweep), s.Sweep))
+		}
+	}
+	if len(r.Notes) > 0 {
+		b.WriteString("\nNotes:\n\n")
+		for _, n := range r.Notes {
+			b.WriteString("* " + n + "\n")
 		}
 	}
 	if len(r.Missing) > 0 {

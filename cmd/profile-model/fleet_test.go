@@ -1,0 +1,191 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/profile-model/profile-model/internal/results"
+	"github.com/profile-model/profile-model/inventory"
+	"github.com/profile-model/profile-model/profiling/fleet"
+)
+
+// simTables are the per-layer tables the simulated fleet runs on: the
+// committed goldens of the sim-minimax-m2.5 sweep (compatible format, one
+// per batch size).
+var simTables = []string{
+	"../../fixtures/golden/sim-minimax-m2.5/conc4_layer.csv",
+	"../../fixtures/golden/sim-minimax-m2.5/conc8_layer.csv",
+	"../../fixtures/golden/sim-minimax-m2.5/conc16_layer.csv",
+}
+
+// slowMoE writes copies of the tables with every MoE expert GEMM kernel
+// factor times slower, and returns their paths and the kernels' short
+// names.
+func slowMoE(t *testing.T, factor float64) ([]string, []string) {
+	t.Helper()
+	rules := inventory.DefaultRules()
+	dir := t.TempDir()
+	var out, slowed []string
+	for _, p := range simTables {
+		f, err := os.Open(p)
+		require.NoError(t, err)
+		rows, err := csv.NewReader(f).ReadAll()
+		f.Close()
+		require.NoError(t, err)
+		head := rows[0]
+		col := func(name string) int {
+			for i, h := range head {
+				if h == name {
+					return i
+				}
+			}
+			t.Fatalf("%s: no column %s", p, name)
+			return -1
+		}
+		kernel, short := col("kernel"), col("short_name")
+		for _, r := range rows[1:] {
+			if rules.Classify(r[kernel]).Category != "MoE expert GEMM" {
+				continue
+			}
+			for _, c := range []string{"avg_us", "std_us", "min_us", "max_us"} {
+				v, err := strconv.ParseFloat(r[col(c)], 64)
+				require.NoError(t, err)
+				r[col(c)] = strconv.FormatFloat(v*factor, 'f', 1, 64)
+			}
+			slowed = append(slowed, r[short])
+		}
+		dst := filepath.Join(dir, filepath.Base(p))
+		var b bytes.Buffer
+		w := csv.NewWriter(&b)
+		require.NoError(t, w.WriteAll(rows))
+		require.NoError(t, os.WriteFile(dst, b.Bytes(), 0o644))
+		out = append(out, dst)
+	}
+	require.NotEmpty(t, slowed, "the tables have MoE expert GEMM kernels")
+	return out, slowed
+}
+
+// simSweepRun runs the simulated engine on the tables into
+// root/<sweep>/<run>, the layout the fleet's jobs keep. Its decode steps
+// last about 3 ms of wall time (4 layers at a quarter of real speed), long
+// beside the client's turnaround, so that every level decodes its full
+// batch: kernel times are compared only between levels of the same batch.
+func simSweepRun(t *testing.T, root, sweep string, tables []string) {
+	t.Helper()
+	args := append([]string{"run", "--conc", "4,8", "--isl", "256", "--osl", "16", "--num-prompts-mul", "2", "--max-num-seqs", "8",
+		"--time-scale", "0.25", "--tokenizer", "none", "--seed", "1",
+		"--server-arg=--layers", "--server-arg=4", "--server-arg=--kernels", "--server-arg=" + strings.Join(tables, ","),
+		"--out", filepath.Join(root, sweep)}, simArgs(t)...)
+	var stdout, stderr bytes.Buffer
+	require.NoError(t, run(context.Background(), args, &stdout, &stderr), stderr.String())
+}
+
+// TestRegressSimMoE: the merge job's engine on two sets of sim sweep
+// results. A 30% slower MoE expert GEMM is a regression naming the sweep,
+// each level and the kernel, with a failing exit; the same tables again
+// are none. The client thresholds are off here: on a shared machine the
+// client's timings of runs this short vary by more than 5% between runs,
+// while the kernel times come from the traces, in full-scale GPU time.
+func TestRegressSimMoE(t *testing.T) {
+	t.Parallel()
+	base, same, slow := t.TempDir(), t.TempDir(), t.TempDir()
+	slowTables, slowed := slowMoE(t, 1.3)
+	simSweepRun(t, base, "sim-moe", simTables)
+	simSweepRun(t, base, "sim-moe", simTables) // two repeats: medians
+	simSweepRun(t, same, "sim-moe", simTables)
+	simSweepRun(t, slow, "sim-moe", slowTables)
+	kernelOnly := []string{"--throughput-drop", "-1", "--latency-rise", "-1"}
+
+	var stdout, stderr bytes.Buffer
+	err := run(context.Background(), append([]string{"regress", base, same}, kernelOnly...), &stdout, &stderr)
+	require.NoError(t, err, "%s%s", stdout.String(), stderr.String())
+	require.Contains(t, stdout.String(), "No regression")
+	require.Contains(t, stdout.String(), "2 levels compared")
+
+	stdout.Reset()
+	stderr.Reset()
+	rerun := filepath.Join(t.TempDir(), "rerun.txt")
+	err = run(context.Background(), append([]string{"regress", "--json", "--rerun-file", rerun, base, slow}, kernelOnly...), &stdout, &stderr)
+	require.ErrorIs(t, err, errSilent, stdout.String())
+	require.Contains(t, stderr.String(), "regressions in 1 sweeps")
+	var rep fleet.Regression
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), &rep))
+	moe := fleet.CategoryUnit("MoE expert GEMM")
+	levels := map[int]bool{}
+	for _, f := range rep.Findings {
+		require.Equal(t, "sim-moe", f.Sweep)
+		require.Equal(t, "kernel", f.Kind)
+		// The MoE expert GEMM category, and the whole layer when the
+		// category's share lifts it beyond 10% too.
+		require.Contains(t, []string{moe, fleet.LayerUnit}, f.Unit, "%+v", f)
+		require.Contains(t, slowed, f.Kernel, "the kernel named is one of those slowed: %+v", f)
+		require.NotNil(t, f.KernelUS)
+		require.Greater(t, f.KernelUS[1]/f.KernelUS[0], 1.1, "the kernel named rose: %+v", f)
+		if f.Unit == moe {
+			require.InDelta(t, 30, f.Pct, 8, "about the 30%% put in: %+v", f)
+			levels[f.Conc] = true
+		}
+	}
+	require.Equal(t, map[int]bool{4: true, 8: true}, levels, "the MoE expert GEMM regressed at both levels; notes: %v", rep.Notes)
+	data, err := os.ReadFile(rerun)
+	require.NoError(t, err)
+	require.Equal(t, "sim-moe\n", string(data))
+
+	// The Markdown names the same, and how to re-run the sweep.
+	stdout.Reset()
+	err = run(context.Background(), append([]string{"regress", base, slow}, kernelOnly...), &stdout, &stderr)
+	require.ErrorIs(t, err, errSilent)
+	md := stdout.String()
+	require.Contains(t, md, "| sim-moe | 4 | kernel | moe-expert-gemm-us/layer |")
+	require.Contains(t, md, "| sim-moe | 8 | kernel | moe-expert-gemm-us/layer |")
+	require.Contains(t, md, "* sim-moe, levels 4, 8:")
+
+	// merge: one summary of the repeats, and a benchmark file that
+	// benchstat reads, named as BenchmarkSweep names its levels.
+	out := t.TempDir()
+	stdout.Reset()
+	require.NoError(t, run(context.Background(), []string{"merge", "--out", out, base}, &stdout, &stderr))
+	require.Contains(t, stdout.String(), "| sim-moe | sim | 4 | 2/0 |")
+	require.Contains(t, stdout.String(), "| sim-moe | sim | 8 | 2/0 |")
+	rs, err := results.LoadBench(filepath.Join(out, "bench.txt"))
+	require.NoError(t, err)
+	require.Len(t, rs, 4, "two levels of two repeats")
+	require.True(t, strings.HasPrefix(rs[0].Name, "Sweep/sweep=sim-moe/model=MiniMaxAI_MiniMax-M2.5/isl=256/osl=16/conc="), rs[0].Name)
+	var s fleet.Summary
+	data, err = os.ReadFile(filepath.Join(out, "fleet.json"))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(data, &s))
+	require.Len(t, s.Sweeps, 1)
+	require.Len(t, s.Sweeps[0].Runs, 2)
+}
+
+func TestFleetUsageErrors(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"matrix"}, "want one sweeps folder"},
+		{[]string{"matrix", "--max-per-matrix", "300", "x"}, "--max-per-matrix 300"},
+		{[]string{"merge"}, "give the folders"},
+		{[]string{"regress", "a"}, "want BASELINE and RESULTS"},
+	} {
+		var stdout, stderr bytes.Buffer
+		err := run(context.Background(), c.args, &stdout, &stderr)
+		var u usageError
+		require.ErrorAs(t, err, &u, "%v", c.args)
+		require.Contains(t, err.Error(), c.want)
+	}
+	var stdout, stderr bytes.Buffer
+	err := run(context.Background(), []string{"merge", t.TempDir()}, &stdout, &stderr)
+	require.ErrorContains(t, err, "no run directories (run.json)")
+}
