@@ -40,7 +40,12 @@ type ghWorkflow struct {
 	Permissions map[string]string `yaml:"permissions"`
 	Concurrency *ghConcurrency    `yaml:"concurrency"`
 	Env         map[string]string `yaml:"env"`
-	Jobs        map[string]*ghJob `yaml:"jobs"`
+	Defaults    struct {
+		Run struct {
+			Shell string `yaml:"shell"`
+		} `yaml:"run"`
+	} `yaml:"defaults"`
+	Jobs map[string]*ghJob `yaml:"jobs"`
 }
 
 type ghOn struct {
@@ -140,6 +145,11 @@ func checkWorkflows(files map[string][]byte) []error {
 		wf := wfs[name]
 		if wf.Name == "" || len(wf.Jobs) == 0 {
 			bad(name, "a workflow needs a name and jobs")
+		}
+		if wf.Defaults.Run.Shell != "bash" {
+			// Unset, GitHub runs bash -e without pipefail: go test | tee
+			// would pass whatever the tests did.
+			bad(name, "defaults.run.shell: want bash (bash -eo pipefail), so that a failure in a pipe fails the step")
 		}
 		inputs := map[string]bool{}
 		for _, tr := range []*ghTrigger{wf.On.WorkflowDispatch, wf.On.WorkflowCall} {
@@ -535,6 +545,7 @@ func TestFleetWorkflowsBroken(t *testing.T) {
 		{"gpu-sweeps.yml", "needs.plan.outputs.count", "needs.plan.outputs.counts", "no such output"},
 		{"gpu-sweeps.yml", "uses: actions/checkout@v4", "uses: actions/checkout@main", "pin an action"},
 		{"gpu-sweep-jobs.yml", "name: result-${{ matrix.sweep }}", "name: results-${{ matrix.sweep }}", "no job uploads"},
+		{"gpu-sweep-jobs.yml", "    shell: bash\n", "    shell: sh\n", "pipefail"},
 	}
 	for _, c := range cases {
 		t.Run(c.want, func(t *testing.T) {
