@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -17,9 +16,6 @@ import (
 	"github.com/profile-model/profile-model/profiling/engine"
 	"github.com/profile-model/profile-model/profiling/fleet"
 )
-
-// errRegressed is regress's exit on a regression: the report was printed.
-var errRegressed = errors.New("regression")
 
 // runMatrix prints the CI job matrices of the declared sweeps.
 func runMatrix(_ context.Context, args []string, stdout, stderr io.Writer) error {

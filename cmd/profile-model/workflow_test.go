@@ -421,7 +421,7 @@ func commandFlags() map[string][]string {
 }
 
 var (
-	pmCallRe = regexp.MustCompile(`profile-model\s+([a-z][\w-]*)`)
+	pmCallRe = regexp.MustCompile(`profile-model"?\s+([a-z][\w-]*)`)
 	flagRe   = regexp.MustCompile(`(?:^|\s|\()--([a-z][\w-]*)`)
 )
 
@@ -546,6 +546,7 @@ func TestFleetWorkflowsBroken(t *testing.T) {
 		{"gpu-sweeps.yml", "uses: actions/checkout@v4", "uses: actions/checkout@main", "pin an action"},
 		{"gpu-sweep-jobs.yml", "name: result-${{ matrix.sweep }}", "name: results-${{ matrix.sweep }}", "no job uploads"},
 		{"gpu-sweep-jobs.yml", "    shell: bash\n", "    shell: sh\n", "pipefail"},
+		{"gpu-sweep-jobs.yml", `profile-model" report`, `profile-model" reprot`, "profile-model reprot"},
 	}
 	for _, c := range cases {
 		t.Run(c.want, func(t *testing.T) {
