@@ -43,7 +43,14 @@ func FindRuns(roots ...string) ([]RunDir, error) {
 			if err != nil {
 				return err
 			}
-			if !d.IsDir() || !fileExists(results.Run(p).RunInfo()) {
+			if !d.IsDir() {
+				return nil
+			}
+			if fileExists(filepath.Join(p, planIndex)) {
+				// Its runs are named by server and bench variant, not by sweep.
+				return fmt.Errorf("%s is the sweep directory of a plan (profile-model run --plan): merge and regress read sweep runs only; compare plans with profile-model report and diff", p)
+			}
+			if !fileExists(results.Run(p).RunInfo()) {
 				return nil
 			}
 			abs, _ := filepath.Abs(p)
@@ -63,6 +70,10 @@ func FindRuns(roots ...string) ([]RunDir, error) {
 	})
 	return out, nil
 }
+
+// planIndex marks the sweep directory of a plan (plan.IndexFile; named
+// here, as package plan imports profiling, whose tests import this one).
+const planIndex = "sweep.json"
 
 func fileExists(p string) bool {
 	st, err := os.Stat(p)

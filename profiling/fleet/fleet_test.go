@@ -248,3 +248,15 @@ func TestCompareFailedAndMissing(t *testing.T) {
 	require.Contains(t, b.String(), "not in the new results (not compared): gone")
 	require.Contains(t, b.String(), "-run '^TestSimSweeps$/^a$'")
 }
+
+// TestMergeRefusesPlans: a plan's sweep directory is refused with what to
+// use instead, not read as sweeps named after its server variants.
+func TestMergeRefusesPlans(t *testing.T) {
+	root := t.TempDir()
+	sweepDir := filepath.Join(root, "sim-server-settings-20260101T000000Z")
+	require.NoError(t, os.MkdirAll(filepath.Join(sweepDir, "seqs16", "isl256"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(sweepDir, "sweep.json"), []byte("{}"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(sweepDir, "seqs16", "isl256", "run.json"), []byte("{}"), 0o644))
+	_, err := Merge(root)
+	require.ErrorContains(t, err, sweepDir+" is the sweep directory of a plan")
+}
