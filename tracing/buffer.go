@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"github.com/profile-model/profile-model/internal/jsonscan"
 	"io"
 	"sync/atomic"
 
@@ -72,34 +73,34 @@ func (s *Scanner) fill() bool {
 // fillChunk is fill with read-ahead: the next chunk's buffer becomes the
 // scanner's, the unread bytes moved into its headroom.
 func (s *Scanner) fillChunk() bool {
-	c := s.ra.next()
-	if c.err != nil {
+	c := s.ra.Next()
+	if c.Err != nil {
 		s.eof = true
-		if c.err != io.EOF {
-			s.rerr = c.err
+		if c.Err != io.EOF {
+			s.rerr = c.Err
 		}
 	}
-	if c.n == 0 {
-		if c.b != nil {
-			s.ra.release(c.b)
+	if c.N == 0 {
+		if c.B != nil {
+			s.ra.Release(c.B)
 		}
 		return false
 	}
 	left := s.w - s.r
 	old, oldChunk := s.buf, s.chunk
-	if left <= readAheadHeadroom {
-		start := readAheadHeadroom - left
-		copy(c.b[start:readAheadHeadroom], s.buf[s.r:s.w])
+	if left <= jsonscan.Headroom {
+		start := jsonscan.Headroom - left
+		copy(c.B[start:jsonscan.Headroom], s.buf[s.r:s.w])
 		s.base += int64(s.r - start)
-		s.buf, s.chunk = c.b, true
-		s.r, s.w = start, readAheadHeadroom+c.n
+		s.buf, s.chunk = c.B, true
+		s.r, s.w = start, jsonscan.Headroom+c.N
 	} else {
 		// An event longer than the headroom spans the boundary: join,
 		// in a buffer of its own that grows by doubling (a value over
 		// many chunks is copied O(1) times per byte, not once per chunk).
-		need := left + c.n
+		need := left + c.N
 		if need > maxValue {
-			s.ra.release(c.b)
+			s.ra.Release(c.B)
 			s.fail("a single value is larger than %d MB; this is not a trace event", maxValue>>20)
 			return false
 		}
@@ -111,14 +112,14 @@ func (s *Scanner) fillChunk() bool {
 			nb = make([]byte, min(2*need, maxValue))
 			copy(nb, old[s.r:s.w])
 		}
-		copy(nb[left:], c.b[readAheadHeadroom:readAheadHeadroom+c.n])
-		s.ra.release(c.b)
+		copy(nb[left:], c.B[jsonscan.Headroom:jsonscan.Headroom+c.N])
+		s.ra.Release(c.B)
 		s.base += int64(s.r)
 		s.buf, s.chunk = nb, false
 		s.r, s.w = 0, need
 	}
 	if oldChunk {
-		s.ra.release(old)
+		s.ra.Release(old)
 	}
 	return true
 }
@@ -127,7 +128,7 @@ func (s *Scanner) fillChunk() bool {
 func (s *Scanner) peek() (byte, bool) {
 	for {
 		for s.r < s.w {
-			if c := s.buf[s.r]; !isSpace(c) {
+			if c := s.buf[s.r]; !jsonscan.IsSpace(c) {
 				return c, true
 			}
 			s.r++
@@ -143,22 +144,25 @@ func (s *Scanner) extent() (int, bool) {
 	var e int
 	switch c := s.buf[s.r]; c {
 	case '"':
-		e = stringEnd(s.buf[:s.w], s.r)
+		e = jsonscan.StringEnd(s.buf[:s.w], s.r)
 		if e < 0 {
-			e = incomplete
+			e = jsonscan.Incomplete
 		}
 	case '{', '[':
-		e = compositeEnd(s.buf[:s.w], s.r)
+		e = jsonscan.CompositeEnd(s.buf[:s.w], s.r)
 	default:
-		e = scalarEnd(s.buf[:s.w], s.r)
-		if e == incomplete && s.eof {
+		e = jsonscan.ScalarEnd(s.buf[:s.w], s.r)
+		if e == jsonscan.Incomplete && s.eof {
 			e = s.w
 		}
 	}
 	switch {
 	case e >= 0:
 		return e, true
-	case e == invalid:
+	case e == jsonscan.Invalid && jsonscan.Delim(s.buf[s.r]):
+		s.fail("expected a value, found %q", s.buf[s.r])
+		return 0, false
+	case e == jsonscan.Invalid:
 		s.fail("brackets do not match")
 		return 0, false
 	}
@@ -174,7 +178,7 @@ func (s *Scanner) valueEnd() (int, bool) {
 		switch e := v.scan(s.buf[s.r:s.w], s.eof); {
 		case e >= 0:
 			return s.r + e, true
-		case e == invalid:
+		case e == jsonscan.Invalid:
 			s.fail("brackets do not match")
 			return 0, false
 		}
@@ -195,7 +199,7 @@ func (s *Scanner) drain() {
 	trailing := int64(-1)
 	for trailing < 0 {
 		for ; s.r < s.w; s.r++ {
-			if !isSpace(s.buf[s.r]) {
+			if !jsonscan.IsSpace(s.buf[s.r]) {
 				trailing = s.Offset()
 				break
 			}
@@ -223,7 +227,7 @@ func (s *Scanner) drain() {
 		}
 		s.r = s.w
 		if s.rerr != nil && s.err == nil {
-			s.err = &TrailerError{CompressedOffset: s.cnt.n.Load(), Err: s.rerr}
+			s.err = &jsonscan.TrailerError{CompressedOffset: s.cnt.n.Load(), Err: s.rerr}
 		}
 	}
 	if s.mem != nil {

@@ -6,6 +6,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"github.com/profile-model/profile-model/internal/jsonscan"
 	"io"
 	"os"
 	"regexp"
@@ -228,7 +229,7 @@ func ReadCapture(ctx context.Context, r io.Reader, name string) (*Capture, error
 			order := int(c.Events)
 			switch cl := classify([]byte(ev.Cat)); {
 			case cl == clKernel:
-				if corr, ok := parseInt(ev.Args.Correlation); ok {
+				if corr, ok := jsonscan.ParseInt(ev.Args.Correlation); ok {
 					ran[corr] = true
 				}
 			case cl == clRuntime:
@@ -236,8 +237,8 @@ func ReadCapture(ctx context.Context, r io.Reader, name string) (*Capture, error
 				if !l || graph || strings.Contains(ev.Name, "Memcpy") || strings.Contains(ev.Name, "Memset") {
 					continue
 				}
-				ts, _ := parseMicros(ev.TS)
-				corr, _ := parseInt(ev.Args.Correlation)
+				ts, _ := jsonscan.ParseMicros(ev.TS)
+				corr, _ := jsonscan.ParseInt(ev.Args.Correlation)
 				launches = append(launches, capLaunch{
 					k:    CapturedKernel{Name: ev.Args.Kernel, Launch: ev.Name, TS: ts},
 					corr: corr, order: order,
@@ -257,8 +258,8 @@ func ReadCapture(ctx context.Context, r io.Reader, name string) (*Capture, error
 				} else {
 					s.dims, s.typ = compactJSON(ev.Args.InputDims), compactJSON(ev.Args.InputTypes)
 				}
-				ts, ok := parseMicros(ev.TS)
-				dur, ok2 := parseMicros(ev.Dur)
+				ts, ok := jsonscan.ParseMicros(ev.TS)
+				dur, ok2 := jsonscan.ParseMicros(ev.Dur)
 				if !ok || !ok2 {
 					continue
 				}

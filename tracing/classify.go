@@ -1,6 +1,10 @@
 package tracing
 
-import "bytes"
+import (
+	"bytes"
+
+	"github.com/profile-model/profile-model/internal/jsonscan"
+)
 
 // What the Scanner keeps: the category of an event decides, with its
 // phase and (for runtime calls and cpu ops) its name.
@@ -51,7 +55,7 @@ const (
 // kinetoPhase matches {"ph": " at the start of an event and returns the
 // index of the phase letter (followed by its closing quote), or 0.
 func kinetoPhase(b []byte) int {
-	j := skipSpace(b, 1)
+	j := jsonscan.SkipSpace(b, 1)
 	if len(b)-j < len(phKey)+2 || string(b[j:j+len(phKey)]) != phKey || b[j+len(phKey)+1] != '"' {
 		return 0
 	}
@@ -70,7 +74,7 @@ func kinetoCat(b []byte) (ph, cat int) {
 	if k < len(b) && b[k] == ' ' {
 		k++ // the usual single space, before the general skip
 	}
-	k = skipSpace(b, k)
+	k = jsonscan.SkipSpace(b, k)
 	if len(b)-k < len(catKey) || string(b[k:k+len(catKey)]) != catKey {
 		return 0, 0
 	}

@@ -3,6 +3,7 @@ package tracing
 import (
 	"bytes"
 	"fmt"
+	"github.com/profile-model/profile-model/internal/jsonscan"
 
 	"github.com/profile-model/profile-model/internal/diag"
 )
@@ -14,7 +15,7 @@ import (
 // event is malformed.
 //
 // b holds the event from its '{' to the end of the buffered data. It returns
-// the index past the event's '}', or incomplete when b ends first; msg
+// the index past the event's '}', or jsonscan.Incomplete when b ends first; msg
 // explains a malformed event.
 func (s *Scanner) parseEvent(b []byte) (end int, kept bool, msg string) {
 	l := lexer{b: b, i: 1}
@@ -43,7 +44,7 @@ func (s *Scanner) parseEvent(b []byte) (end int, kept bool, msg string) {
 				}
 			}
 			if cl == clSkip {
-				end := objectRest(b, j+e+1)
+				end := jsonscan.ObjectRest(b, j+e+1)
 				if end < 0 {
 					return s.bad(b, "")
 				}
@@ -74,8 +75,8 @@ func (s *Scanner) parseEvent(b []byte) (end int, kept bool, msg string) {
 			if bytes.IndexByte(pre, '{') < 0 && bytes.IndexByte(pre, '}') < 0 &&
 				bytes.IndexByte(pre, '[') < 0 && bytes.IndexByte(pre, ']') < 0 {
 				v := c + len(catKey)
-				if e := stringEnd(b, v-1); e > 0 {
-					end := objectRest(b, e)
+				if e := jsonscan.StringEnd(b, v-1); e > 0 {
+					end := jsonscan.ObjectRest(b, e)
 					if end < 0 {
 						return s.bad(b, "")
 					}
@@ -158,7 +159,7 @@ func (s *Scanner) parseEvent(b []byte) (end int, kept bool, msg string) {
 		if haveCat {
 			if kept, decided := keep(cl, ph, name, havePh, haveName, s.KeepOps); decided && !kept {
 				// Skipped: find the end without reading the rest.
-				e := objectRest(b, l.i)
+				e := jsonscan.ObjectRest(b, l.i)
 				if e < 0 {
 					return s.badOp(b, cl == clOp && haveCat && !opNamed(ph, name, havePh, haveName), cat, "")
 				}
@@ -237,7 +238,7 @@ func (s *Scanner) oddEvent(dup string, tsQ, durQ bool, an *argNotes, raw map[str
 // must change nothing else: so it is skipped when its brackets match.
 func (s *Scanner) badOp(b []byte, opOnly bool, cat []byte, msg string) (int, bool, string) {
 	if opOnly && s.KeepOps {
-		if e := compositeEnd(b, 0); e >= 0 {
+		if e := jsonscan.CompositeEnd(b, 0); e >= 0 {
 			s.countCat(cat, true)
 			return e, false, ""
 		}
@@ -254,10 +255,10 @@ func opNamed(ph, name []byte, havePh, haveName bool) bool {
 
 // bad tells a malformed event from one that the buffered data cuts short.
 func (s *Scanner) bad(b []byte, msg string) (int, bool, string) {
-	switch compositeEnd(b, 0) {
-	case incomplete:
-		return incomplete, false, ""
-	case invalid:
+	switch jsonscan.CompositeEnd(b, 0) {
+	case jsonscan.Incomplete:
+		return jsonscan.Incomplete, false, ""
+	case jsonscan.Invalid:
 		return 0, false, "brackets do not match"
 	}
 	if msg == "" {
@@ -303,11 +304,11 @@ func (s *Scanner) build(cl class, cat, name, pid, tid, ts, dur, args []byte, pid
 	if ts == nil {
 		return fmt.Sprintf("%s event %q has no ts", cat, truncate(ev.Name, 80))
 	}
-	if ev.TS, ok = parseMicros(ts); !ok {
+	if ev.TS, ok = jsonscan.ParseMicros(ts); !ok {
 		return fmt.Sprintf("bad ts %q", truncate(string(ts), 40))
 	}
 	if dur != nil {
-		if ev.Dur, ok = parseMicros(dur); !ok {
+		if ev.Dur, ok = jsonscan.ParseMicros(dur); !ok {
 			return fmt.Sprintf("bad dur %q", truncate(string(dur), 40))
 		}
 	}
@@ -366,7 +367,7 @@ func argMembers(ev *Event, l *lexer, an *argNotes) string {
 				if !ok {
 					return fmt.Sprintf("bad args.%s", key)
 				}
-				if v, ok = parseInt(raw); !ok {
+				if v, ok = jsonscan.ParseInt(raw); !ok {
 					break
 				}
 				if an.quoted == "" {
@@ -380,7 +381,7 @@ func argMembers(ev *Event, l *lexer, an *argNotes) string {
 					}
 					break
 				}
-				v, _ = parseInt(t)
+				v, _ = jsonscan.ParseInt(t)
 			}
 			switch bit {
 			case argDevice:
@@ -421,7 +422,7 @@ func argMembers(ev *Event, l *lexer, an *argNotes) string {
 					return fmt.Sprintf("bad args.%s", key)
 				}
 				if k < 3 {
-					v, _ := parseInt(t)
+					v, _ := jsonscan.ParseInt(t)
 					dst[k] = int32(v)
 				}
 				if !l.expect(',') {

@@ -2,7 +2,7 @@ package tracing
 
 import (
 	"encoding/binary"
-	"math/bits"
+	"github.com/profile-model/profile-model/internal/jsonscan"
 )
 
 // Fast paths for the layout Kineto writes (fixed key order, ": " after
@@ -25,7 +25,7 @@ func (s *Scanner) kernelFast(b []byte, i int) (end int, ok bool) {
 		return 0, false
 	}
 	i += 9
-	e := stringEnd(b, i-1)
+	e := jsonscan.StringEnd(b, i-1)
 	if e < 0 {
 		return 0, false
 	}
@@ -47,13 +47,13 @@ func (s *Scanner) kernelFast(b []byte, i int) (end int, ok bool) {
 	if i = nextMember(b, i); i < 0 || len(b)-i < 6 || string(b[i:i+6]) != `"ts": ` {
 		return 0, false
 	}
-	if i, ev.TS, ok = microsAt(b, i+6); !ok {
+	if i, ev.TS, ok = jsonscan.MicrosAt(b, i+6); !ok {
 		return 0, false
 	}
 	if i = nextMember(b, i); i < 0 || len(b)-i < 7 || string(b[i:i+7]) != `"dur": ` {
 		return 0, false
 	}
-	if i, ev.Dur, ok = microsAt(b, i+7); !ok {
+	if i, ev.Dur, ok = jsonscan.MicrosAt(b, i+7); !ok {
 		return 0, false
 	}
 	if i = nextMember(b, i); i < 0 || len(b)-i < 9 || string(b[i:i+9]) != `"args": {` {
@@ -62,7 +62,7 @@ func (s *Scanner) kernelFast(b []byte, i int) (end int, ok bool) {
 	if i, ok = kernelArgs(ev, b, i+9); !ok {
 		return 0, false
 	}
-	i = skipSpace(b, i)
+	i = jsonscan.SkipSpace(b, i)
 	if i >= len(b) || b[i] != '}' {
 		return 0, false
 	}
@@ -84,113 +84,14 @@ func nextMember(b []byte, i int) int {
 	if i+2 < len(b) && b[i+1] == ' ' && b[i+2] > ' ' {
 		return i + 2
 	}
-	return skipSpace(b, i+1)
-}
-
-// number returns the end of the unquoted number at b[i], or -1 when it is
-// empty or not followed by a delimiter (an exponent, a quote, the end of
-// the data).
-func number(b []byte, i int) int {
-	j := i
-	for j < len(b) && (b[j] >= '0' && b[j] <= '9' || b[j] == '.' || b[j] == '-') {
-		j++
-	}
-	if j == i || j >= len(b) || !numberEnd(b[j]) {
-		return -1
-	}
-	return j
-}
-
-// numberEnd tells the bytes that may follow a number in the fast paths.
-func numberEnd(c byte) bool { return numEnd[c] }
-
-var numEnd = func() (t [256]bool) {
-	for _, c := range []byte(",}] \n\r\t") {
-		t[c] = true
-	}
-	return t
-}()
-
-// microsAt reads the unquoted number at b[i] as parseMicros does and
-// returns its end: Kineto's "123.456" in one pass, anything else through
-// number and parseMicros.
-func microsAt(b []byte, i int) (end int, ns int64, ok bool) {
-	// 15 integer digits cannot overflow (parseMicros checks longer ones).
-	if n, us := uintAt(b, i); n > 0 && n <= 15 && i+n+4 < len(b) {
-		j := i + n
-		var frac int64
-		if b[j] == '.' {
-			// Up to three decimals: more go to parseMicros (it rounds).
-			k := j + 1
-			for k < j+4 && b[k] >= '0' && b[k] <= '9' {
-				frac = frac*10 + int64(b[k]-'0')
-				k++
-			}
-			switch k - j {
-			case 1:
-				k = j // "1." is not a number: parseMicros says so
-			case 2:
-				frac *= 100
-			case 3:
-				frac *= 10
-			}
-			j = k
-		}
-		if numberEnd(b[j]) {
-			return j, int64(us)*1000 + frac, true
-		}
-	}
-	e := number(b, i)
-	if e < 0 {
-		return 0, 0, false
-	}
-	ns, ok = parseMicros(b[i:e])
-	return e, ns, ok
-}
-
-// uintAt reads the decimal digits at b[i], up to 16, eight at a time: it
-// returns how many there are (16 when there may be more) and their value.
-func uintAt(b []byte, i int) (n int, v uint64) {
-	if len(b)-i < 16 {
-		for n < 16 && i+n < len(b) && b[i+n] >= '0' && b[i+n] <= '9' {
-			v = v*10 + uint64(b[i+n]-'0')
-			n++
-		}
-		return n, v
-	}
-	n, v = digits8(binary.LittleEndian.Uint64(b[i:]))
-	if n == 8 {
-		m, w := digits8(binary.LittleEndian.Uint64(b[i+8:]))
-		n, v = 8+m, v*pow10[m]+w
-	}
-	return n, v
-}
-
-var pow10 = [...]uint64{1, 10, 100, 1000, 1e4, 1e5, 1e6, 1e7, 1e8}
-
-// digits8 reads the leading decimal digits of the eight bytes of x (the
-// first byte lowest): how many (0 to 8) and their value.
-func digits8(x uint64) (n int, v uint64) {
-	const three = 0x3030303030303030
-	n = leadingDigits(x)
-	if n == 0 {
-		return 0, 0
-	}
-	// Digit values, shifted up so that the bytes past the digits fall off
-	// and zeros (leading zeros of the number) come in below.
-	d := (x - three) << (64 - 8*uint(n))
-	// Pairs, then quads, then all eight (first byte most significant).
-	d = (d * (10<<8 + 1)) >> 8 & 0x00FF00FF00FF00FF
-	d = (d * (100<<16 + 1)) >> 16 & 0x0000FFFF0000FFFF
-	d = (d * (10000<<32 + 1)) >> 32
-	return n, d
+	return jsonscan.SkipSpace(b, i+1)
 }
 
 // kernelArgs reads a kernel's args from just past their '{' to past their
 // '}'. Keys it knows, written as Kineto writes them, are read here; from
 // the first other key on, argMembers reads the rest.
 func kernelArgs(ev *Event, b []byte, i int) (int, bool) {
-	i = skipSpace(b, i)
+	i = jsonscan.SkipSpace(b, i)
 	if i < len(b) && b[i] == '}' {
 		return i + 1, true
 	}
@@ -228,7 +129,7 @@ func kernelArgs(ev *Event, b []byte, i int) (int, bool) {
 				return 0, false
 			}
 		case argKind:
-			e := stringEnd(b, v-1)
+			e := jsonscan.StringEnd(b, v-1)
 			if e < 0 {
 				return 0, false
 			}
@@ -257,7 +158,7 @@ func kernelArgs(ev *Event, b []byte, i int) (int, bool) {
 			key, v = next, at
 			continue
 		}
-		i = skipSpace(b, i)
+		i = jsonscan.SkipSpace(b, i)
 		if i >= len(b) {
 			return 0, false
 		}
@@ -265,7 +166,7 @@ func kernelArgs(ev *Event, b []byte, i int) (int, bool) {
 		case '}':
 			return i + 1, true
 		case ',':
-			i = skipSpace(b, i+1)
+			i = jsonscan.SkipSpace(b, i+1)
 			if i >= len(b) || b[i] != '"' {
 				return 0, false
 			}
@@ -366,40 +267,42 @@ func argKey(b []byte, i int) (key, v int) {
 	return argOther, i
 }
 
-// intAt reads the unquoted number at b[i] as parseInt does (a plain
-// integer in one pass, anything else by parseInt) and returns its end.
+// intAt reads the unquoted number at b[i] as ParseInt does (a plain
+// integer in one pass, anything else by ParseInt) and returns its end; ok
+// is false for anything ParseInt does not take (the general path reads it
+// and says what is wrong).
 func intAt(b []byte, i int) (end int, v int64, ok bool) {
 	// Most are a digit or two (device, stream, pid, grid and block sizes).
 	if i+2 < len(b) {
 		if d0 := b[i] - '0'; d0 <= 9 {
-			if c := b[i+1]; numEnd[c] {
+			if c := b[i+1]; jsonscan.NumberEnd(c) {
 				return i + 1, int64(d0), true
-			} else if d1 := c - '0'; d1 <= 9 && numEnd[b[i+2]] {
+			} else if d1 := c - '0'; d1 <= 9 && d0 != 0 && jsonscan.NumberEnd(b[i+2]) {
 				return i + 2, int64(d0)*10 + int64(d1), true
 			}
 		}
 	}
-	if n, u := uintAt(b, i); n > 0 && n < 16 && i+n < len(b) && numberEnd(b[i+n]) {
+	if n, u := jsonscan.UintAt(b, i); n > 0 && n < 16 && (n == 1 || b[i] != '0') && i+n < len(b) && jsonscan.NumberEnd(b[i+n]) {
 		return i + n, int64(u), true
 	}
-	e := number(b, i)
-	if e < 0 {
+	e := jsonscan.ScalarEnd(b, i)
+	if e < 0 || e >= len(b) || !jsonscan.NumberEnd(b[e]) {
 		return 0, 0, false
 	}
-	v, _ = parseInt(b[i:e])
-	return e, v, true
+	v, ok = jsonscan.ParseInt(b[i:e])
+	return e, v, ok
 }
 
 // dims3 reads "a, b, c]" (exactly three numbers) into dst.
 func dims3(dst *[3]int32, b []byte, i int) (int, bool) {
 	for k := range 3 {
-		i = skipSpace(b, i)
+		i = jsonscan.SkipSpace(b, i)
 		e, v, ok := intAt(b, i)
 		if !ok {
 			return 0, false
 		}
 		dst[k] = int32(v)
-		i = skipSpace(b, e)
+		i = jsonscan.SkipSpace(b, e)
 		if i >= len(b) {
 			return 0, false
 		}
@@ -466,7 +369,7 @@ func flowFast(b []byte, i int) (end int, cat []byte, ok bool) {
 			}
 		}
 	}
-	i = skipSpace(b, i)
+	i = jsonscan.SkipSpace(b, i)
 	if i >= len(b) || b[i] != '}' {
 		return 0, nil, false
 	}
@@ -488,13 +391,13 @@ func plainNumber(b []byte, i int) int {
 		}
 		j += 1 + m
 	}
-	if j >= len(b) || j-i > 24 || !numEnd[b[j]] {
+	if j >= len(b) || j-i > 24 || !jsonscan.NumberEnd(b[j]) {
 		return -1
 	}
 	return j
 }
 
-// digitCount is how many decimal digits start at b[i], up to 16: uintAt
+// digitCount is how many decimal digits start at b[i], up to 16: jsonscan.UintAt
 // without the value, eight bytes at a time.
 func digitCount(b []byte, i int) int {
 	if len(b)-i < 16 {
@@ -504,20 +407,11 @@ func digitCount(b []byte, i int) int {
 		}
 		return n
 	}
-	n := leadingDigits(binary.LittleEndian.Uint64(b[i:]))
+	n := jsonscan.LeadingDigits(binary.LittleEndian.Uint64(b[i:]))
 	if n == 8 {
-		n += leadingDigits(binary.LittleEndian.Uint64(b[i+8:]))
+		n += jsonscan.LeadingDigits(binary.LittleEndian.Uint64(b[i+8:]))
 	}
 	return n
-}
-
-// leadingDigits is how many of the eight bytes of x, from the lowest, are
-// decimal digits. A byte is a digit when its high nibble is 3 both as is
-// and after adding 6; a carry out of a non-digit byte only reaches the
-// bytes after it, which are not counted.
-func leadingDigits(x uint64) int {
-	const hi, three, six = 0xF0F0F0F0F0F0F0F0, 0x3030303030303030, 0x0606060606060606
-	return bits.TrailingZeros64((x&hi^three)|((x+six)&hi^three)) >> 3
 }
 
 // flatEvent reads the members of a skipped event in the layout Kineto
@@ -535,7 +429,7 @@ func flatEvent(b []byte, i, catLimit int) (end int, cat []byte, ok bool) {
 		default:
 			return 0, nil, false
 		}
-		i = skipSpace(b, i+1)
+		i = jsonscan.SkipSpace(b, i+1)
 		k := shortString(b, i)
 		if k < 0 || k+2 > len(b) || b[k] != ':' || b[k+1] != ' ' {
 			return 0, nil, false
@@ -559,7 +453,7 @@ func flatEvent(b []byte, i, catLimit int) (end int, cat []byte, ok bool) {
 			i = e
 		} else {
 			j := i
-			for j < len(b) && !delim[b[j]] && b[j] != '\\' {
+			for j < len(b) && !jsonscan.Delim(b[j]) && b[j] != '\\' {
 				j++
 			}
 			if j == i {
@@ -567,7 +461,7 @@ func flatEvent(b []byte, i, catLimit int) (end int, cat []byte, ok bool) {
 			}
 			i = j
 		}
-		i = skipSpace(b, i)
+		i = jsonscan.SkipSpace(b, i)
 	}
 	return 0, nil, false
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/profile-model/profile-model/internal/jsonscan"
 	"io"
 	"runtime"
 	"slices"
@@ -90,8 +91,8 @@ func read(ctx context.Context, r io.Reader, name string, opts Options, size int6
 	}
 	var warnings []diag.Warning
 	err = sc.Err()
-	var te *TruncatedError
-	var tre *TrailerError
+	var te *jsonscan.TruncatedError
+	var tre *jsonscan.TrailerError
 	if errors.As(err, &tre) {
 		// The JSON is complete: analyse it, and say the file is bad.
 		warnings = append(warnings, diag.New(diag.Trailer, fmt.Sprintf("%s: %s", name, tre.Error())))
@@ -99,7 +100,7 @@ func read(ctx context.Context, r io.Reader, name string, opts Options, size int6
 	}
 	if err != nil {
 		if !errors.As(err, &te) {
-			var se *SyntaxError
+			var se *jsonscan.SyntaxError
 			if errors.As(err, &se) && se.Event >= 0 {
 				return nil, fmt.Errorf("%s: %w (the trace is corrupt from there on: export it again)", name, err)
 			}
@@ -144,7 +145,7 @@ func openScanner(ctx context.Context, r io.Reader, opts Options) (*Scanner, func
 	if err != nil {
 		return nil, nil, err
 	}
-	ra := newReadAhead(ctx, src)
+	ra := jsonscan.NewReadAhead(ctx, src)
 	return newScannerFrom(ra, cnt, mem), ra.Close, nil
 }
 

@@ -2,6 +2,7 @@ package tracing
 
 import (
 	"bytes"
+	"github.com/profile-model/profile-model/internal/jsonscan"
 	"testing"
 )
 
@@ -73,7 +74,7 @@ func BenchmarkParseEvent(b *testing.B) {
 	b.Run("objectRest/python", func(b *testing.B) {
 		_, j := kinetoCat(microPy)
 		for b.Loop() {
-			objectRest(microPy, j+16)
+			jsonscan.ObjectRest(microPy, j+16)
 		}
 	})
 }

@@ -2,6 +2,7 @@ package tracing
 
 import (
 	"fmt"
+	"github.com/profile-model/profile-model/internal/jsonscan"
 	"io"
 
 	"github.com/profile-model/profile-model/internal/diag"
@@ -80,10 +81,10 @@ type Scanner struct {
 	KeepOps bool
 
 	rd    io.Reader
-	ra    *readAhead      // when set, chunks come from it (rd is unused)
-	chunk bool            // buf is a read-ahead chunk, to give back
-	cnt   *countingReader // compressed input, nil when not gzip
-	mem   *memberReader   // gzip members, nil when not gzip
+	ra    *jsonscan.ReadAhead // when set, chunks come from it (rd is unused)
+	chunk bool                // buf is a read-ahead chunk, to give back
+	cnt   *countingReader     // compressed input, nil when not gzip
+	mem   *memberReader       // gzip members, nil when not gzip
 	buf   []byte
 	r, w  int   // unread data is buf[r:w]
 	base  int64 // stream offset of buf[0]
@@ -119,7 +120,7 @@ func NewScanner(r io.Reader) *Scanner {
 }
 
 // newScannerFrom scans the chunks of a read-ahead.
-func newScannerFrom(ra *readAhead, cnt *countingReader, mem *memberReader) *Scanner {
+func newScannerFrom(ra *jsonscan.ReadAhead, cnt *countingReader, mem *memberReader) *Scanner {
 	return &Scanner{ra: ra, cnt: cnt, mem: mem, names: make(map[string]string), hdr: Header{Meta: map[string]string{}}}
 }
 
@@ -169,7 +170,7 @@ func (s *Scanner) Scan() bool {
 
 func (s *Scanner) fail(msg string, args ...any) {
 	if s.err == nil {
-		s.err = &SyntaxError{Offset: s.Offset(), Event: s.eventIndex(), Msg: fmt.Sprintf(msg, args...)}
+		s.err = &jsonscan.SyntaxError{Offset: s.Offset(), Event: s.eventIndex(), Msg: fmt.Sprintf(msg, args...)}
 	}
 	s.state = stDone
 }
@@ -187,7 +188,7 @@ func (s *Scanner) truncated() {
 		if s.cnt != nil {
 			co = s.cnt.n.Load()
 		}
-		s.err = &TruncatedError{Offset: s.base + int64(s.w), CompressedOffset: co, Events: s.entries, Err: s.rerr}
+		s.err = &jsonscan.TruncatedError{Offset: s.base + int64(s.w), CompressedOffset: co, Events: s.entries, Err: s.rerr}
 	}
 	s.state = stDone
 }
@@ -328,7 +329,7 @@ func (s *Scanner) header(key string, v []byte) {
 		}
 	case "baseTimeNanoseconds":
 		if t, ok := l.scalar(); ok {
-			if v, ok := parseInt(t); ok {
+			if v, ok := jsonscan.ParseInt(t); ok {
 				s.hdr.BaseNS, s.hdr.HasBase = v, true
 			}
 		}
@@ -395,7 +396,7 @@ func (s *Scanner) event() bool {
 		case msg != "":
 			s.fail("%s", msg)
 			return false
-		case e == incomplete && !whole:
+		case e == jsonscan.Incomplete && !whole:
 			// Read to the event's end in one pass, then parse it once:
 			// parsing again after every refill would cost the square
 			// of a huge event's size.
@@ -404,7 +405,7 @@ func (s *Scanner) event() bool {
 			}
 			whole = true
 			continue
-		case e == incomplete:
+		case e == jsonscan.Incomplete:
 			if !s.fill() {
 				s.needData()
 				return false
@@ -517,4 +518,4 @@ func encodingOf(b []byte) (name, fix string) {
 }
 
 // jsonStart tells the bytes a JSON document can start with.
-func jsonStart(c byte) bool { return c == '{' || c == '[' || isSpace(c) }
+func jsonStart(c byte) bool { return c == '{' || c == '[' || jsonscan.IsSpace(c) }

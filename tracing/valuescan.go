@@ -1,12 +1,16 @@
 package tracing
 
-import "bytes"
+import (
+	"bytes"
+
+	"github.com/profile-model/profile-model/internal/jsonscan"
+)
 
 // valueScan finds where one JSON value ends when it spans many refills of
 // the buffer: it keeps its place (nesting, inside a string or not) between
 // calls, so a value of n bytes costs O(n) however it arrives. Scanning it
 // again from its start at each refill, as the one-shot helpers do, made a
-// 64 MB value cost minutes. Like compositeEnd, it checks that brackets
+// 64 MB value cost minutes. Like jsonscan.CompositeEnd, it checks that brackets
 // match and nothing else.
 type valueScan struct {
 	pos   int      // bytes of the value scanned so far
@@ -18,11 +22,11 @@ type valueScan struct {
 }
 
 // scan goes on over b, which holds the value from its first byte, and
-// returns the index past its end, incomplete, or invalid. eof says no more
+// returns the index past its end, jsonscan.Incomplete, or jsonscan.Invalid. eof says no more
 // bytes will come (a number or literal then ends with b).
 func (v *valueScan) scan(b []byte, eof bool) int {
 	if len(b) == 0 {
-		return incomplete
+		return jsonscan.Incomplete
 	}
 	switch c := b[0]; {
 	case c == '"':
@@ -30,14 +34,14 @@ func (v *valueScan) scan(b []byte, eof bool) int {
 	case c == '{' || c == '[':
 		return v.composite(b)
 	default:
-		if e := scalarEnd(b, v.pos); e >= 0 {
+		if e := jsonscan.ScalarEnd(b, v.pos); e >= 0 {
 			return e
 		}
 		v.pos = len(b)
 		if eof {
 			return len(b)
 		}
-		return incomplete
+		return jsonscan.Incomplete
 	}
 }
 
@@ -63,7 +67,7 @@ func (v *valueScan) str(b []byte) int {
 		i++
 	}
 	v.pos = i
-	return incomplete
+	return jsonscan.Incomplete
 }
 
 // composite finds the bracket that closes the object or array at b[0].
@@ -99,11 +103,11 @@ func (v *valueScan) composite(b []byte) int {
 			v.depth++
 		case c == '}' || c == ']':
 			if v.depth == 0 {
-				return invalid
+				return jsonscan.Invalid
 			}
 			v.depth--
 			if w, bit := v.word(v.depth); (*w&bit != 0) != (c == '}') {
-				return invalid
+				return jsonscan.Invalid
 			}
 			if v.depth == 0 {
 				return i + 1
@@ -112,7 +116,7 @@ func (v *valueScan) composite(b []byte) int {
 		i++
 	}
 	v.pos = i
-	return incomplete
+	return jsonscan.Incomplete
 }
 
 // word returns the word and bit that hold nesting level d.

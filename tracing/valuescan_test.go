@@ -3,6 +3,7 @@ package tracing
 import (
 	"context"
 	"errors"
+	"github.com/profile-model/profile-model/internal/jsonscan"
 	"runtime"
 	"strings"
 	"testing"
@@ -14,15 +15,15 @@ import (
 func oneShotEnd(b []byte, eof bool) int {
 	switch b[0] {
 	case '"':
-		if e := stringEnd(b, 0); e >= 0 {
+		if e := jsonscan.StringEnd(b, 0); e >= 0 {
 			return e
 		}
-		return incomplete
+		return jsonscan.Incomplete
 	case '{', '[':
-		return compositeEnd(b, 0)
+		return jsonscan.CompositeEnd(b, 0)
 	}
-	e := scalarEnd(b, 0)
-	if e == incomplete && eof {
+	e := jsonscan.ScalarEnd(b, 0)
+	if e == jsonscan.Incomplete && eof {
 		return len(b)
 	}
 	return e
@@ -40,10 +41,10 @@ func FuzzValueScan(f *testing.F) {
 		}
 		n := int(step%16) + 1
 		var v valueScan
-		got := incomplete
+		got := jsonscan.Incomplete
 		for end := min(n, len(data)); ; end = min(end+n, len(data)) {
 			got = v.scan(data[:end], end == len(data))
-			if got != incomplete || end == len(data) {
+			if got != jsonscan.Incomplete || end == len(data) {
 				break
 			}
 		}
@@ -126,7 +127,7 @@ func TestDeepNesting(t *testing.T) {
 	s = NewScanner(strings.NewReader(bad))
 	for s.Scan() {
 	}
-	var se *SyntaxError
+	var se *jsonscan.SyntaxError
 	require.True(t, errors.As(s.Err(), &se), "%v", s.Err())
 	require.Equal(t, int64(0), se.Event)
 	require.Contains(t, se.Msg, "brackets do not match")

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"github.com/profile-model/profile-model/internal/jsonscan"
 )
 
 // event is one traceEvents entry: its raw bytes, copied to the output as
@@ -33,7 +34,7 @@ func (e *event) end() int64 {
 	if !e.durRead {
 		e.durRead = true
 		if len(e.durRaw) > 0 {
-			e.dur, _ = parseMicros(e.durRaw)
+			e.dur, _ = jsonscan.ParseMicros(e.durRaw)
 		}
 	}
 	return e.ts + max(e.dur, 0)
@@ -112,7 +113,7 @@ func memberKey(b []byte, i int, hint *int) (keyID, int) {
 			}
 		}
 	}
-	e := stringEnd(b, i)
+	e := jsonscan.StringEnd(b, i)
 	if e < 0 {
 		return keyOther, e
 	}
@@ -135,13 +136,13 @@ func wordString(w uint64, n int) string {
 }
 
 // parseEvent reads the event object that opens at b[0]. It returns the
-// index past its closing brace, incomplete when b ends first, or invalid
+// index past its closing brace, jsonscan.Incomplete when b ends first, or jsonscan.Invalid
 // with a message.
 func parseEvent(b []byte, ev *event) (int, string) {
 	*ev = event{}
-	i := skipSpace(b, 1)
+	i := jsonscan.SkipSpace(b, 1)
 	if i >= len(b) {
-		return incomplete, ""
+		return jsonscan.Incomplete, ""
 	}
 	if b[i] == '}' {
 		ev.raw = b[:i+1]
@@ -150,37 +151,37 @@ func parseEvent(b []byte, ev *event) (int, string) {
 	hint := 0
 	for {
 		if i >= len(b) {
-			return incomplete, ""
+			return jsonscan.Incomplete, ""
 		}
 		if b[i] != '"' {
-			return invalid, "expected a key"
+			return jsonscan.Invalid, "expected a key"
 		}
 		key, ke := memberKey(b, i, &hint)
 		if ke < 0 {
-			return incomplete, ""
+			return jsonscan.Incomplete, ""
 		}
 		if ke+2 < len(b) && b[ke] == ':' && b[ke+1] == ' ' && b[ke+2] > ' ' {
 			i = ke + 2
 		} else if ke < len(b) && b[ke] == ':' {
 			i = ke + 1
 		} else {
-			i = skipSpace(b, ke)
+			i = jsonscan.SkipSpace(b, ke)
 			if i >= len(b) {
-				return incomplete, ""
+				return jsonscan.Incomplete, ""
 			}
 			if b[i] != ':' {
-				return invalid, fmt.Sprintf("expected ':' after key %s", b[ke-min(ke, 16):ke])
+				return jsonscan.Invalid, fmt.Sprintf("expected ':' after key %s", b[ke-min(ke, 16):ke])
 			}
 			i++
 		}
-		i = skipSpace(b, i)
+		i = jsonscan.SkipSpace(b, i)
 		if i >= len(b) {
-			return incomplete, ""
+			return jsonscan.Incomplete, ""
 		}
 		var e int
 		switch key {
 		case keyPh, keyCat, keyName:
-			e = valueEnd(b, i)
+			e = jsonscan.ValueEnd(b, i)
 			if e >= 0 && b[i] == '"' {
 				v := b[i+1 : e-1]
 				switch key {
@@ -195,7 +196,7 @@ func parseEvent(b []byte, ev *event) (int, string) {
 				}
 			}
 		case keyPid, keyTid, keyID_:
-			e = valueEnd(b, i)
+			e = jsonscan.ValueEnd(b, i)
 			if e >= 0 {
 				switch key {
 				case keyPid:
@@ -210,44 +211,44 @@ func parseEvent(b []byte, ev *event) (int, string) {
 			// A ts that is not a number of microseconds leaves the event
 			// without a time (it is then dropped, as viewers would).
 			if c := b[i]; c == '-' || (c >= '0' && c <= '9') {
-				ev.ts, e, ev.hasTS = microsAt(b, i)
+				e, ev.ts, ev.hasTS = jsonscan.MicrosAt(b, i)
 			} else {
-				e = valueEnd(b, i)
+				e = jsonscan.ValueEnd(b, i)
 			}
 		case keyDur:
-			if e = valueEnd(b, i); e >= 0 {
+			if e = jsonscan.ValueEnd(b, i); e >= 0 {
 				ev.durRaw = b[i:e]
 			}
 		case keyArgs:
-			if e = valueEnd(b, i); e >= 0 {
+			if e = jsonscan.ValueEnd(b, i); e >= 0 {
 				ev.argsRaw = b[i:e]
 			}
 		default:
-			e = valueEnd(b, i)
+			e = jsonscan.ValueEnd(b, i)
 		}
 		if e < 0 {
-			if e == invalid {
-				return invalid, "bad value"
+			if e == jsonscan.Invalid {
+				return jsonscan.Invalid, "bad value"
 			}
-			return incomplete, ""
+			return jsonscan.Incomplete, ""
 		}
 		// ", " then the next key is the usual separator.
 		if e+2 < len(b) && b[e] == ',' && b[e+1] == ' ' && b[e+2] == '"' {
 			i = e + 2
 			continue
 		}
-		i = skipSpace(b, e)
+		i = jsonscan.SkipSpace(b, e)
 		if i >= len(b) {
-			return incomplete, ""
+			return jsonscan.Incomplete, ""
 		}
 		switch b[i] {
 		case ',':
-			i = skipSpace(b, i+1)
+			i = jsonscan.SkipSpace(b, i+1)
 		case '}':
 			ev.raw = b[:i+1]
 			return i + 1, ""
 		default:
-			return invalid, "expected ',' or '}' after a member"
+			return jsonscan.Invalid, "expected ',' or '}' after a member"
 		}
 	}
 }
@@ -255,54 +256,54 @@ func parseEvent(b []byte, ev *event) (int, string) {
 // parseArgs reads the args object opening at b[i] for correlation and
 // External id and returns the index past it.
 func parseArgs(b []byte, i int, ev *event) int {
-	i = skipSpace(b, i+1)
+	i = jsonscan.SkipSpace(b, i+1)
 	if i >= len(b) {
-		return incomplete
+		return jsonscan.Incomplete
 	}
 	if b[i] == '}' {
 		return i + 1
 	}
 	for {
 		if i >= len(b) {
-			return incomplete
+			return jsonscan.Incomplete
 		}
 		if b[i] != '"' {
-			return invalid
+			return jsonscan.Invalid
 		}
-		ke := stringEnd(b, i)
+		ke := jsonscan.StringEnd(b, i)
 		if ke < 0 {
 			return ke
 		}
 		key := b[i+1 : ke-1]
-		i = skipSpace(b, ke)
+		i = jsonscan.SkipSpace(b, ke)
 		if i >= len(b) {
-			return incomplete
+			return jsonscan.Incomplete
 		}
 		if b[i] != ':' {
-			return invalid
+			return jsonscan.Invalid
 		}
-		i = skipSpace(b, i+1)
-		e := valueEnd(b, i)
+		i = jsonscan.SkipSpace(b, i+1)
+		e := jsonscan.ValueEnd(b, i)
 		if e < 0 {
 			return e
 		}
 		switch string(key) {
 		case "correlation":
-			ev.corr, _ = parseInt(b[i:e])
+			ev.corr, _ = jsonscan.ParseInt(b[i:e])
 		case "External id", "external id":
-			ev.ext, _ = parseInt(b[i:e])
+			ev.ext, _ = jsonscan.ParseInt(b[i:e])
 		}
-		i = skipSpace(b, e)
+		i = jsonscan.SkipSpace(b, e)
 		if i >= len(b) {
-			return incomplete
+			return jsonscan.Incomplete
 		}
 		switch b[i] {
 		case ',':
-			i = skipSpace(b, i+1)
+			i = jsonscan.SkipSpace(b, i+1)
 		case '}':
 			return i + 1
 		default:
-			return invalid
+			return jsonscan.Invalid
 		}
 	}
 }
@@ -381,7 +382,7 @@ func inCPUSection(ev *event) bool {
 // parseEvent reads.
 func fastEvent(b []byte, ev *event) (n int, ok bool) {
 	*ev = event{}
-	i := skipSpace(b, 1)
+	i := jsonscan.SkipSpace(b, 1)
 	if i = expect(b, i, litPh); i < 0 || i+2 > len(b) || b[i+1] != '"' {
 		return 0, false
 	}
@@ -405,14 +406,14 @@ func fastEvent(b []byte, ev *event) (n int, ok bool) {
 		if i = member(b, i, &sepTS); i < 0 {
 			return 0, false
 		}
-		if ev.ts, e, ev.hasTS = microsAt(b, i); e < 0 || !ev.hasTS {
+		if e, ev.ts, ev.hasTS = jsonscan.MicrosAt(b, i); e < 0 || !ev.hasTS {
 			return 0, false
 		}
 		if i, ev.durRaw = scalarMember(b, e, &sepDur); i < 0 {
 			return 0, false
 		}
 		if j := member(b, i, &sepArgs); j >= 0 && j < len(b) && b[j] == '{' {
-			if e = compositeEnd(b, j); e < 0 {
+			if e = jsonscan.CompositeEnd(b, j); e < 0 {
 				return 0, false
 			}
 			ev.argsRaw, i = b[j:e], e
@@ -430,7 +431,7 @@ func fastEvent(b []byte, ev *event) (n int, ok bool) {
 		if i = member(b, i, &sepTS); i < 0 {
 			return 0, false
 		}
-		if ev.ts, e, ev.hasTS = microsAt(b, i); e < 0 || !ev.hasTS {
+		if e, ev.ts, ev.hasTS = jsonscan.MicrosAt(b, i); e < 0 || !ev.hasTS {
 			return 0, false
 		}
 		if i, ev.cat = stringMember(b, e, &sepCat); i < 0 {
@@ -445,7 +446,7 @@ func fastEvent(b []byte, ev *event) (n int, ok bool) {
 	default:
 		return 0, false
 	}
-	if i = skipSpace(b, i); i >= len(b) || b[i] != '}' {
+	if i = jsonscan.SkipSpace(b, i); i >= len(b) || b[i] != '}' {
 		return 0, false
 	}
 	ev.raw = b[:i+1]
@@ -507,7 +508,7 @@ func expect(b []byte, i int, l lit) int {
 	if i < 0 {
 		return -1
 	}
-	if i = skipSpace(b, i); !l.at(b, i) {
+	if i = jsonscan.SkipSpace(b, i); !l.at(b, i) {
 		return -1
 	}
 	return i + len(l.s)
@@ -523,7 +524,7 @@ func member(b []byte, i int, k *sepKey) int {
 		return i + len(k.newline.s)
 	}
 	// Other white space.
-	i = skipSpace(b, i)
+	i = jsonscan.SkipSpace(b, i)
 	if i >= len(b) || b[i] != ',' {
 		return -1
 	}
@@ -536,7 +537,7 @@ func stringMember(b []byte, i int, k *sepKey) (int, []byte) {
 	if i = member(b, i, k); i < 0 || i >= len(b) || b[i] != '"' {
 		return -1, nil
 	}
-	e := stringEnd(b, i)
+	e := jsonscan.StringEnd(b, i)
 	if e < 0 {
 		return -1, nil
 	}
@@ -551,9 +552,9 @@ func scalarMember(b []byte, i int, k *sepKey) (int, []byte) {
 	}
 	var e int
 	if b[i] == '"' {
-		e = stringEnd(b, i)
+		e = jsonscan.StringEnd(b, i)
 	} else {
-		e = scalarEnd(b, i)
+		e = jsonscan.ScalarEnd(b, i)
 	}
 	if e < 0 {
 		return -1, nil

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/profile-model/profile-model/internal/jsonscan"
 	"io"
 
 	"github.com/klauspost/compress/gzip"
@@ -15,7 +16,7 @@ import (
 // that decide whether it is kept. It holds one read-ahead chunk and the
 // event being read, never the document.
 type splitter struct {
-	ra    *readAhead
+	ra    *jsonscan.ReadAhead
 	cur   []byte // the chunk buffer b lies in (given back when done)
 	b     []byte // buffered input; b[r:] is unread
 	r     int
@@ -52,37 +53,6 @@ const (
 // maxItem bounds one event or top-level value held in memory.
 const maxItem = 256 << 20
 
-// SyntaxError is input that is not a Chrome-JSON trace, with where.
-type SyntaxError struct {
-	Offset int64 // uncompressed byte offset
-	Event  int64 // index in traceEvents, -1 outside it
-	Msg    string
-}
-
-func (e *SyntaxError) Error() string {
-	if e.Event >= 0 {
-		return fmt.Sprintf("uncompressed byte %d (traceEvents[%d]): %s", e.Offset, e.Event, e.Msg)
-	}
-	return fmt.Sprintf("uncompressed byte %d: %s", e.Offset, e.Msg)
-}
-
-// TruncatedError is input that ends before the JSON does.
-type TruncatedError struct {
-	Offset int64 // uncompressed bytes read
-	Events int64 // traceEvents entries read whole
-	Err    error // the read error, nil at a clean end of file
-}
-
-func (e *TruncatedError) Error() string {
-	msg := fmt.Sprintf("the trace ends at uncompressed byte %d, inside the JSON, after %d complete events", e.Offset, e.Events)
-	if e.Err != nil {
-		msg += " (" + e.Err.Error() + ")"
-	}
-	return msg + ": its export was killed or the copy is incomplete"
-}
-
-func (e *TruncatedError) Unwrap() error { return e.Err }
-
 // newSplitter reads r, gzip or not (told by its magic bytes), inflating on
 // a read-ahead goroutine. close must be called.
 func newSplitter(ctx context.Context, r io.Reader) (*splitter, error) {
@@ -95,10 +65,10 @@ func newSplitter(ctx context.Context, r io.Reader) (*splitter, error) {
 		}
 		src = zr
 	}
-	return &splitter{ra: newReadAhead(ctx, src)}, nil
+	return &splitter{ra: jsonscan.NewReadAhead(ctx, src)}, nil
 }
 
-func (s *splitter) close() { s.ra.close() }
+func (s *splitter) close() { s.ra.Close() }
 
 // offset is the stream offset of the next unread byte.
 func (s *splitter) offset() int64 { return s.base + int64(s.r) }
@@ -109,48 +79,48 @@ func (s *splitter) fill() bool {
 	if s.eof {
 		return false
 	}
-	c := s.ra.next()
-	if c.err != nil {
+	c := s.ra.Next()
+	if c.Err != nil {
 		s.eof = true
-		if !errors.Is(c.err, io.EOF) {
-			s.err = c.err
+		if !errors.Is(c.Err, io.EOF) {
+			s.err = c.Err
 		}
 	}
-	if c.n == 0 {
-		if c.b != nil {
-			s.ra.release(c.b)
+	if c.N == 0 {
+		if c.B != nil {
+			s.ra.Release(c.B)
 		}
 		return false
 	}
 	tail := s.b[s.r:]
-	if len(tail)+c.n > maxItem {
+	if len(tail)+c.N > maxItem {
 		s.eof, s.err = true, fmt.Errorf("an event or value longer than %d MB at uncompressed byte %d: not a trace this tool reads", maxItem>>20, s.offset())
 		return false
 	}
 	var nb []byte
-	if len(tail) <= readAheadHeadroom {
+	if len(tail) <= jsonscan.Headroom {
 		// The few bytes of an event cut by the chunk boundary go in front
 		// of the new chunk: no copy of the chunk itself.
-		start := readAheadHeadroom - len(tail)
-		copy(c.b[start:], tail)
-		nb = c.b[start : readAheadHeadroom+c.n]
+		start := jsonscan.Headroom - len(tail)
+		copy(c.B[start:], tail)
+		nb = c.B[start : jsonscan.Headroom+c.N]
 		if s.cur != nil {
-			s.ra.release(s.cur)
+			s.ra.Release(s.cur)
 		}
-		s.cur = c.b
+		s.cur = c.B
 	} else {
 		// A long value: grow one buffer of our own, doubling.
-		data := c.b[readAheadHeadroom : readAheadHeadroom+c.n]
-		if s.cur == nil && s.r == 0 && cap(s.b)-len(s.b) >= c.n {
+		data := c.B[jsonscan.Headroom : jsonscan.Headroom+c.N]
+		if s.cur == nil && s.r == 0 && cap(s.b)-len(s.b) >= c.N {
 			nb = append(s.b, data...)
 		} else {
-			nb = make([]byte, len(tail)+c.n, 2*(len(tail)+c.n))
+			nb = make([]byte, len(tail)+c.N, 2*(len(tail)+c.N))
 			copy(nb, tail)
 			copy(nb[len(tail):], data)
 		}
-		s.ra.release(c.b)
+		s.ra.Release(c.B)
 		if s.cur != nil {
-			s.ra.release(s.cur)
+			s.ra.Release(s.cur)
 			s.cur = nil
 		}
 	}
@@ -164,14 +134,14 @@ func (s *splitter) syntax(msg string) error {
 	if s.state == stFirstEvent || s.state == stNextEvent {
 		ev = s.n
 	}
-	return &SyntaxError{Offset: s.offset(), Event: ev, Msg: msg}
+	return &jsonscan.SyntaxError{Offset: s.offset(), Event: ev, Msg: msg}
 }
 
 func (s *splitter) truncated() error {
 	if s.err != nil && !errors.Is(s.err, io.ErrUnexpectedEOF) {
 		return fmt.Errorf("reading the trace at uncompressed byte %d: %w", s.offset(), s.err)
 	}
-	return &TruncatedError{Offset: s.base + int64(len(s.b)), Events: s.n, Err: s.err}
+	return &jsonscan.TruncatedError{Offset: s.base + int64(len(s.b)), Events: s.n, Err: s.err}
 }
 
 // next returns the next item: for itemMember the key (with its quotes) and
@@ -196,7 +166,7 @@ func (s *splitter) next() (it item, key, val []byte, err error) {
 // before the item does (nothing is consumed then).
 func (s *splitter) step() (it item, key, val []byte, done bool, err error) {
 	b := s.b
-	i := skipSpace(b, s.r)
+	i := jsonscan.SkipSpace(b, s.r)
 	if i >= len(b) {
 		s.r = i
 		return 0, nil, nil, false, nil
@@ -217,25 +187,25 @@ func (s *splitter) step() (it item, key, val []byte, done bool, err error) {
 			if b[i] != ',' {
 				return 0, nil, nil, true, s.syntax("expected ',' or '}' between top-level members")
 			}
-			if i = skipSpace(b, i+1); i >= len(b) {
+			if i = jsonscan.SkipSpace(b, i+1); i >= len(b) {
 				return 0, nil, nil, false, nil
 			}
 		}
 		if b[i] != '"' {
 			return 0, nil, nil, true, s.syntax("expected a top-level key")
 		}
-		ke := stringEnd(b, i)
+		ke := jsonscan.StringEnd(b, i)
 		if ke < 0 {
 			return 0, nil, nil, false, nil
 		}
-		j := skipSpace(b, ke)
+		j := jsonscan.SkipSpace(b, ke)
 		if j >= len(b) {
 			return 0, nil, nil, false, nil
 		}
 		if b[j] != ':' {
 			return 0, nil, nil, true, s.syntax("expected ':' after a top-level key")
 		}
-		j = skipSpace(b, j+1)
+		j = jsonscan.SkipSpace(b, j+1)
 		if j >= len(b) {
 			return 0, nil, nil, false, nil
 		}
@@ -247,8 +217,8 @@ func (s *splitter) step() (it item, key, val []byte, done bool, err error) {
 			s.r, s.state = j+1, stFirstEvent
 			return itemEventsStart, key, nil, true, nil
 		}
-		e := valueEnd(b, j)
-		if e == incomplete {
+		e := jsonscan.ValueEnd(b, j)
+		if e == jsonscan.Incomplete {
 			return 0, nil, nil, false, nil
 		}
 		if e < 0 {
@@ -265,7 +235,7 @@ func (s *splitter) step() (it item, key, val []byte, done bool, err error) {
 			if b[i] != ',' {
 				return 0, nil, nil, true, s.syntax("expected ',' or ']' after an event")
 			}
-			if i = skipSpace(b, i+1); i >= len(b) {
+			if i = jsonscan.SkipSpace(b, i+1); i >= len(b) {
 				return 0, nil, nil, false, nil
 			}
 		}
@@ -278,7 +248,7 @@ func (s *splitter) step() (it item, key, val []byte, done bool, err error) {
 		if !ok {
 			n, msg = parseEvent(b[i:], &s.ev)
 		}
-		if n == incomplete {
+		if n == jsonscan.Incomplete {
 			return 0, nil, nil, false, nil
 		}
 		if n < 0 {
@@ -292,100 +262,4 @@ func (s *splitter) step() (it item, key, val []byte, done bool, err error) {
 	// stDone: only whitespace may follow.
 	s.r = i
 	return 0, nil, nil, true, s.syntax("bytes after the end of the JSON object")
-}
-
-// readAhead inflates (reads its source) on its own goroutine, a few chunks
-// ahead, so that decompression overlaps the splitting. Each chunk has a
-// headroom in front for the bytes of an event cut by the chunk boundary.
-type readAhead struct {
-	full   chan chunk
-	free   chan []byte
-	done   chan struct{}
-	exited chan struct{}
-	err    error
-}
-
-// chunk holds data at b[readAheadHeadroom : readAheadHeadroom+n].
-type chunk struct {
-	b   []byte
-	n   int
-	err error
-}
-
-const (
-	readAheadChunk    = 1 << 20
-	readAheadDepth    = 4
-	readAheadHeadroom = 64 << 10
-)
-
-func newReadAhead(ctx context.Context, r io.Reader) *readAhead {
-	ra := &readAhead{
-		full:   make(chan chunk, readAheadDepth),
-		free:   make(chan []byte, readAheadDepth+2),
-		done:   make(chan struct{}),
-		exited: make(chan struct{}),
-	}
-	go ra.run(ctx, r)
-	return ra
-}
-
-func (ra *readAhead) run(ctx context.Context, r io.Reader) {
-	defer close(ra.exited)
-	made, size := 0, 64<<10 // small first, so that a small trace costs little
-	for {
-		var buf []byte
-		if made < readAheadDepth+2 && len(ra.free) == 0 {
-			buf = make([]byte, readAheadHeadroom+size)
-			made++
-			size = min(2*size, readAheadChunk)
-		} else {
-			select {
-			case buf = <-ra.free:
-			case <-ra.done:
-				return
-			}
-		}
-		data := buf[readAheadHeadroom:]
-		n := 0
-		var err error
-		for n < len(data) && err == nil {
-			var k int
-			k, err = r.Read(data[n:])
-			n += k
-			if err == nil && ctx.Err() != nil {
-				err = ctx.Err()
-			}
-		}
-		select {
-		case ra.full <- chunk{buf, n, err}:
-		case <-ra.done:
-			return
-		}
-		if err != nil {
-			return
-		}
-	}
-}
-
-// next returns the next chunk; after the last, an empty one with the error
-// that ended the input (io.EOF at a clean end).
-func (ra *readAhead) next() chunk {
-	if ra.err != nil {
-		return chunk{err: ra.err}
-	}
-	c := <-ra.full
-	ra.err = c.err
-	return c
-}
-
-func (ra *readAhead) release(b []byte) {
-	select {
-	case ra.free <- b:
-	default:
-	}
-}
-
-func (ra *readAhead) close() {
-	close(ra.done)
-	<-ra.exited
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"math/rand/v2"
 	"testing"
 	"testing/iotest"
 
@@ -100,7 +99,7 @@ func FuzzSplit(f *testing.F) {
 		// The trimmed trace of any valid input is valid JSON.
 		var out bytes.Buffer
 		if _, err := Trim(context.Background(), bytes.NewReader(data), &out, Options{Window: &Window{StartNS: -1 << 62, EndNS: 1 << 62}}); err == nil {
-			require.True(t, json.Valid(out.Bytes()), "invalid output %q", out.Bytes())
+			require.True(t, json.Valid(out.Bytes()), "jsonscan.Invalid output %q", out.Bytes())
 		}
 	})
 }
@@ -171,51 +170,5 @@ func TestSplitAcrossReads(t *testing.T) {
 		bytewise, err := splitAll(t, iotest.OneByteReader(bytes.NewReader([]byte(s))))
 		require.NoError(t, err, "seed %d", i)
 		require.Equal(t, whole, bytewise, "seed %d", i)
-	}
-}
-
-// The SSE2 masks and the portable ones agree.
-// compositeEnd finds the end of nested values across every code path
-// (64-byte blocks, words, bytes, escapes) as a plain byte loop does.
-func TestCompositeEnd(t *testing.T) {
-	t.Parallel()
-	rng := rand.New(rand.NewPCG(3, 4))
-	for n := range 3000 {
-		v := `{"v": ` + randomValue(rng, 0) + `}`
-		b := append([]byte(v), []byte(`, "tail": 1}`)...)
-		require.Equal(t, len(v), compositeEnd(b, 0), "%d: %s", n, v)
-		require.Equal(t, incomplete, compositeEnd(b[:len(v)-1], 0), "%d: cut %s", n, v)
-	}
-	require.Equal(t, invalid, compositeEnd([]byte(`{"a": [1}`), 0))
-}
-
-func randomValue(rng *rand.Rand, depth int) string {
-	switch k := rng.IntN(6); {
-	case depth > 4 || k == 0:
-		return []string{`1`, `-2.5e3`, `true`, `null`, `"x"`}[rng.IntN(5)]
-	case k == 1:
-		s := `"`
-		for range rng.IntN(90) {
-			s += []string{`a`, `\\`, `\"`, `{`, `]`, ` `, `é`, `\u00e9`}[rng.IntN(8)]
-		}
-		return s + `"`
-	case k < 4:
-		s := `{`
-		for i := range rng.IntN(5) {
-			if i > 0 {
-				s += `, `
-			}
-			s += `"k` + string(rune('a'+i)) + `": ` + randomValue(rng, depth+1)
-		}
-		return s + `}`
-	default:
-		s := `[`
-		for i := range rng.IntN(5) {
-			if i > 0 {
-				s += `,` + []string{" ", "\n      ", ""}[rng.IntN(3)]
-			}
-			s += randomValue(rng, depth+1)
-		}
-		return s + `]`
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/profile-model/profile-model/internal/jsonscan"
 	"io"
 	"strconv"
 	"strings"
@@ -76,7 +77,7 @@ func (o *Options) check() error {
 	if o.Window != nil {
 		n++
 		if o.Window.EndNS <= o.Window.StartNS {
-			return fmt.Errorf("window %s:%s µs: the end must come after the start", formatMicros(o.Window.StartNS), formatMicros(o.Window.EndNS))
+			return fmt.Errorf("window %s:%s µs: the end must come after the start", FormatMicros(o.Window.StartNS), FormatMicros(o.Window.EndNS))
 		}
 	}
 	if n != 1 {
@@ -138,7 +139,7 @@ func List(ctx context.Context, r io.Reader) ([]Step, error) {
 			break
 		}
 		if err != nil {
-			var te *TruncatedError
+			var te *jsonscan.TruncatedError
 			if errors.As(err, &te) {
 				break
 			}
@@ -273,7 +274,7 @@ func (t *trimmer) run(ctx context.Context, sp *splitter) error {
 			break
 		}
 		if err != nil {
-			var te *TruncatedError
+			var te *jsonscan.TruncatedError
 			if !errors.As(err, &te) || !sawEvents {
 				return err
 			}
@@ -290,7 +291,7 @@ func (t *trimmer) run(ctx context.Context, sp *splitter) error {
 			t.out.member(key, val)
 		case itemEventsStart:
 			if sawEvents {
-				return &SyntaxError{Offset: sp.offset(), Event: -1, Msg: "a second traceEvents array"}
+				return &jsonscan.SyntaxError{Offset: sp.offset(), Event: -1, Msg: "a second traceEvents array"}
 			}
 			inEvents, sawEvents = true, true
 			t.out.beginEvents(key)
@@ -349,7 +350,7 @@ func (t *trimmer) decide() error {
 	t.res.TraceSteps = steps
 	chosen, err := choose(steps, t.opts)
 	if errors.Is(err, errNoSteps) && t.seen.set {
-		return fmt.Errorf("%w (its first events span %s:%s µs)", err, formatMicros(t.seen.lo), formatMicros(t.seen.hi))
+		return fmt.Errorf("%w (its first events span %s:%s µs)", err, FormatMicros(t.seen.lo), FormatMicros(t.seen.hi))
 	}
 	if err != nil {
 		return err
@@ -493,7 +494,7 @@ func (t *trimmer) route(ev *event) error {
 			return t.heldFlow.add(ev.raw)
 		}
 		if ev.hasTS && ev.ts >= t.hi && len(ev.id) > 0 {
-			if c, ok := parseInt(ev.id); ok && t.launched[c] {
+			if c, ok := jsonscan.ParseInt(ev.id); ok && t.launched[c] {
 				return t.heldFlow.add(ev.raw)
 			}
 		}
@@ -768,13 +769,20 @@ func ParseStepRange(s string) (StepRange, error) {
 // (decimals allowed), exactly.
 func ParseWindow(s string) (Window, error) {
 	a, b, ok := strings.Cut(s, ":")
-	t0, ok0 := parseMicros([]byte(strings.TrimSpace(a)))
-	t1, ok1 := parseMicros([]byte(strings.TrimSpace(b)))
+	t0, ok0 := jsonscan.ParseMicros([]byte(strings.TrimSpace(a)))
+	t1, ok1 := jsonscan.ParseMicros([]byte(strings.TrimSpace(b)))
 	if !ok || !ok0 || !ok1 || t1 <= t0 {
 		return Window{}, fmt.Errorf("window %q: want t0:t1 in microseconds as the trace writes ts, with t0 < t1", s)
 	}
 	return Window{t0, t1}, nil
 }
 
-// FormatMicros prints nanoseconds as the microseconds a trace writes.
-func FormatMicros(ns int64) string { return formatMicros(ns) }
+// FormatMicros prints integer nanoseconds as microseconds with three
+// decimals, as Kineto writes them.
+func FormatMicros(ns int64) string {
+	sign := ""
+	if ns < 0 {
+		sign, ns = "-", -ns
+	}
+	return sign + strconv.FormatInt(ns/1000, 10) + "." + strconv.FormatInt(1000+ns%1000, 10)[1:]
+}

@@ -1,4 +1,4 @@
-package tracing
+package jsonscan
 
 import (
 	"errors"
@@ -8,7 +8,7 @@ import (
 	"github.com/klauspost/compress/gzip"
 )
 
-// The errors a Scanner reports: input that is not a trace, input cut short,
+// The errors a reader reports: input that is not a trace, input cut short,
 // and a gzip trailer that is bad after the JSON ended.
 
 // SyntaxError reports input that is not a Kineto trace, with where.
