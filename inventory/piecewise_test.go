@@ -41,7 +41,7 @@ func TestPiecewiseStepsAndLayers(t *testing.T) {
 				got := map[string]int{}
 				for _, st := range tr.Steps {
 					got[string(st.Kind)]++
-					require.Equal(t, tracing.SourceStructure, st.Source)
+					require.Equal(t, "structure", st.Source, "steps found by the structure of the timeline")
 				}
 				require.Equal(t, truth.Steps, got)
 				lt, err := inventory.DecodeLayers(context.Background(), tr, inventory.LayerOptions{})

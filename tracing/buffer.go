@@ -4,12 +4,12 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
-	"github.com/profile-model/profile-model/internal/jsonscan"
 	"io"
 	"sync/atomic"
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/profile-model/profile-model/internal/diag"
+	"github.com/profile-model/profile-model/internal/jsonscan"
 )
 
 // The Scanner's input buffer: refilling it (from a reader or the
@@ -28,7 +28,7 @@ const maxValue = 64 << 20
 // fill reads more input after buf[r:w], moving the unread part to the front
 // and growing the buffer when that part fills more than half of it. It
 // reports whether any byte was added.
-func (s *Scanner) fill() bool {
+func (s *scanner) fill() bool {
 	if s.eof {
 		return false
 	}
@@ -72,7 +72,7 @@ func (s *Scanner) fill() bool {
 
 // fillChunk is fill with read-ahead: the next chunk's buffer becomes the
 // scanner's, the unread bytes moved into its headroom.
-func (s *Scanner) fillChunk() bool {
+func (s *scanner) fillChunk() bool {
 	c := s.ra.Next()
 	if c.Err != nil {
 		s.eof = true
@@ -125,7 +125,7 @@ func (s *Scanner) fillChunk() bool {
 }
 
 // peek skips whitespace and returns the next byte without consuming it.
-func (s *Scanner) peek() (byte, bool) {
+func (s *scanner) peek() (byte, bool) {
 	for {
 		for s.r < s.w {
 			if c := s.buf[s.r]; !jsonscan.IsSpace(c) {
@@ -140,7 +140,7 @@ func (s *Scanner) peek() (byte, bool) {
 }
 
 // extent returns the end index in buf of the value starting at buf[s.r].
-func (s *Scanner) extent() (int, bool) {
+func (s *scanner) extent() (int, bool) {
 	var e int
 	switch c := s.buf[s.r]; c {
 	case '"':
@@ -172,7 +172,7 @@ func (s *Scanner) extent() (int, bool) {
 // valueEnd reads until the buffer holds the whole value starting at
 // buf[s.r] (up to maxValue), in one pass however many refills it takes,
 // and returns its end index in buf.
-func (s *Scanner) valueEnd() (int, bool) {
+func (s *scanner) valueEnd() (int, bool) {
 	var v valueScan
 	for {
 		switch e := v.scan(s.buf[s.r:s.w], s.eof); {
@@ -194,7 +194,7 @@ func (s *Scanner) valueEnd() (int, bool) {
 // further than that). A gzip stream is read to its end, so that gzip checks
 // each member's trailer (CRC-32 and size); a bad trailer becomes a
 // TrailerError, and a gzip member that begins after the document is noted.
-func (s *Scanner) drain() {
+func (s *scanner) drain() {
 	end := s.Offset()
 	trailing := int64(-1)
 	for trailing < 0 {
@@ -243,7 +243,7 @@ func (s *Scanner) drain() {
 
 // needData reports input that ended where more was needed: a read error,
 // or truncation.
-func (s *Scanner) needData() {
+func (s *scanner) needData() {
 	if s.err != nil {
 		return
 	}
@@ -262,7 +262,7 @@ func (s *Scanner) needData() {
 
 // dropBuffers lets go of the input buffers once scanning is over (its
 // results stay readable).
-func (s *Scanner) dropBuffers() {
+func (s *scanner) dropBuffers() {
 	s.buf, s.r, s.w = nil, 0, 0
 	s.chunk = false
 	s.ra = nil

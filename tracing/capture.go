@@ -6,7 +6,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"github.com/profile-model/profile-model/internal/jsonscan"
 	"io"
 	"os"
 	"regexp"
@@ -16,6 +15,8 @@ import (
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/klauspost/compress/gzip"
+
+	"github.com/profile-model/profile-model/internal/jsonscan"
 )
 
 // A capture trace is recorded while the engine captures its CUDA/HIP
@@ -156,13 +157,13 @@ func LoadCapture(ctx context.Context, path string) (*Capture, error) {
 	if st, err := f.Stat(); err == nil && st.IsDir() {
 		return nil, fmt.Errorf("capture trace %s is a directory: pass one of its files (%s/bs_<bs>_q_<q>_rank<r>.json.gz)", path, CaptureDir)
 	}
-	return ReadCapture(ctx, f, path)
+	return readCapture(ctx, f, path)
 }
 
 // ReadCapture reads a capture trace from r; name is used in messages.
 // Module scopes, CPU ops and launches are matched by nesting on each CPU
 // thread: a launch belongs to every scope whose span holds its start.
-func ReadCapture(ctx context.Context, r io.Reader, name string) (*Capture, error) {
+func readCapture(ctx context.Context, r io.Reader, name string) (*Capture, error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	var in io.Reader = br
 	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {

@@ -4,8 +4,9 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/profile-model/profile-model/internal/jsonscan"
 	"github.com/stretchr/testify/require"
+
+	"github.com/profile-model/profile-model/internal/jsonscan"
 )
 
 // The fast paths' own number readers, intAt and digitCount, held to the

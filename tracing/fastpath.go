@@ -2,6 +2,7 @@ package tracing
 
 import (
 	"encoding/binary"
+
 	"github.com/profile-model/profile-model/internal/jsonscan"
 )
 
@@ -17,7 +18,7 @@ import (
 // Offset) and returns the index past the event's '}'. Anything else, and
 // input that ends first, gives ok false: the general path reads the event
 // again from its start, and owns every error message.
-func (s *Scanner) kernelFast(b []byte, i int) (end int, ok bool) {
+func (s *scanner) kernelFast(b []byte, i int) (end int, ok bool) {
 	// Keys are compared as literals written out at each place: the
 	// compiler turns those into a few word loads (a key passed as an
 	// argument would cost a call to memequal).
@@ -31,7 +32,7 @@ func (s *Scanner) kernelFast(b []byte, i int) (end int, ok bool) {
 	}
 	rawName := b[i : e-1]
 	ev := &s.ev
-	*ev = Event{Type: EventKernel, Device: -1, Stream: -1}
+	*ev = traceEvent{Type: eventKernel, Device: -1, Stream: -1}
 	if i = nextMember(b, e); i < 0 || len(b)-i < 7 || string(b[i:i+7]) != `"pid": ` {
 		return 0, false
 	}
@@ -90,7 +91,7 @@ func nextMember(b []byte, i int) int {
 // kernelArgs reads a kernel's args from just past their '{' to past their
 // '}'. Keys it knows, written as Kineto writes them, are read here; from
 // the first other key on, argMembers reads the rest.
-func kernelArgs(ev *Event, b []byte, i int) (int, bool) {
+func kernelArgs(ev *traceEvent, b []byte, i int) (int, bool) {
 	i = jsonscan.SkipSpace(b, i)
 	if i < len(b) && b[i] == '}' {
 		return i + 1, true

@@ -47,7 +47,7 @@ var kernelSeeds = []string{
 
 // scanResult is everything a Scanner reports about an input.
 type scanResult struct {
-	Events     []Event
+	Events     []traceEvent
 	Err        string
 	Entries    int64
 	Categories map[string]int64
@@ -55,7 +55,7 @@ type scanResult struct {
 }
 
 func scanAll(data []byte, noFast bool) scanResult {
-	s := NewScanner(bytes.NewReader(data))
+	s := newScanner(bytes.NewReader(data))
 	s.noFast = noFast
 	var r scanResult
 	for s.Scan() {
@@ -100,7 +100,7 @@ func TestFastPathSeeds(t *testing.T) {
 	// The ATOM layouts are read by the fast paths.
 	for _, ev := range kernelSeeds[:2] {
 		b := []byte(ev)
-		s := &Scanner{names: map[string]string{}}
+		s := &scanner{names: map[string]string{}}
 		_, j := kinetoCat(b)
 		require.Positive(t, j)
 		end, ok := s.kernelFast(b, j+len("kernel")+1)

@@ -2,9 +2,10 @@ package tracing
 
 import (
 	"bytes"
-	"github.com/profile-model/profile-model/internal/jsonscan"
 
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/profile-model/profile-model/internal/jsonscan"
 )
 
 // Low-level JSON helpers that work on a byte slice holding one complete value.
@@ -134,19 +135,24 @@ func unquote(raw []byte, scratch []byte) ([]byte, bool) {
 }
 
 // idText reads a pid or tid written as a number or a string ("stream 7",
-// "25738"): the trailing digits of a string, 0 when it has none.
-func idText(raw []byte, quoted bool) int64 {
+// "25738"): the trailing digits of a string, 0 when it has none. ok is
+// false for an unquoted value that is not JSON (0123, 1.2.3); a literal
+// (null) reads as 0, as an absent id does.
+func idText(raw []byte, quoted bool) (int64, bool) {
 	if !quoted {
-		v, _ := jsonscan.ParseInt(raw)
-		return v
+		v, ok := jsonscan.ParseInt(raw)
+		return v, ok || len(raw) == 0 || jsonscan.ValidScalar(raw)
 	}
 	j := len(raw)
 	for j > 0 && raw[j-1] >= '0' && raw[j-1] <= '9' {
 		j--
 	}
+	for j < len(raw)-1 && raw[j] == '0' {
+		j++ // "stream 07" is stream 7: a string is not a JSON number
+	}
 	if j == len(raw) {
-		return 0
+		return 0, true
 	}
 	v, _ := jsonscan.ParseInt(raw[j:])
-	return v
+	return v, true
 }

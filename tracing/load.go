@@ -5,13 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/profile-model/profile-model/internal/jsonscan"
 	"io"
 	"runtime"
 	"slices"
 	"strings"
 
 	"github.com/profile-model/profile-model/internal/diag"
+	"github.com/profile-model/profile-model/internal/jsonscan"
 )
 
 // Options tune Load and Read.
@@ -31,7 +31,7 @@ type Options struct {
 
 // Load reads the trace file at path (JSON or gzip) into a Trace.
 func Load(ctx context.Context, path string, opts Options) (*Trace, error) {
-	f, err := openFile(ctx, path)
+	f, err := jsonscan.OpenFile(ctx, path)
 	if err != nil {
 		return nil, fmt.Errorf("opening trace: %w", err)
 	}
@@ -51,7 +51,7 @@ func Read(ctx context.Context, r io.Reader, name string, opts Options) (*Trace, 
 }
 
 func read(ctx context.Context, r io.Reader, name string, opts Options, size int64) (*Trace, error) {
-	defer interruptOnCancel(ctx, r)()
+	defer jsonscan.InterruptOnCancel(ctx, r)()
 	in := &countingReader{r: r}
 	sc, closeFn, err := openScanner(ctx, in, opts)
 	if err != nil {
@@ -136,26 +136,38 @@ func read(ctx context.Context, r io.Reader, name string, opts Options, size int6
 
 // openScanner detects gzip and, unless disabled, moves decompression to a
 // read-ahead goroutine.
-func openScanner(ctx context.Context, r io.Reader, opts Options) (*Scanner, func(), error) {
+func openScanner(ctx context.Context, r io.Reader, opts Options) (*scanner, func(), error) {
 	if opts.NoReadAhead {
-		s := NewScanner(r)
+		s := newScanner(r)
 		return s, func() {}, s.err
 	}
-	src, cnt, mem, err := openInput(r)
+	// The first bytes (gzip or not) are read on a goroutine: a pipe that
+	// sends nothing must not hold Ctrl-C up.
+	in, err := jsonscan.Await(ctx, func() (input, error) {
+		src, cnt, mem, err := openInput(r)
+		return input{src, cnt, mem}, err
+	})
 	if err != nil {
 		return nil, nil, err
 	}
-	ra := jsonscan.NewReadAhead(ctx, src)
-	return newScannerFrom(ra, cnt, mem), ra.Close, nil
+	ra := jsonscan.NewReadAhead(ctx, in.src)
+	return newScannerFrom(ra, in.cnt, in.mem), ra.Close, nil
+}
+
+// input is a trace's source as openInput found it.
+type input struct {
+	src io.Reader
+	cnt *countingReader
+	mem *memberReader
 }
 
 // builder collects the kept events of one pass.
 type builder struct {
 	klog     kernelLog
-	dimList  []Dims
-	dimIndex map[Dims]int32
-	launches []Launch
-	anns     []Annotation
+	dimList  []launchDims
+	dimIndex map[launchDims]int32
+	launches []runtimeLaunch
+	anns     []annotation
 	ops      opLog
 	legacy   bool // 2021 category names seen
 	cuda     bool
@@ -185,13 +197,13 @@ func (b *builder) span(start, end, idx int64) {
 
 // dims interns a launch geometry.
 func (b *builder) dims(grid, block [3]int32) int32 {
-	d := Dims{grid, block}
-	if d == (Dims{}) {
+	d := launchDims{grid, block}
+	if d == (launchDims{}) {
 		return 0
 	}
 	if b.dimIndex == nil {
-		b.dimIndex = map[Dims]int32{}
-		b.dimList = []Dims{{}}
+		b.dimIndex = map[launchDims]int32{}
+		b.dimList = []launchDims{{}}
 	}
 	i, ok := b.dimIndex[d]
 	if !ok {
@@ -202,9 +214,9 @@ func (b *builder) dims(grid, block [3]int32) int32 {
 	return i
 }
 
-func (b *builder) add(ev *Event) {
+func (b *builder) add(ev *traceEvent) {
 	switch ev.Type {
-	case EventKernel, EventMemcpy, EventMemset:
+	case eventKernel, eventMemcpy, eventMemset:
 		k := Kernel{
 			Start: ev.TS, Dur: ev.Dur, Correlation: ev.Correlation,
 			External: ev.External, Device: ev.Device, Stream: ev.Stream,
@@ -217,9 +229,9 @@ func (b *builder) add(ev *Event) {
 			k.Stream = int32(ev.TID)
 		}
 		switch ev.Type {
-		case EventMemcpy:
+		case eventMemcpy:
 			k.Kind = KindMemcpy
-		case EventMemset:
+		case eventMemset:
 			k.Kind = KindMemset
 		}
 		if ev.Cat == "Kernel" || ev.Cat == "Memcpy" || ev.Cat == "Memset" {
@@ -232,8 +244,8 @@ func (b *builder) add(ev *Event) {
 			b.maxDur, b.maxDurIdx = ev.Dur, ev.Index
 		}
 		b.klog.add(&k, ev.Name)
-	case EventLaunch:
-		b.launches = append(b.launches, Launch{
+	case eventLaunch:
+		b.launches = append(b.launches, runtimeLaunch{
 			Name: ev.Name, Start: ev.TS, Dur: ev.Dur, Correlation: ev.Correlation,
 			External: ev.External, PID: ev.PID, TID: ev.TID, Graph: ev.Graph,
 		})
@@ -246,12 +258,12 @@ func (b *builder) add(ev *Event) {
 		if ev.Cat == "Runtime" {
 			b.legacy = true
 		}
-	case EventOp:
+	case eventOp:
 		b.ops.add(ev.External, ev.Name)
 		return // CPU ops do not widen the trace's span
-	case EventAnnotation, EventGPUAnnotation:
-		b.anns = append(b.anns, Annotation{
-			Name: ev.Name, Start: ev.TS, Dur: ev.Dur, GPU: ev.Type == EventGPUAnnotation,
+	case eventAnnotation, eventGPUAnnotation:
+		b.anns = append(b.anns, annotation{
+			Name: ev.Name, Start: ev.TS, Dur: ev.Dur, GPU: ev.Type == eventGPUAnnotation,
 			PID: ev.PID, TID: ev.TID, External: ev.External,
 		})
 	}
@@ -277,7 +289,7 @@ func (b *builder) kernels(base int64) ([]Kernel, []string, bool) {
 }
 
 // finish turns the collected events into a Trace.
-func (b *builder) finish(sc *Scanner, name string, truncated bool) *Trace {
+func (b *builder) finish(sc *scanner, name string, truncated bool) *Trace {
 	h := sc.Header()
 	base := int64(0)
 	if h.HasBase {
@@ -298,7 +310,7 @@ func (b *builder) finish(sc *Scanner, name string, truncated bool) *Trace {
 		Annotations: b.anns,
 	}
 	if t.Dims == nil {
-		t.Dims = []Dims{{}}
+		t.Dims = []launchDims{{}}
 	}
 	for _, d := range h.Devices {
 		if d != "" {
@@ -326,8 +338,8 @@ func (b *builder) finish(sc *Scanner, name string, truncated bool) *Trace {
 	if !sorted {
 		sortByStart(t.Kernels, func(k *Kernel) int64 { return k.Start })
 	}
-	sortByStart(t.Launches, func(l *Launch) int64 { return l.Start })
-	sortByStart(t.Annotations, func(a *Annotation) int64 { return a.Start })
+	sortByStart(t.Launches, func(l *runtimeLaunch) int64 { return l.Start })
+	sortByStart(t.Annotations, func(a *annotation) int64 { return a.Start })
 	t.Ops = b.ops.resolve(t.Kernels)
 	b.ops = opLog{}
 	idx := newCorrIndex(t.Kernels)
@@ -355,7 +367,7 @@ func sortByStart[T any](s []T, start func(*T) int64) {
 }
 
 // era names the format era and vendor from the trace's keys and arguments.
-func (b *builder) era(h *Header) (vendor, era string) {
+func (b *builder) era(h *traceHeader) (vendor, era string) {
 	_, rocm := h.Meta["roctracer_version"]
 	_, hipRT := h.Meta["hip_runtime_version"]
 	sdk := false
@@ -456,6 +468,6 @@ func linkGraphs(t *Trace, idx corrIndex) {
 			t.Kernels[k].Replayed = true
 			owned = append(owned, k)
 		}
-		t.Graphs = append(t.Graphs, GraphLaunch{Launch: *l, Kernels: owned})
+		t.Graphs = append(t.Graphs, graphLaunch{Launch: *l, Kernels: owned})
 	}
 }

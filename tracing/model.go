@@ -51,7 +51,7 @@ type Kernel struct {
 // Dims is a kernel's launch geometry. Kernels share few distinct ones, so
 // Trace.Dims holds each once and a Kernel keeps an index (24 bytes less per
 // kernel: a large trace keeps millions).
-type Dims struct {
+type launchDims struct {
 	Grid, Block [3]int32
 }
 
@@ -84,7 +84,7 @@ func (t *Trace) AddKernel(name string, k Kernel) {
 
 // Launch is a runtime call that launches GPU work (cudaLaunchKernel,
 // hipGraphLaunch, ...).
-type Launch struct {
+type runtimeLaunch struct {
 	Name        string
 	Start, Dur  int64
 	Correlation int64
@@ -94,14 +94,14 @@ type Launch struct {
 }
 
 // GraphLaunch is one graph replay and the kernels it owns.
-type GraphLaunch struct {
-	Launch  Launch
+type graphLaunch struct {
+	Launch  runtimeLaunch
 	Kernels []int32 // indices into Trace.Kernels, in start order
 }
 
 // Annotation is a user annotation (record_function) on the CPU or the GPU
 // timeline, or a ProfilerStep#N.
-type Annotation struct {
+type annotation struct {
 	Name       string
 	Start, Dur int64
 	GPU        bool // gpu_user_annotation
@@ -123,14 +123,13 @@ const (
 	StepGraph    StepKind = "graph" // a graph launch with no label around it
 )
 
-// StepSource says which evidence delimited a step, in order of preference.
-type StepSource string
-
+// The evidence that delimited a step (Step.Source), in order of
+// preference; sourceStructure (piecewise.go) when none did.
 const (
-	SourceGPUAnnotation StepSource = "gpu_annotation"
-	SourceCPUAnnotation StepSource = "cpu_annotation"
-	SourceProfilerStep  StepSource = "profiler_step"
-	SourceGraphLaunch   StepSource = "graph_launch"
+	sourceGPUAnnotation = "gpu_annotation"
+	sourceCPUAnnotation = "cpu_annotation"
+	sourceProfilerStep  = "profiler_step"
+	sourceGraphLaunch   = "graph_launch"
 )
 
 // Step is one engine step as a trace shows it, and the kernels that ran in
@@ -142,13 +141,13 @@ const (
 // that reason.
 type Step struct {
 	Kind     StepKind
-	Label    string // the annotation as written
-	Source   StepSource
-	BS       int         // real batch size, 0 when unknown
-	PaddedBS int         // padded graph batch (decode[bs=R/G]), 0 when none
-	Tokens   int         // tokens processed, 0 when unknown
-	Eager    bool        // decode without graph replay (eager_decode, or prefill-labelled decode)
-	Fields   LabelFields // the other fields of an ATOM label, zero when absent
+	Label    string          // the annotation as written
+	Source   string          // what delimited it: gpu_annotation, cpu_annotation, profiler_step, graph_launch or structure
+	BS       int             // real batch size, 0 when unknown
+	PaddedBS int             // padded graph batch (decode[bs=R/G]), 0 when none
+	Tokens   int             // tokens processed, 0 when unknown
+	Eager    bool            // decode without graph replay (eager_decode, or prefill-labelled decode)
+	Fields   stepLabelFields // the other fields of an ATOM label, zero when absent
 	Start    int64
 	End      int64
 	Kernels  []int32 // indices into Trace.Kernels, in start order
@@ -157,7 +156,7 @@ type Step struct {
 // LabelFields are the fields of an ATOM step label beyond batch and tokens
 // (decode[bs=R/G tok=T p=P d=D spec=S], prefill[… ctx=[a, b, c]...+K],
 // draft[i/k bs=N], and the optional sqsq=/sqsk=/sk= and tbo=1 fields).
-type LabelFields struct {
+type stepLabelFields struct {
 	PrefillSeqs int  // p=: sequences prefilling (a decode[…] step with p>0 is mixed)
 	DecodeSeqs  int  // d=: sequences decoding
 	Spec        int  // spec=: speculative steps verified in this decode step
@@ -175,7 +174,7 @@ type LabelFields struct {
 
 // Coverage compares the profiled window (CPU step annotations) with the span
 // that GPU kernels actually cover: when it is short, the profiler buffer dropped GPU events.
-type Coverage struct {
+type coverage struct {
 	GPUSpan             units.Duration // first kernel start to last kernel end
 	Window              units.Duration // first to last CPU step annotation (or trace span when none)
 	Steps               int
@@ -200,10 +199,10 @@ type Trace struct {
 	// Names are the distinct names of the kernels, each once, in order of
 	// first appearance: Kernel.NameID indexes it.
 	Names       []string
-	Dims        []Dims   // launch geometries; Dims[0] is the zero value (not given)
-	Launches    []Launch // runtime launches with a correlation id
-	Graphs      []GraphLaunch
-	Annotations []Annotation
+	Dims        []launchDims    // launch geometries; Dims[0] is the zero value (not given)
+	Launches    []runtimeLaunch // runtime launches with a correlation id
+	Graphs      []graphLaunch
+	Annotations []annotation
 	Steps       []Step
 	// Ops names the CPU ops that launched GPU work, by External id (the
 	// id a launch and its kernels carry); nil when the trace has none.
@@ -211,6 +210,6 @@ type Trace struct {
 
 	DecodeBS     int         // most frequent decode batch size (each step counted once), 0 when no decode step
 	DecodeBSHist map[int]int // decode batch size -> steps
-	Coverage     Coverage
+	Coverage     coverage
 	Warnings     []diag.Warning
 }

@@ -44,14 +44,14 @@ func (n *notes) warnings() []diag.Warning {
 }
 
 // eventNote warns about the event being read (the one at s.Offset()).
-func (s *Scanner) eventNote(code diag.Code, kind, format string, args ...any) {
+func (s *scanner) eventNote(code diag.Code, kind, format string, args ...any) {
 	s.notes.add(code, kind, fmt.Sprintf("traceEvents[%d] (byte %d): ", s.entries, s.Offset())+fmt.Sprintf(format, args...))
 }
 
 // Warnings returns what the scanner found odd but read on: impossible
 // values, duplicate keys, numbers written as strings, data after the JSON
 // document. It is complete once Scan returned false.
-func (s *Scanner) Warnings() []diag.Warning { return s.notes.warnings() }
+func (s *scanner) Warnings() []diag.Warning { return s.notes.warnings() }
 
 // argNotes are what parsing an args object found odd, reported once the
 // event is read to its end.

@@ -4,6 +4,7 @@ package tracing_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -74,4 +75,29 @@ func TestReadStalledPipe(t *testing.T) {
 		require.NoError(t, w.Close())
 		require.NoError(t, r.Close())
 	}
+}
+
+// blockingReader is a pipe whose writer never sends a byte, and whose read
+// nothing can interrupt (standard input is not pollable).
+type blockingReader struct{ unblock chan struct{} }
+
+func (r blockingReader) Read([]byte) (int, error) {
+	<-r.unblock
+	return 0, errors.New("unblocked")
+}
+
+// Cancelling the context ends a read that has not received the first two
+// bytes (the gzip check) of a pipe.
+func TestReadSilentPipeIsCancellable(t *testing.T) {
+	t.Parallel()
+	r := blockingReader{make(chan struct{})}
+	defer close(r.unblock)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := tracing.Read(ctx, r, "-", tracing.Options{})
+		done <- err
+	}()
+	cancel()
+	require.ErrorIs(t, waitErr(t, done), context.Canceled)
 }

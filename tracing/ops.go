@@ -9,11 +9,11 @@ import "bytes"
 
 // opEvent is the type of a kept cpu_op event: ProfilerStep#N is a step
 // annotation, every other op an EventOp.
-func opEvent(name []byte) EventType {
+func opEvent(name []byte) eventType {
 	if bytes.HasPrefix(name, profilerStep) {
-		return EventAnnotation
+		return eventAnnotation
 	}
-	return EventOp
+	return eventOp
 }
 
 // opLog collects (External id, name) pairs in 12 bytes each.

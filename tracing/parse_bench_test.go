@@ -2,8 +2,9 @@ package tracing
 
 import (
 	"bytes"
-	"github.com/profile-model/profile-model/internal/jsonscan"
 	"testing"
+
+	"github.com/profile-model/profile-model/internal/jsonscan"
 )
 
 // One event of each kind that makes up most of an ATOM trace, as its
@@ -46,14 +47,14 @@ func BenchmarkParseEvent(b *testing.B) {
 		data []byte
 	}{{"kernel", microKernel}, {"flow", microFlow}, {"python", microPy}} {
 		b.Run("parseEvent/"+c.name, func(b *testing.B) {
-			s := NewScanner(bytes.NewReader(nil))
+			s := newScanner(bytes.NewReader(nil))
 			for b.Loop() {
 				s.parseEvent(c.data)
 			}
 		})
 	}
 	b.Run("kernelFast", func(b *testing.B) {
-		s := NewScanner(bytes.NewReader(nil))
+		s := newScanner(bytes.NewReader(nil))
 		_, j := kinetoCat(microKernel)
 		for b.Loop() {
 			s.kernelFast(microKernel, j+len("kernel")+1)

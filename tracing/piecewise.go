@@ -4,9 +4,9 @@ import (
 	"slices"
 )
 
-// SourceStructure: steps formed from the structure of the GPU timeline
+// sourceStructure: steps formed from the structure of the GPU timeline
 // (no annotation said where they are).
-const SourceStructure StepSource = "structure"
+const sourceStructure = "structure"
 
 // structureSteps forms engine steps from the timeline when no annotation
 // delimits them and graphs are replayed piecewise (vLLM's default): each
@@ -54,7 +54,7 @@ func structureSteps(t *Trace) bool {
 				if slices.ContainsFunc(ks, func(k int32) bool { return t.Kernels[k].Graph >= 0 }) {
 					kind = StepDecode
 				}
-				addStep(t, Step{Kind: kind, Source: SourceStructure, Kernels: ks})
+				addStep(t, Step{Kind: kind, Source: sourceStructure, Kernels: ks})
 			}
 			finishSteps(t)
 			return true

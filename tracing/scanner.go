@@ -2,34 +2,34 @@ package tracing
 
 import (
 	"fmt"
-	"github.com/profile-model/profile-model/internal/jsonscan"
 	"io"
 
 	"github.com/profile-model/profile-model/internal/diag"
+	"github.com/profile-model/profile-model/internal/jsonscan"
 	"github.com/profile-model/profile-model/internal/units"
 )
 
 // EventType classifies the events the Scanner keeps.
-type EventType uint8
+type eventType uint8
 
 const (
-	EventKernel        EventType = iota // GPU kernel (cat kernel / Kernel)
-	EventMemcpy                         // gpu_memcpy / Memcpy
-	EventMemset                         // gpu_memset / Memset
-	EventLaunch                         // runtime or driver call that launches GPU work
-	EventAnnotation                     // CPU user_annotation, or a ProfilerStep#N op
-	EventGPUAnnotation                  // gpu_user_annotation
-	EventOp                             // CPU op (cpu_op) other than ProfilerStep#N: what launched GPU work
+	eventKernel        eventType = iota // GPU kernel (cat kernel / Kernel)
+	eventMemcpy                         // gpu_memcpy / Memcpy
+	eventMemset                         // gpu_memset / Memset
+	eventLaunch                         // runtime or driver call that launches GPU work
+	eventAnnotation                     // CPU user_annotation, or a ProfilerStep#N op
+	eventGPUAnnotation                  // gpu_user_annotation
+	eventOp                             // CPU op (cpu_op) other than ProfilerStep#N: what launched GPU work
 )
 
-func (t EventType) String() string {
+func (t eventType) String() string {
 	return [...]string{"kernel", "memcpy", "memset", "launch", "annotation", "gpu_annotation", "op"}[t]
 }
 
 // Event is one kept trace event. Times are integer nanoseconds as written
 // (baseTimeNanoseconds is not added: it may come after traceEvents).
-type Event struct {
-	Type        EventType
+type traceEvent struct {
+	Type        eventType
 	Cat         string // category as written
 	Name        string // interned: equal names share memory
 	TS, Dur     int64  // ns
@@ -47,7 +47,7 @@ type Event struct {
 
 // Header holds the top-level keys besides traceEvents. Kineto writes some of
 // them after traceEvents, so it is complete only once Scan returned false.
-type Header struct {
+type traceHeader struct {
 	Devices        []string          // deviceProperties[i].name
 	BaseNS         int64             // baseTimeNanoseconds
 	HasBase        bool              // baseTimeNanoseconds was given
@@ -75,7 +75,7 @@ type catCount struct {
 // advances to the next kept event, Event returns it, Err reports why
 // scanning stopped. Gzip input is detected by its magic bytes. Skipped
 // events are counted (Events, Categories) but never decoded.
-type Scanner struct {
+type scanner struct {
 	// KeepOps keeps every CPU op (EventOp), not only ProfilerStep#N: what
 	// launched each kernel, for categories. Set it before the first Scan.
 	KeepOps bool
@@ -92,22 +92,22 @@ type Scanner struct {
 	rerr  error
 
 	state   scanState
-	ev      Event
+	ev      traceEvent
 	err     error
 	entries int64
 	cats    []catCount
 	catHint [16]uint8 // cat hash -> index+1 into cats, 0 when none
 	names   map[string]string
 	recent  [256]string
-	hdr     Header
+	hdr     traceHeader
 	scratch []byte
 	noFast  bool // tests: no fast path (kernels read, flows skipped)
 	notes   notes
 }
 
 // NewScanner returns a Scanner reading r, plain JSON or gzip.
-func NewScanner(r io.Reader) *Scanner {
-	s := &Scanner{names: make(map[string]string), hdr: Header{Meta: map[string]string{}}}
+func newScanner(r io.Reader) *scanner {
+	s := &scanner{names: make(map[string]string), hdr: traceHeader{Meta: map[string]string{}}}
 	src, cnt, mem, err := openInput(r)
 	if err != nil {
 		s.err = err
@@ -120,25 +120,25 @@ func NewScanner(r io.Reader) *Scanner {
 }
 
 // newScannerFrom scans the chunks of a read-ahead.
-func newScannerFrom(ra *jsonscan.ReadAhead, cnt *countingReader, mem *memberReader) *Scanner {
-	return &Scanner{ra: ra, cnt: cnt, mem: mem, names: make(map[string]string), hdr: Header{Meta: map[string]string{}}}
+func newScannerFrom(ra *jsonscan.ReadAhead, cnt *countingReader, mem *memberReader) *scanner {
+	return &scanner{ra: ra, cnt: cnt, mem: mem, names: make(map[string]string), hdr: traceHeader{Meta: map[string]string{}}}
 }
 
 // Event returns the event found by the last successful Scan. It is
 // overwritten by the next Scan.
-func (s *Scanner) Event() *Event { return &s.ev }
+func (s *scanner) Event() *traceEvent { return &s.ev }
 
 // Err returns the error that stopped scanning, nil at a clean end.
-func (s *Scanner) Err() error { return s.err }
+func (s *scanner) Err() error { return s.err }
 
 // Offset is the uncompressed byte offset reached.
-func (s *Scanner) Offset() int64 { return s.base + int64(s.r) }
+func (s *scanner) Offset() int64 { return s.base + int64(s.r) }
 
 // Events counts every entry of traceEvents read so far, kept or not.
-func (s *Scanner) Events() int64 { return s.entries }
+func (s *scanner) Events() int64 { return s.entries }
 
 // Categories counts traceEvents entries by cat ("" when an event has none).
-func (s *Scanner) Categories() map[string]int64 {
+func (s *scanner) Categories() map[string]int64 {
 	m := make(map[string]int64, len(s.cats))
 	for _, c := range s.cats {
 		m[c.cat] += c.n
@@ -147,10 +147,10 @@ func (s *Scanner) Categories() map[string]int64 {
 }
 
 // Header returns the top-level keys read so far.
-func (s *Scanner) Header() *Header { return &s.hdr }
+func (s *scanner) Header() *traceHeader { return &s.hdr }
 
 // Scan advances to the next kept event.
-func (s *Scanner) Scan() bool {
+func (s *scanner) Scan() bool {
 	for s.err == nil && s.state != stDone {
 		var kept bool
 		switch s.state {
@@ -168,21 +168,21 @@ func (s *Scanner) Scan() bool {
 	return false
 }
 
-func (s *Scanner) fail(msg string, args ...any) {
+func (s *scanner) fail(msg string, args ...any) {
 	if s.err == nil {
 		s.err = &jsonscan.SyntaxError{Offset: s.Offset(), Event: s.eventIndex(), Msg: fmt.Sprintf(msg, args...)}
 	}
 	s.state = stDone
 }
 
-func (s *Scanner) eventIndex() int64 {
+func (s *scanner) eventIndex() int64 {
 	if s.state == stFirstEvent || s.state == stNextEvent {
 		return s.entries
 	}
 	return -1
 }
 
-func (s *Scanner) truncated() {
+func (s *scanner) truncated() {
 	if s.err == nil {
 		co := int64(-1)
 		if s.cnt != nil {
@@ -193,7 +193,7 @@ func (s *Scanner) truncated() {
 	s.state = stDone
 }
 
-func (s *Scanner) start() {
+func (s *scanner) start() {
 	for s.w-s.r < 4 && s.fill() {
 	}
 	if enc, fix := encodingOf(s.buf[s.r:s.w]); enc != "" {
@@ -222,7 +222,7 @@ func (s *Scanner) start() {
 	}
 }
 
-func (s *Scanner) topKey() {
+func (s *scanner) topKey() {
 	c, ok := s.peek()
 	if !ok {
 		s.needData()
@@ -274,6 +274,10 @@ func (s *Scanner) topKey() {
 	}
 	s.state = stNextKey
 	if key == "traceEvents" {
+		if s.hdr.HasTraceEvents {
+			s.fail("a second traceEvents key: a trace has one array of events (two traces joined into one file?)")
+			return
+		}
 		if c != '[' {
 			s.fail("traceEvents is not an array")
 			return
@@ -292,7 +296,7 @@ func (s *Scanner) topKey() {
 }
 
 // header keeps what Load needs of a top-level value.
-func (s *Scanner) header(key string, v []byte) {
+func (s *scanner) header(key string, v []byte) {
 	l := lexer{b: v}
 	switch key {
 	case "deviceProperties":
@@ -350,7 +354,7 @@ func (s *Scanner) header(key string, v []byte) {
 }
 
 // event reads one traceEvents entry and reports whether it is kept.
-func (s *Scanner) event() bool {
+func (s *scanner) event() bool {
 	c, ok := s.peek()
 	if !ok {
 		s.needData()
@@ -428,7 +432,7 @@ func (s *Scanner) event() bool {
 
 // countCat counts an event of cat (of no cat when has is false) and
 // returns the cat's index in s.cats.
-func (s *Scanner) countCat(cat []byte, has bool) int {
+func (s *scanner) countCat(cat []byte, has bool) int {
 	if !has {
 		cat = nil
 	}
@@ -446,7 +450,7 @@ func (s *Scanner) countCat(cat []byte, has bool) int {
 
 // findCat returns the index of cat in s.cats, -1 when it is not there. A
 // trace has a handful of cats: a hint by a cheap hash finds most at once.
-func (s *Scanner) findCat(cat []byte) int {
+func (s *scanner) findCat(cat []byte) int {
 	h := catHash(cat)
 	if k := int(s.catHint[h]) - 1; k >= 0 && s.cats[k].cat == string(cat) {
 		return k
@@ -469,7 +473,7 @@ func catHash(cat []byte) int {
 	return (len(cat) + int(cat[0]) + int(cat[len(cat)-1])) & 15
 }
 
-func (s *Scanner) intern(b []byte) string {
+func (s *scanner) intern(b []byte) string {
 	if len(b) == 0 {
 		return ""
 	}

@@ -25,7 +25,7 @@ func ParseStepLabel(name string) (st Step, ok bool) {
 	if br > 0 && strings.HasSuffix(name, "]") {
 		head, body := name[:br], name[br+1:len(name)-1]
 		f := labelFields(body)
-		st.BS, st.PaddedBS, st.Tokens, st.Fields = f.bs, f.padded, f.tok, f.LabelFields
+		st.BS, st.PaddedBS, st.Tokens, st.Fields = f.bs, f.padded, f.tok, f.stepLabelFields
 		switch {
 		case head == "prefill":
 			st.Kind, st.PaddedBS = StepPrefill, 0
@@ -52,7 +52,7 @@ func ParseStepLabel(name string) (st Step, ok bool) {
 			return st, true
 		case head == "step":
 			// SGLang: step[DECODE bs=N], step[EXTEND bs=N toks=T].
-			st.Fields = LabelFields{}
+			st.Fields = stepLabelFields{}
 			word, _, _ := strings.Cut(body, " ")
 			switch strings.ToUpper(word) {
 			case "DECODE":
@@ -90,7 +90,7 @@ func ParseStepLabel(name string) (st Step, ok bool) {
 
 type fields struct {
 	bs, padded, tok int
-	LabelFields
+	stepLabelFields
 }
 
 // labelFields reads the key=value parts of a bracketed label body: bs=N or
@@ -234,14 +234,14 @@ func leadingInt(s, prefix string) (int, bool) {
 
 // labelled is an annotation with its parsed step.
 type labelled struct {
-	a  *Annotation
+	a  *annotation
 	st Step
 }
 
 // stepAnnotations returns the annotations of one evidence tier, outermost
 // only: a label nested in another on the same track describes the same
 // step (SGLang writes execute_... around step[...]).
-func stepAnnotations(anns []Annotation, gpu, profiler bool) []labelled {
+func stepAnnotations(anns []annotation, gpu, profiler bool) []labelled {
 	var out []labelled
 	for i := range anns {
 		a := &anns[i]
@@ -289,7 +289,7 @@ func segmentSteps(t *Trace, idx corrIndex) {
 		if len(g.Kernels) == 0 {
 			continue
 		}
-		st := Step{Kind: StepGraph, Label: g.Launch.Name, Source: SourceGraphLaunch}
+		st := Step{Kind: StepGraph, Label: g.Launch.Name, Source: sourceGraphLaunch}
 		st.Kernels = g.Kernels
 		addStep(t, st)
 	}
@@ -320,7 +320,7 @@ func stepsFromAnnotations(t *Trace, idx corrIndex, gpu, cpu []labelled) {
 			continue
 		}
 		st := c.st
-		st.Source = SourceCPUAnnotation
+		st.Source = sourceCPUAnnotation
 		st.Start, st.End = c.a.Start, c.a.Start+c.a.Dur
 		st.Kernels = kernelsLaunchedIn(t, idx, c.a, int32(len(t.Steps)))
 		addStep(t, st)
@@ -346,7 +346,7 @@ func assignByTime(t *Trace, gpu []labelled) {
 	all := make([]int32, 0, len(t.Kernels))
 	for _, g := range gpu {
 		st := g.st
-		st.Source = SourceGPUAnnotation
+		st.Source = sourceGPUAnnotation
 		st.Start, st.End = g.a.Start, g.a.Start+g.a.Dur
 		si := int32(len(t.Steps))
 		dev := int32(g.a.PID)
@@ -370,13 +370,13 @@ func assignByTime(t *Trace, gpu []labelled) {
 
 // kernelsLaunchedIn returns the kernels (not yet in a step) whose launch ran
 // inside the CPU annotation a, on its process.
-func kernelsLaunchedIn(t *Trace, idx corrIndex, a *Annotation, step int32) []int32 {
+func kernelsLaunchedIn(t *Trace, idx corrIndex, a *annotation, step int32) []int32 {
 	var out []int32
 	end := a.Start + a.Dur
 	// Another pid namespace (a container) can give the annotation and the
 	// launches different pids: then any process's launches count.
-	anyPID := !slices.ContainsFunc(t.Launches, func(l Launch) bool { return l.PID == a.PID })
-	lo, _ := slices.BinarySearchFunc(t.Launches, a.Start, func(l Launch, s int64) int { return cmp.Compare(l.Start, s) })
+	anyPID := !slices.ContainsFunc(t.Launches, func(l runtimeLaunch) bool { return l.PID == a.PID })
+	lo, _ := slices.BinarySearchFunc(t.Launches, a.Start, func(l runtimeLaunch, s int64) int { return cmp.Compare(l.Start, s) })
 	for li := lo; li < len(t.Launches) && t.Launches[li].Start < end; li++ {
 		l := &t.Launches[li]
 		if !anyPID && l.PID != a.PID {
@@ -401,7 +401,7 @@ func addStep(t *Trace, st Step) {
 	for _, k := range st.Kernels {
 		t.Kernels[k].Step = si
 	}
-	if len(st.Kernels) > 0 && st.Source != SourceGPUAnnotation {
+	if len(st.Kernels) > 0 && st.Source != sourceGPUAnnotation {
 		st.Start, st.End = kernelSpan(t, st.Kernels)
 	}
 	t.Steps = append(t.Steps, st)

@@ -34,12 +34,12 @@ type Summary struct {
 	PaddingPct  float64 `json:"padding_pct,omitempty"`
 	// SpecSteps counts decode steps that verified speculative tokens (spec>0).
 	SpecSteps int             `json:"spec_decode_steps,omitempty"`
-	Coverage  CoverageSummary `json:"coverage"`
+	Coverage  coverageSummary `json:"coverage"`
 	Warnings  []diag.Warning  `json:"warnings"`
 }
 
 // CoverageSummary is the coverage part of Summary.
-type CoverageSummary struct {
+type coverageSummary struct {
 	GPUSpanS            float64 `json:"gpu_span_s"`
 	WindowS             float64 `json:"window_s"`
 	Steps               int     `json:"steps"`
@@ -105,7 +105,7 @@ func (t *Trace) Summarize() Summary {
 		s.DecodeBSHist[strconv.Itoa(bs)] = n
 	}
 	c := t.Coverage
-	s.Coverage = CoverageSummary{
+	s.Coverage = coverageSummary{
 		GPUSpanS: round3(c.GPUSpan.Seconds()), WindowS: round3(c.Window.Seconds()),
 		Steps: c.Steps, StepsWithoutKernels: c.StepsWithoutKernels,
 		DecodeSteps: c.DecodeSteps, DecodeWithout: c.DecodeWithout,

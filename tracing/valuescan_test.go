@@ -3,12 +3,13 @@ package tracing
 import (
 	"context"
 	"errors"
-	"github.com/profile-model/profile-model/internal/jsonscan"
 	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/profile-model/profile-model/internal/jsonscan"
 )
 
 // oneShotEnd is what the one-shot helpers say of the value at b[0].
@@ -91,7 +92,7 @@ func TestGiantValue(t *testing.T) {
 			runtime.ReadMemStats(&before)
 			var err error
 			if serial {
-				s := NewScanner(r)
+				s := newScanner(r)
 				for s.Scan() {
 				}
 				err = s.Err()
@@ -114,7 +115,7 @@ func TestDeepNesting(t *testing.T) {
 	const depth = 1 << 20
 	deep := strings.Repeat("[", depth) + strings.Repeat("]", depth)
 	good := `{"traceEvents": [{"ph": "X", "cat": "python_function", "name": "f", "args": {"x": ` + deep + `}}, {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 1, "ts": 1, "dur": 1}]}`
-	s := NewScanner(strings.NewReader(good))
+	s := newScanner(strings.NewReader(good))
 	n := 0
 	for s.Scan() {
 		n++
@@ -124,7 +125,7 @@ func TestDeepNesting(t *testing.T) {
 	require.Equal(t, int64(2), s.Events())
 
 	bad := strings.Replace(good, "[]", "[}", 1)
-	s = NewScanner(strings.NewReader(bad))
+	s = newScanner(strings.NewReader(bad))
 	for s.Scan() {
 	}
 	var se *jsonscan.SyntaxError

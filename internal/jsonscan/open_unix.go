@@ -1,6 +1,6 @@
 //go:build unix
 
-package tracing
+package jsonscan
 
 import (
 	"os"

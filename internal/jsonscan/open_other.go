@@ -1,6 +1,6 @@
 //go:build !unix
 
-package tracing
+package jsonscan
 
 // unblockFIFO does nothing where FIFOs are not Unix FIFOs: the goroutine
 // waiting in open stays until a writer comes.
