@@ -99,12 +99,7 @@ func runTrim(ctx context.Context, args []string, stdout, stderr io.Writer) error
 }
 
 func listSteps(ctx context.Context, path string, w io.Writer) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return fmt.Errorf("opening trace: %w", err)
-	}
-	defer f.Close()
-	steps, err := trim.List(ctx, f)
+	steps, err := trim.ListFile(ctx, path)
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}

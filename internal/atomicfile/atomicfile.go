@@ -21,7 +21,8 @@ func Write(path string, data []byte) error {
 // temporary file is removed and path is left as it was.
 func WriteFunc(path string, fn func(w io.Writer) error) (err error) {
 	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	removeStale(dir)
+	tmp, err := os.CreateTemp(dir, tempPrefix(filepath.Base(path), os.Getpid())+"*")
 	if err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}

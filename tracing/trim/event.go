@@ -2,9 +2,11 @@ package trim
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+
 	"github.com/profile-model/profile-model/internal/jsonscan"
 )
 
@@ -178,57 +180,10 @@ func parseEvent(b []byte, ev *event) (int, string) {
 		if i >= len(b) {
 			return jsonscan.Incomplete, ""
 		}
-		var e int
-		switch key {
-		case keyPh, keyCat, keyName:
-			e = jsonscan.ValueEnd(b, i)
-			if e >= 0 && b[i] == '"' {
-				v := b[i+1 : e-1]
-				switch key {
-				case keyPh:
-					if len(v) > 0 {
-						ev.ph = v[0]
-					}
-				case keyCat:
-					ev.cat = v
-				default:
-					ev.name = v
-				}
-			}
-		case keyPid, keyTid, keyID_:
-			e = jsonscan.ValueEnd(b, i)
-			if e >= 0 {
-				switch key {
-				case keyPid:
-					ev.pid = b[i:e]
-				case keyTid:
-					ev.tid = b[i:e]
-				default:
-					ev.id = b[i:e]
-				}
-			}
-		case keyTS:
-			// A ts that is not a number of microseconds leaves the event
-			// without a time (it is then dropped, as viewers would).
-			if c := b[i]; c == '-' || (c >= '0' && c <= '9') {
-				e, ev.ts, ev.hasTS = jsonscan.MicrosAt(b, i)
-			} else {
-				e = jsonscan.ValueEnd(b, i)
-			}
-		case keyDur:
-			if e = jsonscan.ValueEnd(b, i); e >= 0 {
-				ev.durRaw = b[i:e]
-			}
-		case keyArgs:
-			if e = jsonscan.ValueEnd(b, i); e >= 0 {
-				ev.argsRaw = b[i:e]
-			}
-		default:
-			e = jsonscan.ValueEnd(b, i)
-		}
+		e, msg := memberValue(b, i, key, ev)
 		if e < 0 {
 			if e == jsonscan.Invalid {
-				return jsonscan.Invalid, "bad value"
+				return jsonscan.Invalid, cmp.Or(msg, "bad value")
 			}
 			return jsonscan.Incomplete, ""
 		}
@@ -251,6 +206,64 @@ func parseEvent(b []byte, ev *event) (int, string) {
 			return jsonscan.Invalid, "expected ',' or '}' after a member"
 		}
 	}
+}
+
+// memberValue reads the value at b[i] of the member key into ev and
+// returns the index past it (or jsonscan.Incomplete, or Invalid with what
+// is wrong when it can say).
+func memberValue(b []byte, i int, key keyID, ev *event) (int, string) {
+	var e int
+	switch key {
+	case keyPh, keyCat, keyName:
+		e = jsonscan.ValueEnd(b, i)
+		if e >= 0 && b[i] == '"' {
+			v := b[i+1 : e-1]
+			switch key {
+			case keyPh:
+				if len(v) > 0 {
+					ev.ph = v[0]
+				}
+			case keyCat:
+				ev.cat = v
+			default:
+				ev.name = v
+			}
+		}
+	case keyPid, keyTid, keyID_:
+		e = jsonscan.ValueEnd(b, i)
+		if e >= 0 {
+			switch key {
+			case keyPid:
+				ev.pid = b[i:e]
+			case keyTid:
+				ev.tid = b[i:e]
+			default:
+				ev.id = b[i:e]
+			}
+		}
+	case keyTS:
+		// A ts that is not a number of microseconds leaves the event
+		// without a time (it is then dropped, as viewers would).
+		if c := b[i]; c == '-' || (c >= '0' && c <= '9') {
+			if e, ev.ts, ev.hasTS = jsonscan.MicrosAt(b, i); e >= 0 && !ev.hasTS {
+				// A number that is not JSON (0123), or too large.
+				return jsonscan.Invalid, fmt.Sprintf("bad ts %q: not a JSON number of microseconds that fits 64-bit nanoseconds", b[i:e])
+			}
+		} else {
+			e = jsonscan.ValueEnd(b, i)
+		}
+	case keyDur:
+		if e = jsonscan.ValueEnd(b, i); e >= 0 {
+			ev.durRaw = b[i:e]
+		}
+	case keyArgs:
+		if e = jsonscan.ValueEnd(b, i); e >= 0 {
+			ev.argsRaw = b[i:e]
+		}
+	default:
+		e = jsonscan.ValueEnd(b, i)
+	}
+	return e, ""
 }
 
 // parseArgs reads the args object opening at b[i] for correlation and

@@ -12,6 +12,7 @@ import (
 	"github.com/klauspost/compress/gzip"
 
 	"github.com/profile-model/profile-model/internal/atomicfile"
+	"github.com/profile-model/profile-model/internal/jsonscan"
 )
 
 // ErrExists is returned by File when the output exists and force is off.
@@ -28,11 +29,12 @@ func File(ctx context.Context, in, out string, force bool, opts Options) (*Resul
 			return nil, fmt.Errorf("checking %s: %w", out, err)
 		}
 	}
-	f, err := os.Open(in)
+	f, err := jsonscan.OpenFile(ctx, in)
 	if err != nil {
 		return nil, fmt.Errorf("opening trace: %w", err)
 	}
 	defer f.Close()
+	defer jsonscan.InterruptOnCancel(ctx, f)()
 	var res *Result
 	var trimErr error
 	err = atomicfile.WriteFunc(out, func(w io.Writer) error {
@@ -55,4 +57,16 @@ func File(ctx context.Context, in, out string, force bool, opts Options) (*Resul
 		return nil, fmt.Errorf("%s: %w", in, trimErr)
 	}
 	return res, err
+}
+
+// ListFile is List of the trace at path; a FIFO or pipe that sends nothing
+// does not hold up ctx's cancellation.
+func ListFile(ctx context.Context, path string) ([]Step, error) {
+	f, err := jsonscan.OpenFile(ctx, path)
+	if err != nil {
+		return nil, fmt.Errorf("opening trace: %w", err)
+	}
+	defer f.Close()
+	defer jsonscan.InterruptOnCancel(ctx, f)()
+	return List(ctx, f)
 }

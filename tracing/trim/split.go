@@ -5,10 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/profile-model/profile-model/internal/jsonscan"
 	"io"
 
 	"github.com/klauspost/compress/gzip"
+
+	"github.com/profile-model/profile-model/internal/jsonscan"
 )
 
 // splitter cuts a Chrome-JSON trace into its top-level members and the
@@ -17,6 +18,8 @@ import (
 // event being read, never the document.
 type splitter struct {
 	ra    *jsonscan.ReadAhead
+	cnt   *countReader
+	gzip  bool
 	cur   []byte // the chunk buffer b lies in (given back when done)
 	b     []byte // buffered input; b[r:] is unread
 	r     int
@@ -54,18 +57,40 @@ const (
 const maxItem = 256 << 20
 
 // newSplitter reads r, gzip or not (told by its magic bytes), inflating on
-// a read-ahead goroutine. close must be called.
+// a read-ahead goroutine. close must be called. The first bytes are read on
+// a goroutine too: a pipe that sends nothing must not hold Ctrl-C up.
 func newSplitter(ctx context.Context, r io.Reader) (*splitter, error) {
-	br := bufio.NewReaderSize(r, 64<<10)
-	var src io.Reader = br
-	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+	cnt := &countReader{r: r}
+	src, err := jsonscan.Await(ctx, func() (io.Reader, error) {
+		br := bufio.NewReaderSize(cnt, 64<<10)
+		if magic, _ := br.Peek(2); len(magic) < 2 || magic[0] != 0x1f || magic[1] != 0x8b {
+			return br, nil
+		}
 		zr, err := gzip.NewReader(br)
 		if err != nil {
 			return nil, fmt.Errorf("reading the gzip header: %w (the file is truncated, or not gzip)", err)
 		}
-		src = zr
+		return zr, nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	return &splitter{ra: jsonscan.NewReadAhead(ctx, src)}, nil
+	sp := &splitter{ra: jsonscan.NewReadAhead(ctx, src), cnt: cnt}
+	_, sp.gzip = src.(*gzip.Reader)
+	return sp, nil
+}
+
+// countReader counts the bytes read from the input (compressed, for gzip).
+// It is read once the read-ahead has handed over its last chunk.
+type countReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
 }
 
 func (s *splitter) close() { s.ra.Close() }
@@ -141,7 +166,11 @@ func (s *splitter) truncated() error {
 	if s.err != nil && !errors.Is(s.err, io.ErrUnexpectedEOF) {
 		return fmt.Errorf("reading the trace at uncompressed byte %d: %w", s.offset(), s.err)
 	}
-	return &jsonscan.TruncatedError{Offset: s.base + int64(len(s.b)), Events: s.n, Err: s.err}
+	co := int64(-1)
+	if s.gzip {
+		co = s.cnt.n
+	}
+	return &jsonscan.TruncatedError{Offset: s.base + int64(len(s.b)), CompressedOffset: co, Events: s.n, Err: s.err}
 }
 
 // next returns the next item: for itemMember the key (with its quotes) and
@@ -154,6 +183,11 @@ func (s *splitter) next() (it item, key, val []byte, err error) {
 			return it, key, val, err
 		}
 		if !s.fill() {
+			if s.state == stDone && s.err != nil && !errors.Is(s.err, context.Canceled) {
+				// The JSON ended, but the gzip stream is bad after it: a
+				// checksum that fails says the events may be wrong.
+				return 0, nil, nil, &jsonscan.TrailerError{CompressedOffset: s.cnt.n, Err: s.err}
+			}
 			if s.state == stDone {
 				return 0, nil, nil, io.EOF
 			}
@@ -179,87 +213,105 @@ func (s *splitter) step() (it item, key, val []byte, done bool, err error) {
 		s.r, s.state = i+1, stFirstKey
 		return s.step()
 	case stFirstKey, stNextKey:
-		if b[i] == '}' {
-			s.r, s.state = i+1, stDone
-			return itemEnd, nil, nil, true, nil
-		}
-		if s.state == stNextKey {
-			if b[i] != ',' {
-				return 0, nil, nil, true, s.syntax("expected ',' or '}' between top-level members")
-			}
-			if i = jsonscan.SkipSpace(b, i+1); i >= len(b) {
-				return 0, nil, nil, false, nil
-			}
-		}
-		if b[i] != '"' {
-			return 0, nil, nil, true, s.syntax("expected a top-level key")
-		}
-		ke := jsonscan.StringEnd(b, i)
-		if ke < 0 {
-			return 0, nil, nil, false, nil
-		}
-		j := jsonscan.SkipSpace(b, ke)
-		if j >= len(b) {
-			return 0, nil, nil, false, nil
-		}
-		if b[j] != ':' {
-			return 0, nil, nil, true, s.syntax("expected ':' after a top-level key")
-		}
-		j = jsonscan.SkipSpace(b, j+1)
-		if j >= len(b) {
-			return 0, nil, nil, false, nil
-		}
-		key = b[i:ke]
-		if string(key) == `"traceEvents"` {
-			if b[j] != '[' {
-				return 0, nil, nil, true, s.syntax("traceEvents is not an array")
-			}
-			s.r, s.state = j+1, stFirstEvent
-			return itemEventsStart, key, nil, true, nil
-		}
-		e := jsonscan.ValueEnd(b, j)
-		if e == jsonscan.Incomplete {
-			return 0, nil, nil, false, nil
-		}
-		if e < 0 {
-			return 0, nil, nil, true, s.syntax(fmt.Sprintf("the value of top-level key %s is not JSON", key))
-		}
-		s.r, s.state = e, stNextKey
-		return itemMember, key, b[j:e], true, nil
+		return s.stepMember(b, i)
 	case stFirstEvent, stNextEvent:
-		if b[i] == ']' {
-			s.r, s.state = i+1, stNextKey
-			return itemEventsEnd, nil, nil, true, nil
-		}
-		if s.state == stNextEvent {
-			if b[i] != ',' {
-				return 0, nil, nil, true, s.syntax("expected ',' or ']' after an event")
-			}
-			if i = jsonscan.SkipSpace(b, i+1); i >= len(b) {
-				return 0, nil, nil, false, nil
-			}
-		}
-		if b[i] != '{' {
-			s.r = i
-			return 0, nil, nil, true, s.syntax("an event is not a JSON object")
-		}
-		n, ok := fastEvent(b[i:], &s.ev)
-		var msg string
-		if !ok {
-			n, msg = parseEvent(b[i:], &s.ev)
-		}
-		if n == jsonscan.Incomplete {
-			return 0, nil, nil, false, nil
-		}
-		if n < 0 {
-			s.r = i
-			return 0, nil, nil, true, s.syntax(msg)
-		}
-		s.r, s.state = i+n, stNextEvent
-		s.n++
-		return itemEvent, nil, nil, true, nil
+		return s.stepEvent(b, i)
 	}
 	// stDone: only whitespace may follow.
 	s.r = i
 	return 0, nil, nil, true, s.syntax("bytes after the end of the JSON object")
+}
+
+// stepMember reads a top-level member (or the document's end) from b[i].
+func (s *splitter) stepMember(b []byte, i int) (it item, key, val []byte, done bool, err error) {
+	if b[i] == '}' {
+		s.r, s.state = i+1, stDone
+		return itemEnd, nil, nil, true, nil
+	}
+	if s.state == stNextKey {
+		if b[i] != ',' {
+			return 0, nil, nil, true, s.syntax("expected ',' or '}' between top-level members")
+		}
+		if i = jsonscan.SkipSpace(b, i+1); i >= len(b) {
+			return 0, nil, nil, false, nil
+		}
+	}
+	if b[i] != '"' {
+		return 0, nil, nil, true, s.syntax("expected a top-level key")
+	}
+	ke := jsonscan.StringEnd(b, i)
+	if ke < 0 {
+		return 0, nil, nil, false, nil
+	}
+	j := jsonscan.SkipSpace(b, ke)
+	if j >= len(b) {
+		return 0, nil, nil, false, nil
+	}
+	if b[j] != ':' {
+		return 0, nil, nil, true, s.syntax("expected ':' after a top-level key")
+	}
+	j = jsonscan.SkipSpace(b, j+1)
+	if j >= len(b) {
+		return 0, nil, nil, false, nil
+	}
+	key = b[i:ke]
+	if string(key) == `"traceEvents"` {
+		if b[j] != '[' {
+			return 0, nil, nil, true, s.syntax("traceEvents is not an array")
+		}
+		s.r, s.state = j+1, stFirstEvent
+		return itemEventsStart, key, nil, true, nil
+	}
+	e := jsonscan.ValueEnd(b, j)
+	if e == jsonscan.Incomplete {
+		return 0, nil, nil, false, nil
+	}
+	if e < 0 {
+		return 0, nil, nil, true, s.syntax(fmt.Sprintf("the value of top-level key %s is not JSON", key))
+	}
+	if off, msg := jsonscan.BadText(b[i:e]); off >= 0 {
+		s.r = i + off
+		return 0, nil, nil, true, s.syntax(msg)
+	}
+	s.r, s.state = e, stNextKey
+	return itemMember, key, b[j:e], true, nil
+}
+
+// stepEvent reads a traceEvents entry (or the array's end) from b[i].
+func (s *splitter) stepEvent(b []byte, i int) (it item, key, val []byte, done bool, err error) {
+	if b[i] == ']' {
+		s.r, s.state = i+1, stNextKey
+		return itemEventsEnd, nil, nil, true, nil
+	}
+	if s.state == stNextEvent {
+		if b[i] != ',' {
+			return 0, nil, nil, true, s.syntax("expected ',' or ']' after an event")
+		}
+		if i = jsonscan.SkipSpace(b, i+1); i >= len(b) {
+			return 0, nil, nil, false, nil
+		}
+	}
+	if b[i] != '{' {
+		s.r = i
+		return 0, nil, nil, true, s.syntax("an event is not a JSON object")
+	}
+	n, ok := fastEvent(b[i:], &s.ev)
+	var msg string
+	if !ok {
+		n, msg = parseEvent(b[i:], &s.ev)
+	}
+	if n == jsonscan.Incomplete {
+		return 0, nil, nil, false, nil
+	}
+	if n < 0 {
+		s.r = i
+		return 0, nil, nil, true, s.syntax(msg)
+	}
+	if off, msg := jsonscan.BadText(b[i : i+n]); off >= 0 {
+		s.r = i + off
+		return 0, nil, nil, true, s.syntax(msg)
+	}
+	s.r, s.state = i+n, stNextEvent
+	s.n++
+	return itemEvent, nil, nil, true, nil
 }

@@ -43,6 +43,10 @@ func (s *store) add(raw []byte) error {
 		if err != nil {
 			return fmt.Errorf("holding events in a temporary file: %w (set TMPDIR to a directory with room)", err)
 		}
+		// Unlinked at once where the OS allows it (Unix): the open file
+		// stays readable, and nothing is left behind if the process is
+		// killed.
+		_ = os.Remove(f.Name())
 		s.f, s.w = f, bufio.NewWriterSize(f, 1<<20)
 	}
 	var n [4]byte
@@ -104,11 +108,12 @@ func (s *store) each(fn func(raw []byte) error) error {
 	return err
 }
 
-// close removes the temporary file, if any.
+// close removes the temporary file, if any (where it could not be unlinked
+// while open).
 func (s *store) close() {
 	if s.f != nil {
 		s.f.Close()
-		os.Remove(s.f.Name())
+		_ = os.Remove(s.f.Name())
 		s.f = nil
 	}
 	s.mem = nil

@@ -5,12 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/profile-model/profile-model/internal/jsonscan"
 	"io"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/profile-model/profile-model/internal/jsonscan"
 	"github.com/profile-model/profile-model/tracing"
 )
 
@@ -451,34 +451,9 @@ func (t *trimmer) route(ev *event) error {
 			}
 		}
 	case classRuntime:
-		c := ev.correlation()
-		switch {
-		case ev.hasTS && ev.ts >= t.ws && ev.ts < t.we:
-			t.keep(ev)
-			if c != 0 {
-				t.launched[c] = t.launched[c] || launchesWork(ev.name)
-			}
-		case c != 0 && t.ran[c]:
-			t.keep(ev)
-		case c != 0 && t.inRange(ev):
-			return t.heldLaunch.add(ev.raw)
-		}
+		return t.routeLaunch(ev)
 	case classGPU:
-		switch {
-		case t.opts.Window != nil:
-			if t.overlapsCPU(ev) {
-				t.keepGPU(ev)
-			}
-		case ev.ts < t.lo:
-			// Before the window: no chosen launch made it (its args are
-			// not even read).
-		case t.launched[ev.correlation()]:
-			// Launched in the window, however late it ran.
-			t.keepGPU(ev)
-			t.hullOf(ev).add(ev.ts, ev.end())
-		case t.inRange(ev):
-			return t.heldGPU.add(ev.raw)
-		}
+		return t.routeGPU(ev)
 	case classGPUAnn:
 		if t.opts.Window != nil {
 			if t.overlapsCPU(ev) {
@@ -493,11 +468,52 @@ func (t *trimmer) route(ev *event) error {
 		if t.inRange(ev) {
 			return t.heldFlow.add(ev.raw)
 		}
-		if ev.hasTS && ev.ts >= t.hi && len(ev.id) > 0 {
+		if t.opts.Window == nil && ev.hasTS && ev.ts >= t.hi && len(ev.id) > 0 {
 			if c, ok := jsonscan.ParseInt(ev.id); ok && t.launched[c] {
 				return t.heldFlow.add(ev.raw)
 			}
 		}
+	}
+	return nil
+}
+
+// routeLaunch applies the keep rules to a runtime call: kept when made in
+// the window, held when it may have launched kept GPU work.
+func (t *trimmer) routeLaunch(ev *event) error {
+	c := ev.correlation()
+	switch {
+	case ev.hasTS && ev.ts >= t.ws && ev.ts < t.we:
+		t.keep(ev)
+		if c != 0 {
+			t.launched[c] = t.launched[c] || launchesWork(ev.name)
+		}
+	case c != 0 && t.ran[c] && t.opts.Window == nil:
+		t.keep(ev)
+	case c != 0 && t.inRange(ev):
+		// Decided at the end, when every GPU event is known: a
+		// window keeps the same launches whatever the event order.
+		return t.heldLaunch.add(ev.raw)
+	}
+	return nil
+}
+
+// routeGPU applies the keep rules to GPU work: kept when its launch is
+// (or, for a window, when it overlaps it), held when that is not known yet.
+func (t *trimmer) routeGPU(ev *event) error {
+	switch {
+	case t.opts.Window != nil:
+		if t.overlapsCPU(ev) {
+			t.keepGPU(ev)
+		}
+	case ev.ts < t.lo:
+		// Before the window: no chosen launch made it (its args are
+		// not even read).
+	case t.launched[ev.correlation()]:
+		// Launched in the window, however late it ran.
+		t.keepGPU(ev)
+		t.hullOf(ev).add(ev.ts, ev.end())
+	case t.inRange(ev):
+		return t.heldGPU.add(ev.raw)
 	}
 	return nil
 }
@@ -756,25 +772,52 @@ func (o *output) end() {
 
 // ParseStepRange reads "a:b" (steps a to b-1, as a Go slice).
 func ParseStepRange(s string) (StepRange, error) {
+	const want = "want a:b with 0 <= a < b (steps a to b-1, as inspect numbers them)"
 	a, b, ok := strings.Cut(s, ":")
-	from, err1 := strconv.Atoi(strings.TrimSpace(a))
-	to, err2 := strconv.Atoi(strings.TrimSpace(b))
-	if !ok || err1 != nil || err2 != nil || from < 0 || to <= from {
-		return StepRange{}, fmt.Errorf("steps %q: want a:b with 0 <= a < b (steps a to b-1, as inspect numbers them)", s)
+	if !ok {
+		return StepRange{}, fmt.Errorf("steps %q: %s", s, want)
 	}
-	return StepRange{from, to}, nil
+	var bound [2]int
+	for k, text := range []string{a, b} {
+		v, err := strconv.Atoi(strings.TrimSpace(text))
+		if errors.Is(err, strconv.ErrRange) {
+			return StepRange{}, fmt.Errorf("steps %q: %s is out of range (a trace has far fewer steps)", s, strings.TrimSpace(text))
+		}
+		if err != nil {
+			return StepRange{}, fmt.Errorf("steps %q: %s", s, want)
+		}
+		bound[k] = v
+	}
+	if bound[0] < 0 || bound[1] <= bound[0] {
+		return StepRange{}, fmt.Errorf("steps %q: %s", s, want)
+	}
+	return StepRange{bound[0], bound[1]}, nil
 }
 
 // ParseWindow reads "t0:t1" in microseconds as the trace writes ts
 // (decimals allowed), exactly.
 func ParseWindow(s string) (Window, error) {
+	const want = "want t0:t1 in microseconds as the trace writes ts, with t0 < t1"
 	a, b, ok := strings.Cut(s, ":")
-	t0, ok0 := jsonscan.ParseMicros([]byte(strings.TrimSpace(a)))
-	t1, ok1 := jsonscan.ParseMicros([]byte(strings.TrimSpace(b)))
-	if !ok || !ok0 || !ok1 || t1 <= t0 {
-		return Window{}, fmt.Errorf("window %q: want t0:t1 in microseconds as the trace writes ts, with t0 < t1", s)
+	if !ok {
+		return Window{}, fmt.Errorf("window %q: %s", s, want)
 	}
-	return Window{t0, t1}, nil
+	var bound [2]int64
+	for k, text := range []string{a, b} {
+		text = strings.TrimSpace(text)
+		v, ok := jsonscan.ParseMicros([]byte(text))
+		if !ok && jsonscan.ValidNumber([]byte(text)) {
+			return Window{}, fmt.Errorf("window %q: %s µs is out of range (a time in nanoseconds must fit 64 bits: about 292 years)", s, text)
+		}
+		if !ok {
+			return Window{}, fmt.Errorf("window %q: %s", s, want)
+		}
+		bound[k] = v
+	}
+	if bound[1] <= bound[0] {
+		return Window{}, fmt.Errorf("window %q: %s", s, want)
+	}
+	return Window{bound[0], bound[1]}, nil
 }
 
 // FormatMicros prints integer nanoseconds as microseconds with three

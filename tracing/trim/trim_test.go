@@ -279,7 +279,7 @@ func TestTrimTruncatedInput(t *testing.T) {
 	cutAt := bytes.Index(src, []byte(`"cat": "kernel"`)) + 5000
 	out, res := doTrim(t, src[:cutAt], trim.Options{Steps: &trim.StepRange{From: 0, To: 1}})
 	require.NotEmpty(t, res.Warnings)
-	require.Contains(t, res.Warnings[0], "ends at uncompressed byte")
+	require.Contains(t, res.Warnings[0], "trace is truncated: input ends at byte")
 	require.NotEmpty(t, read(t, out).Kernels)
 }
 
