@@ -269,10 +269,6 @@ func (s *splitter) stepMember(b []byte, i int) (it item, key, val []byte, done b
 	if e < 0 {
 		return 0, nil, nil, true, s.syntax(fmt.Sprintf("the value of top-level key %s is not JSON", key))
 	}
-	if off, msg := jsonscan.BadText(b[i:e]); off >= 0 {
-		s.r = i + off
-		return 0, nil, nil, true, s.syntax(msg)
-	}
 	s.r, s.state = e, stNextKey
 	return itemMember, key, b[j:e], true, nil
 }
@@ -305,10 +301,6 @@ func (s *splitter) stepEvent(b []byte, i int) (it item, key, val []byte, done bo
 	}
 	if n < 0 {
 		s.r = i
-		return 0, nil, nil, true, s.syntax(msg)
-	}
-	if off, msg := jsonscan.BadText(b[i : i+n]); off >= 0 {
-		s.r = i + off
 		return 0, nil, nil, true, s.syntax(msg)
 	}
 	s.r, s.state = i+n, stNextEvent

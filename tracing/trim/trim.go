@@ -211,8 +211,9 @@ type trimmer struct {
 	ws, we  int64 // CPU window
 	lo, hi  int64 // the window widened by MaxLag: what may still matter
 	early   *store
-	seen    span // the time span of the events read before the choice
-	late    int  // step annotations seen after the steps were chosen
+	bad     error // an event kept that is not valid JSON
+	seen    span  // the time span of the events read before the choice
+	late    int   // step annotations seen after the steps were chosen
 
 	heldGPU, heldLaunch, heldFlow *store
 
@@ -288,6 +289,9 @@ func (t *trimmer) run(ctx context.Context, sp *splitter) error {
 		}
 		switch it {
 		case itemMember:
+			if off, msg := jsonscan.BadText(val); off >= 0 {
+				return &jsonscan.SyntaxError{Offset: sp.offset() - int64(len(val)-off), Event: -1, Msg: fmt.Sprintf("the value of top-level key %s has %s", key, msg)}
+			}
 			t.out.member(key, val)
 		case itemEventsStart:
 			if sawEvents {
@@ -305,12 +309,18 @@ func (t *trimmer) run(ctx context.Context, sp *splitter) error {
 				return err
 			}
 		}
+		if t.bad != nil {
+			return t.bad
+		}
 		if t.out.err != nil {
 			return fmt.Errorf("writing the trimmed trace: %w", t.out.err)
 		}
 	}
 	if !sawEvents {
 		return errors.New("the JSON has no traceEvents array: it is not a Chrome/Kineto trace")
+	}
+	if t.bad != nil {
+		return t.bad
 	}
 	t.out.end()
 	if t.late > 0 {
@@ -402,6 +412,11 @@ func reparse(raw []byte, ev *event) error {
 }
 
 func (t *trimmer) keep(ev *event) {
+	// What is copied byte for byte must be valid JSON: checked here, on
+	// the few events kept, rather than on every event read.
+	if off, msg := jsonscan.BadText(ev.raw); off >= 0 && t.bad == nil {
+		t.bad = fmt.Errorf("an event to keep (ts %s µs, name %q) has %s at its byte %d: the trace is corrupt there; export it again", FormatMicros(ev.ts), truncateName(ev.name), msg, off)
+	}
 	t.out.event(ev.raw)
 	t.res.EventsOut++
 	if ev.ph == 'X' && ev.hasTS {
@@ -545,6 +560,14 @@ func (t *trimmer) isChosen(st *Step) bool {
 		}
 	}
 	return false
+}
+
+// truncateName is a name short enough for a message.
+func truncateName(name []byte) string {
+	if len(name) > 80 {
+		return string(name[:80]) + "..."
+	}
+	return string(name)
 }
 
 // launchesWork tells runtime calls that put work on the GPU.
