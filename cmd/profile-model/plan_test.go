@@ -262,7 +262,7 @@ func TestPlanFailedPair(t *testing.T) {
 	  "servers": [{"name": "never", "args": ["--never-ready"]}, {"name": "crash", "args": ["--crash-after-requests", "3"]}, {"name": "good"}]}`)
 	out := t.TempDir()
 	var stdout, stderr bytes.Buffer
-	err := run(context.Background(), append([]string{"run", "--plan", planFile, "--out", out, "--ready-timeout", "2s"}, planSimArgs(t)...), &stdout, &stderr)
+	err := run(context.Background(), append([]string{"run", "--plan", planFile, "--out", out, "--ready-timeout", "6s"}, planSimArgs(t)...), &stdout, &stderr)
 	require.ErrorContains(t, err, "2 of 3 pairs failed")
 	dir := onlyDir(t, out)
 	x := loadIndex(t, dir)
@@ -281,7 +281,7 @@ func TestPlanFailedPair(t *testing.T) {
 	require.Contains(t, string(readme), "* never/default failed: ")
 
 	out = t.TempDir()
-	err = run(context.Background(), append([]string{"run", "--plan", planFile, "--out", out, "--ready-timeout", "2s", "--fail-fast"}, planSimArgs(t)...), &stdout, &stderr)
+	err = run(context.Background(), append([]string{"run", "--plan", planFile, "--out", out, "--ready-timeout", "6s", "--fail-fast"}, planSimArgs(t)...), &stdout, &stderr)
 	require.ErrorContains(t, err, "1 of 3 pairs failed")
 	st := pairStatuses(loadIndex(t, onlyDir(t, out)))
 	require.Equal(t, []string{plan.StatusFailed, plan.StatusSkipped, plan.StatusSkipped}, []string{st["never/default"], st["crash/default"], st["good/default"]})
