@@ -21,8 +21,33 @@ type MarkdownOptions struct {
 func (r *Report) WriteMarkdown(w io.Writer, opt MarkdownOptions) error {
 	mw := &mdWriter{w: w}
 	h := strings.Repeat("#", max(opt.Heading, 2)) + " "
-	unit := unitName(r.Measure)
+	r.writeTimes(mw)
+	r.writeCategories(mw, h)
+	var both, onlyA, onlyB []KernelChange
+	for _, k := range r.Kernels {
+		switch k.In {
+		case "a":
+			onlyA = append(onlyA, k)
+		case "b":
+			onlyB = append(onlyB, k)
+		default:
+			both = append(both, k)
+		}
+	}
+	r.writeKernelsInBoth(mw, h, both, opt.Top)
+	r.writeKernelsInOne(mw, h, "A", onlyA, opt.Top)
+	r.writeKernelsInOne(mw, h, "B", onlyB, opt.Top)
+	if len(r.Layer) > 0 {
+		r.writeLayerChanges(mw, h)
+		r.writeAlignedLayer(mw, h)
+	}
+	r.writeNotes(mw)
+	return mw.err
+}
 
+// writeTimes is the head of the report: what A and B are, their step,
+// layer and whole-trace times, and the three largest kernel changes.
+func (r *Report) writeTimes(mw *mdWriter) {
 	mw.line("A: %s", describe(r.A))
 	mw.line("B: %s", describe(r.B))
 	mw.line("")
@@ -49,14 +74,19 @@ func (r *Report) WriteMarkdown(w io.Writer, opt MarkdownOptions) error {
 			if p == nil || unchanged(p) {
 				continue
 			}
-			top = append(top, fmt.Sprintf("%s %s %s (%s)", kernelLabel(&k), signed(p.Delta), unit, pct(p)))
+			top = append(top, fmt.Sprintf("%s %s %s (%s)", kernelLabel(&k), signed(p.Delta), unitName(r.Measure), pct(p)))
 		}
 		if len(top) > 0 {
 			mw.line("Largest changes: %s.", strings.Join(top, "; "))
 		}
 	}
 	mw.line("")
+}
 
+// writeCategories is the table of categories with their total row, per
+// layer as well when the layer is known and the categories are not
+// already per layer.
+func (r *Report) writeCategories(mw *mdWriter, h string) {
 	mw.line("%sCategories (%s)", h, unitName(r.CategoryMeasure))
 	mw.line("")
 	layerCols := r.LayerUS != nil && r.CategoryMeasure != PerLayer
@@ -90,26 +120,30 @@ func (r *Report) WriteMarkdown(w io.Writer, opt MarkdownOptions) error {
 		mw.line("%s", row)
 	}
 	mw.line("")
+}
 
-	var both, onlyA, onlyB []KernelChange
-	for _, k := range r.Kernels {
-		switch k.In {
-		case "a":
-			onlyA = append(onlyA, k)
-		case "b":
-			onlyB = append(onlyB, k)
-		default:
-			both = append(both, k)
-		}
+// topRows is the first top rows of ks (all when top is 0) and how many
+// were left out.
+func topRows(ks []KernelChange, top int) ([]KernelChange, int) {
+	if top > 0 && len(ks) > top {
+		return ks[:top], len(ks) - top
 	}
-	cut := func(ks []KernelChange) ([]KernelChange, int) {
-		if opt.Top > 0 && len(ks) > opt.Top {
-			return ks[:opt.Top], len(ks) - opt.Top
-		}
-		return ks, 0
+	return ks, 0
+}
+
+// writeMore says how many rows a table left out.
+func writeMore(mw *mdWriter, more int) {
+	if more > 0 {
+		mw.line("")
+		mw.line("… and %d more (--top 0 shows all).", more)
 	}
+}
+
+// writeKernelsInBoth is the table of the kernels both sides run, side by
+// side, by absolute change.
+func (r *Report) writeKernelsInBoth(mw *mdWriter, h string, both []KernelChange, top int) {
 	cols := r.kernelColumns()
-	mw.line("%sKernels in both (%d, by absolute change %s)", h, len(both), unit)
+	mw.line("%sKernels in both (%d, by absolute change %s)", h, len(both), unitName(r.Measure))
 	mw.line("")
 	if len(both) == 0 {
 		mw.line("None.")
@@ -121,7 +155,7 @@ func (r *Report) WriteMarkdown(w io.Writer, opt MarkdownOptions) error {
 		}
 		mw.line("%s Δ | Δ %% |", head)
 		mw.line("%s---:|---:|", align)
-		rows, more := cut(both)
+		rows, more := topRows(both, top)
 		for _, k := range rows {
 			row := fmt.Sprintf("| %s | %s | %s | %s |", names(k.AShort, len(k.A)), names(k.BShort, len(k.B)), esc(k.Category), k.Match)
 			for _, c := range cols {
@@ -131,101 +165,104 @@ func (r *Report) WriteMarkdown(w io.Writer, opt MarkdownOptions) error {
 			m := k.measure(r.Measure)
 			mw.line("%s %s | %s |", row, pf(m, 'd'), pctOf(m))
 		}
-		if more > 0 {
-			mw.line("")
-			mw.line("… and %d more (--top 0 shows all).", more)
+		writeMore(mw, more)
+	}
+	mw.line("")
+}
+
+// writeKernelsInOne is the table of the kernels only side ("A" or "B")
+// runs.
+func (r *Report) writeKernelsInOne(mw *mdWriter, h, side string, ks []KernelChange, top int) {
+	mw.line("%sOnly in %s (%d)", h, side, len(ks))
+	mw.line("")
+	if len(ks) == 0 {
+		mw.line("None.")
+		mw.line("")
+		return
+	}
+	cols := r.kernelColumns()
+	head, align := "| kernel | category |", "|---|---|"
+	for _, c := range cols {
+		head += " " + c.name + " |"
+		align += "---:|"
+	}
+	mw.line("%s", head)
+	mw.line("%s", align)
+	rows, more := topRows(ks, top)
+	for _, k := range rows {
+		sn, n, v := k.AShort, len(k.A), 'a'
+		if side == "B" {
+			sn, n, v = k.BShort, len(k.B), 'b'
+		}
+		row := fmt.Sprintf("| %s | %s |", names(sn, n), esc(k.Category))
+		for _, c := range cols {
+			row += " " + pf(c.get(&k), v) + " |"
+		}
+		mw.line("%s", row)
+	}
+	writeMore(mw, more)
+	mw.line("")
+}
+
+// writeLayerChanges lists the kernels of the layer that were added,
+// removed, fused, split or replaced.
+func (r *Report) writeLayerChanges(mw *mdWriter, h string) {
+	mw.line("%sFused, split and replaced kernels in the layer", h)
+	mw.line("")
+	if len(r.Changes) == 0 {
+		mw.line("None: both layers run the same kernels.")
+	}
+	for _, c := range r.Changes {
+		cat := ""
+		if c.Category != "" {
+			cat = " (" + c.Category + ")"
+		}
+		switch c.Kind {
+		case Added:
+			mw.line("- **added**%s: %s at pos %s: %s µs per layer", cat, nameList(c.B), ints(c.PosB), f1(c.BUS))
+		case Removed:
+			mw.line("- **removed**%s: %s at pos %s: %s µs per layer", cat, nameList(c.A), ints(c.PosA), f1(c.AUS))
+		default:
+			same := ""
+			if slices.Equal(c.A, c.B) {
+				same = " (another instance of the same kernel: the full names differ)"
+			}
+			mw.line("- **%s**%s: %s → %s%s, pos %s → %s: %s → %s µs per layer (%s)", c.Kind, cat, nameList(c.A), nameList(c.B), same,
+				ints(c.PosA), ints(c.PosB), f1(c.AUS), f1(c.BUS), signed(c.BUS-c.AUS))
 		}
 	}
 	mw.line("")
-	for _, s := range []struct {
-		name string
-		ks   []KernelChange
-		b    bool
-	}{{"A", onlyA, false}, {"B", onlyB, true}} {
-		mw.line("%sOnly in %s (%d)", h, s.name, len(s.ks))
-		mw.line("")
-		if len(s.ks) == 0 {
-			mw.line("None.")
-			mw.line("")
-			continue
-		}
-		head, align := "| kernel | category |", "|---|---|"
-		for _, c := range cols {
-			head += " " + c.name + " |"
-			align += "---:|"
-		}
-		mw.line("%s", head)
-		mw.line("%s", align)
-		rows, more := cut(s.ks)
-		for _, k := range rows {
-			sn, n := k.AShort, len(k.A)
-			if s.b {
-				sn, n = k.BShort, len(k.B)
-			}
-			row := fmt.Sprintf("| %s | %s |", names(sn, n), esc(k.Category))
-			for _, c := range cols {
-				v := 'a'
-				if s.b {
-					v = 'b'
-				}
-				row += " " + pf(c.get(&k), v) + " |"
-			}
-			mw.line("%s", row)
-		}
-		if more > 0 {
-			mw.line("")
-			mw.line("… and %d more (--top 0 shows all).", more)
-		}
-		mw.line("")
-	}
+}
 
-	if len(r.Layer) > 0 {
-		mw.line("%sFused, split and replaced kernels in the layer", h)
-		mw.line("")
-		if len(r.Changes) == 0 {
-			mw.line("None: both layers run the same kernels.")
+// writeAlignedLayer is the per-layer table of both sides, position by
+// position as aligned; "~" marks a change within the spread of the
+// layer's instances.
+func (r *Report) writeAlignedLayer(mw *mdWriter, h string) {
+	mw.line("%sPer-layer table, aligned (mean µs per layer of its kind)", h)
+	mw.line("")
+	mw.line("| pos A | pos B | A | B | category | match | A | B | Δ | Δ %% | |")
+	mw.line("|---:|---:|---|---|---|---|---:|---:|---:|---:|---|")
+	for _, p := range r.Layer {
+		mark := ""
+		if p.WithinSpread && !unchanged(&p.AvgUS) {
+			mark = "~"
 		}
-		for _, c := range r.Changes {
-			cat := ""
-			if c.Category != "" {
-				cat = " (" + c.Category + ")"
-			}
-			switch c.Kind {
-			case Added:
-				mw.line("- **added**%s: %s at pos %s: %s µs per layer", cat, nameList(c.B), ints(c.PosB), f1(c.BUS))
-			case Removed:
-				mw.line("- **removed**%s: %s at pos %s: %s µs per layer", cat, nameList(c.A), ints(c.PosA), f1(c.AUS))
-			default:
-				same := ""
-				if slices.Equal(c.A, c.B) {
-					same = " (another instance of the same kernel: the full names differ)"
-				}
-				mw.line("- **%s**%s: %s → %s%s, pos %s → %s: %s → %s µs per layer (%s)", c.Kind, cat, nameList(c.A), nameList(c.B), same,
-					ints(c.PosA), ints(c.PosB), f1(c.AUS), f1(c.BUS), signed(c.BUS-c.AUS))
-			}
+		a, b := "", ""
+		if p.PosA >= 0 {
+			a = code(p.ShortA)
 		}
-		mw.line("")
-		mw.line("%sPer-layer table, aligned (mean µs per layer of its kind)", h)
-		mw.line("")
-		mw.line("| pos A | pos B | A | B | category | match | A | B | Δ | Δ %% | |")
-		mw.line("|---:|---:|---|---|---|---|---:|---:|---:|---:|---|")
-		for _, p := range r.Layer {
-			mark := ""
-			if p.WithinSpread && !unchanged(&p.AvgUS) {
-				mark = "~"
-			}
-			a, b := "", ""
-			if p.PosA >= 0 {
-				a = code(p.ShortA)
-			}
-			if p.PosB >= 0 {
-				b = code(p.ShortB)
-			}
-			mw.line("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |", posStr(p.PosA), posStr(p.PosB), a, b, esc(p.Category),
-				p.Match, sideF1(p.AvgUS.A, p.PosA), sideF1(p.AvgUS.B, p.PosB), signed(p.AvgUS.Delta), pct(&p.AvgUS), mark)
+		if p.PosB >= 0 {
+			b = code(p.ShortB)
 		}
-		mw.line("")
+		mw.line("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |", posStr(p.PosA), posStr(p.PosB), a, b, esc(p.Category),
+			p.Match, sideF1(p.AvgUS.A, p.PosA), sideF1(p.AvgUS.B, p.PosB), signed(p.AvgUS.Delta), pct(&p.AvgUS), mark)
 	}
+	mw.line("")
+}
+
+// writeNotes lists the report's notes, then each side's notes and
+// warnings.
+func (r *Report) writeNotes(mw *mdWriter) {
 	for _, n := range r.Notes {
 		mw.line("- %s", n)
 	}
@@ -240,7 +277,6 @@ func (r *Report) WriteMarkdown(w io.Writer, opt MarkdownOptions) error {
 			mw.line("- warning (%s): %s", s.name, w.Message)
 		}
 	}
-	return mw.err
 }
 
 func unitName(measure string) string {

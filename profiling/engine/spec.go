@@ -331,141 +331,198 @@ func (s Spec) command(environ []string) (Command, error) {
 			return Command{}, fmt.Errorf("profiler directory %q: %w", s.ProfilerDir, err)
 		}
 	}
-	exe := s.Exe
-	var args []string
-	add := func(a ...string) { args = append(args, a...) }
-	itoa := strconv.Itoa
-	profEnv := ""
-	switch s.Kind {
-	case ATOM:
-		if exe == "" {
-			exe = "python"
-		}
-		add("-m", "atom.entrypoints.openai_server", "--model", s.Model, "--kv_cache_dtype", s.KVCacheDType, "-tp", itoa(s.TP))
-		if profDir != "" {
-			add("--torch-profiler-dir", profDir)
-		}
-		add("--server-port", itoa(s.Port))
-		if s.MaxNumSeqs > 0 {
-			add("--max-num-seqs", itoa(s.MaxNumSeqs))
-		}
-		if s.MaxModelLen > 0 {
-			add("--max-model-len", itoa(s.MaxModelLen))
-		}
-		if s.Level != nil {
-			add("--level", itoa(*s.Level))
-		}
-		if s.EnforceEager {
-			add("--enforce-eager")
-		}
-		if s.CaptureSizes != nil {
-			add("--cudagraph-capture-sizes", captureList(s.CaptureSizes))
-		}
-		if s.TrustRemoteCode {
-			add("--trust-remote-code")
-		}
-	case VLLM:
-		if exe == "" {
-			exe = "vllm"
-		}
-		add("serve", s.Model, "--port", itoa(s.Port), "--tensor-parallel-size", itoa(s.TP))
-		if s.KVCacheDType != "" {
-			add("--kv-cache-dtype", s.KVCacheDType)
-		}
-		if s.MaxNumSeqs > 0 {
-			add("--max-num-seqs", itoa(s.MaxNumSeqs))
-		}
-		if s.MaxModelLen > 0 {
-			add("--max-model-len", itoa(s.MaxModelLen))
-		}
-		if s.EnforceEager {
-			add("--enforce-eager")
-		}
-		var cc []string
-		if s.Level != nil {
-			cc = append(cc, `"level":`+itoa(*s.Level))
-		}
-		if s.CaptureSizes != nil {
-			cc = append(cc, `"cudagraph_capture_sizes":`+captureList(s.CaptureSizes))
-		}
-		if cc != nil {
-			add("--compilation-config", "{"+strings.Join(cc, ",")+"}")
-		}
-		if s.TrustRemoteCode {
-			add("--trust-remote-code")
-		}
-		profEnv = "VLLM_TORCH_PROFILER_DIR"
-	case SGLang:
-		if exe == "" {
-			exe = "python"
-		}
-		add("-m", "sglang.launch_server", "--model-path", s.Model, "--port", itoa(s.Port), "--tp", itoa(s.TP))
-		if s.KVCacheDType != "" {
-			add("--kv-cache-dtype", s.KVCacheDType)
-		}
-		if s.MaxNumSeqs > 0 {
-			add("--max-running-requests", itoa(s.MaxNumSeqs))
-		}
-		if s.MaxModelLen > 0 {
-			add("--context-length", itoa(s.MaxModelLen))
-		}
-		if s.EnforceEager {
-			add("--disable-cuda-graph")
-		}
-		if s.CaptureSizes != nil {
-			add("--cuda-graph-bs")
-			for _, c := range s.CaptureSizes {
-				add(itoa(c))
-			}
-		}
-		if s.Level != nil && *s.Level > 0 {
-			add("--enable-torch-compile")
-		}
-		if s.TrustRemoteCode {
-			add("--trust-remote-code")
-		}
-		profEnv = "SGLANG_TORCH_PROFILER_DIR"
-	case Sim:
-		if exe == "" {
-			var err error
-			if exe, err = os.Executable(); err != nil {
-				return Command{}, fmt.Errorf("finding the profile-model executable for the simulated engine: %w (set the executable explicitly)", err)
-			}
-		}
-		add("serve-sim", "--model", s.Model, "--server-port", itoa(s.Port))
-		if profDir != "" {
-			add("--torch-profiler-dir", profDir)
-		}
-		if s.MaxNumSeqs > 0 {
-			add("--max-num-seqs", itoa(s.MaxNumSeqs))
-		}
-		if s.EnforceEager {
-			add("--enforce-eager")
-		}
-		if s.CaptureSizes != nil {
-			add("--cudagraph-capture-sizes", captureList(s.CaptureSizes))
-		}
-		if s.TimeScale > 0 {
-			add("--time-scale", strconv.FormatFloat(s.TimeScale, 'g', -1, 64))
-		}
+	exe, err := s.executable()
+	if err != nil {
+		return Command{}, err
 	}
-	add(s.ExtraArgs...)
+	args := append(s.engineArgs(profDir), s.ExtraArgs...)
 	if s.Dir != "" {
-		var err error
 		if s.Dir, err = filepath.Abs(s.Dir); err != nil {
 			return Command{}, fmt.Errorf("working directory %q: %w", s.Dir, err)
 		}
 	}
 	if strings.ContainsRune(exe, filepath.Separator) {
 		// A path relative to the caller, not to Dir.
-		var err error
 		if exe, err = filepath.Abs(exe); err != nil {
 			return Command{}, fmt.Errorf("executable %q: %w", s.Exe, err)
 		}
 	}
+	cmd := Command{Path: exe, Args: args, Dir: s.Dir}
+	if err := s.setEnvironment(&cmd, environ, profDir); err != nil {
+		return Command{}, err
+	}
+	return cmd, nil
+}
 
-	// Environment: inherited < DefaultEnv (only where unset) < profiler
-	// directory < Spec.Env.
+// executable is the program that starts the engine: Spec.Exe, else the
+// engine's usual one (for the simulated engine, this program itself).
+func (s Spec) executable() (string, error) {
+	if s.Exe != "" {
+		return s.Exe, nil
+	}
+	switch s.Kind {
+	case ATOM, SGLang:
+		return "python", nil
+	case VLLM:
+		return "vllm", nil
+	case Sim:
+		exe, err := os.Executable()
+		if err != nil {
+			return "", fmt.Errorf("finding the profile-model executable for the simulated engine: %w (set the executable explicitly)", err)
+		}
+		return exe, nil
+	}
+	return "", nil
+}
+
+// engineArgs are the engine's command-line arguments for the spec, in each
+// engine's own spelling, before Spec.ExtraArgs; profDir is the absolute
+// profiler directory ("" for none).
+func (s Spec) engineArgs(profDir string) []string {
+	switch s.Kind {
+	case ATOM:
+		return s.atomArgs(profDir)
+	case VLLM:
+		return s.vllmArgs()
+	case SGLang:
+		return s.sglangArgs()
+	case Sim:
+		return s.simArgs(profDir)
+	}
+	return nil
+}
+
+func (s Spec) atomArgs(profDir string) []string {
+	itoa := strconv.Itoa
+	args := []string{"-m", "atom.entrypoints.openai_server", "--model", s.Model, "--kv_cache_dtype", s.KVCacheDType, "-tp", itoa(s.TP)}
+	if profDir != "" {
+		args = append(args, "--torch-profiler-dir", profDir)
+	}
+	args = append(args, "--server-port", itoa(s.Port))
+	if s.MaxNumSeqs > 0 {
+		args = append(args, "--max-num-seqs", itoa(s.MaxNumSeqs))
+	}
+	if s.MaxModelLen > 0 {
+		args = append(args, "--max-model-len", itoa(s.MaxModelLen))
+	}
+	if s.Level != nil {
+		args = append(args, "--level", itoa(*s.Level))
+	}
+	if s.EnforceEager {
+		args = append(args, "--enforce-eager")
+	}
+	if s.CaptureSizes != nil {
+		args = append(args, "--cudagraph-capture-sizes", captureList(s.CaptureSizes))
+	}
+	if s.TrustRemoteCode {
+		args = append(args, "--trust-remote-code")
+	}
+	return args
+}
+
+// vllmArgs: vLLM takes its profiler directory from the environment
+// (profilerEnv).
+func (s Spec) vllmArgs() []string {
+	itoa := strconv.Itoa
+	args := []string{"serve", s.Model, "--port", itoa(s.Port), "--tensor-parallel-size", itoa(s.TP)}
+	if s.KVCacheDType != "" {
+		args = append(args, "--kv-cache-dtype", s.KVCacheDType)
+	}
+	if s.MaxNumSeqs > 0 {
+		args = append(args, "--max-num-seqs", itoa(s.MaxNumSeqs))
+	}
+	if s.MaxModelLen > 0 {
+		args = append(args, "--max-model-len", itoa(s.MaxModelLen))
+	}
+	if s.EnforceEager {
+		args = append(args, "--enforce-eager")
+	}
+	var cc []string
+	if s.Level != nil {
+		cc = append(cc, `"level":`+itoa(*s.Level))
+	}
+	if s.CaptureSizes != nil {
+		cc = append(cc, `"cudagraph_capture_sizes":`+captureList(s.CaptureSizes))
+	}
+	if cc != nil {
+		args = append(args, "--compilation-config", "{"+strings.Join(cc, ",")+"}")
+	}
+	if s.TrustRemoteCode {
+		args = append(args, "--trust-remote-code")
+	}
+	return args
+}
+
+// sglangArgs: SGLang takes its profiler directory from the environment
+// (profilerEnv).
+func (s Spec) sglangArgs() []string {
+	itoa := strconv.Itoa
+	args := []string{"-m", "sglang.launch_server", "--model-path", s.Model, "--port", itoa(s.Port), "--tp", itoa(s.TP)}
+	if s.KVCacheDType != "" {
+		args = append(args, "--kv-cache-dtype", s.KVCacheDType)
+	}
+	if s.MaxNumSeqs > 0 {
+		args = append(args, "--max-running-requests", itoa(s.MaxNumSeqs))
+	}
+	if s.MaxModelLen > 0 {
+		args = append(args, "--context-length", itoa(s.MaxModelLen))
+	}
+	if s.EnforceEager {
+		args = append(args, "--disable-cuda-graph")
+	}
+	if s.CaptureSizes != nil {
+		args = append(args, "--cuda-graph-bs")
+		for _, c := range s.CaptureSizes {
+			args = append(args, itoa(c))
+		}
+	}
+	if s.Level != nil && *s.Level > 0 {
+		args = append(args, "--enable-torch-compile")
+	}
+	if s.TrustRemoteCode {
+		args = append(args, "--trust-remote-code")
+	}
+	return args
+}
+
+func (s Spec) simArgs(profDir string) []string {
+	itoa := strconv.Itoa
+	args := []string{"serve-sim", "--model", s.Model, "--server-port", itoa(s.Port)}
+	if profDir != "" {
+		args = append(args, "--torch-profiler-dir", profDir)
+	}
+	if s.MaxNumSeqs > 0 {
+		args = append(args, "--max-num-seqs", itoa(s.MaxNumSeqs))
+	}
+	if s.EnforceEager {
+		args = append(args, "--enforce-eager")
+	}
+	if s.CaptureSizes != nil {
+		args = append(args, "--cudagraph-capture-sizes", captureList(s.CaptureSizes))
+	}
+	if s.TimeScale > 0 {
+		args = append(args, "--time-scale", strconv.FormatFloat(s.TimeScale, 'g', -1, 64))
+	}
+	return args
+}
+
+// profilerEnv is the environment variable that gives the engine its torch
+// profiler directory, for the engines that take it so ("": a flag).
+func profilerEnv(k Kind) string {
+	switch k {
+	case VLLM:
+		return "VLLM_TORCH_PROFILER_DIR"
+	case SGLang:
+		return "SGLANG_TORCH_PROFILER_DIR"
+	}
+	return ""
+}
+
+// setEnvironment sets the command's environment, by precedence: inherited
+// (environ) < DefaultEnv (only where unset) < the profiler directory <
+// Spec.Env. cmd.Env lists what this sets, sorted; cmd.environ is the whole
+// environment the engine gets.
+func (s Spec) setEnvironment(cmd *Command, environ []string, profDir string) error {
 	inherited := map[string]string{}
 	for _, kv := range environ {
 		if k, v, ok := strings.Cut(kv, "="); ok {
@@ -479,16 +536,15 @@ func (s Spec) command(environ []string) (Command, error) {
 		}
 		set[k] = v
 	}
-	if profEnv != "" && profDir != "" {
-		set[profEnv] = profDir
+	if env := profilerEnv(s.Kind); env != "" && profDir != "" {
+		set[env] = profDir
 	}
 	for k, v := range s.Env {
 		if k == "" || strings.ContainsAny(k, "=\x00") {
-			return Command{}, fmt.Errorf("environment variable name %q: must be non-empty without '=' or NUL", k)
+			return fmt.Errorf("environment variable name %q: must be non-empty without '=' or NUL", k)
 		}
 		set[k] = v
 	}
-	cmd := Command{Path: exe, Args: args, Dir: s.Dir}
 	for k, v := range set {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
@@ -505,5 +561,5 @@ func (s Spec) command(environ []string) (Command, error) {
 		cmd.environ = slices.DeleteFunc(cmd.environ, func(kv string) bool { return strings.HasPrefix(kv, "PWD=") })
 		cmd.environ = append(cmd.environ, "PWD="+s.Dir)
 	}
-	return cmd, nil
+	return nil
 }
