@@ -14,7 +14,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -87,7 +86,7 @@ func Run(ctx context.Context, p Plan) (*Result, error) {
 	}
 	dir := p.RunDir
 	if dir == "" {
-		if dir, err = NewRunDir(cmp.Or(p.Out, "runs"), model, now()); err != nil {
+		if dir, err = results.NewRunDir(cmp.Or(p.Out, "runs"), model, now()); err != nil {
 			return nil, err
 		}
 	} else if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -291,32 +290,6 @@ func rel(base, path string) string {
 		return r
 	}
 	return path
-}
-
-var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
-
-// NewRunDir makes DIR/<model base name>-<UTC time>, with a suffix when that
-// exists: a run never writes into an earlier one.
-func NewRunDir(out, model string, now time.Time) (string, error) {
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		return "", fmt.Errorf("creating %s: %w", out, err)
-	}
-	name := unsafeName.ReplaceAllString(filepath.Base(strings.TrimRight(model, "/")), "_")
-	base := filepath.Join(out, name+"-"+now.UTC().Format("20060102T150405Z"))
-	for i := 1; i < 1000; i++ {
-		dir := base
-		if i > 1 {
-			dir = fmt.Sprintf("%s-%d", base, i)
-		}
-		err := os.Mkdir(dir, 0o755)
-		if err == nil {
-			return dir, nil
-		}
-		if !errors.Is(err, os.ErrExist) {
-			return "", fmt.Errorf("creating the run directory: %w", err)
-		}
-	}
-	return "", fmt.Errorf("creating the run directory: %s-* all exist", base)
 }
 
 // findModelConfig is the config.json given, else the one in the model's

@@ -148,15 +148,3 @@ func TestTolerance(t *testing.T) {
 		require.Equal(t, tc.ok, DefaultTolerance.Allows(tc.golden, tc.measured), tc.name)
 	}
 }
-
-func TestCategoryUnit(t *testing.T) {
-	t.Parallel()
-	for in, want := range map[string]string{
-		"MoE expert GEMM":          "moe-expert-gemm-us/layer",
-		"Dense GEMM (FP8/FP4)":     "dense-gemm-fp8-fp4-us/layer",
-		"RMSNorm / LayerNorm":      "rmsnorm-layernorm-us/layer",
-		"Paged attention (decode)": "paged-attention-decode-us/layer",
-	} {
-		require.Equal(t, want, CategoryUnit(in), in)
-	}
-}

@@ -59,7 +59,7 @@ func TestBenchCommandWindowAndMetrics(t *testing.T) {
 	// /metrics readings, so only the counters are printed.
 	require.Regexp(t, `server metrics: .*generated_tokens=256\b`, stdout.String())
 	require.Contains(t, stdout.String(), "(stopped by steps)")
-	files, err := filepath.Glob(filepath.Join(out, "run-*", "conc4.json"))
+	files, err := filepath.Glob(filepath.Join(out, "*", "conc4.json"))
 	require.NoError(t, err)
 	require.Len(t, files, 1)
 	l, err := results.LoadLevel(files[0])

@@ -92,7 +92,7 @@ func TestBenchCommandAgainstSim(t *testing.T) {
 	require.Contains(t, stdout.String(), "Request goodput (req/s):")
 	require.Contains(t, stderr.String(), "conc 2: sending 4 requests", "plain progress lines when stderr is not a terminal")
 	require.Contains(t, stderr.String(), "conc 4: 8/8 done")
-	runs, err := filepath.Glob(filepath.Join(out, "run-*"))
+	runs, err := filepath.Glob(filepath.Join(out, "MiniMax-M2.5-*Z"))
 	require.NoError(t, err)
 	require.Len(t, runs, 1)
 	for _, f := range []string{"conc2.json", "conc4.json", "summary.csv", "bench.txt"} {

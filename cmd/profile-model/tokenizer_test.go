@@ -53,7 +53,7 @@ func TestBenchExactPromptsWithTokenizer(t *testing.T) {
 		err := run(context.Background(), []string{"bench", "--url", p.url, "--isl", "120", "--osl", "4",
 			"--conc", "4", "--num-prompts-mul", "4", "--details", "--tokenizer", tokFlag, "--out", out}, &stdout, &stderr)
 		require.NoError(t, err, "stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
-		files, err := filepath.Glob(filepath.Join(out, "run-*", "conc4.json"))
+		files, err := filepath.Glob(filepath.Join(out, "*", "conc4.json"))
 		require.NoError(t, err)
 		require.Len(t, files, 1)
 		data, err := os.ReadFile(files[0])

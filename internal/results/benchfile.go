@@ -22,6 +22,29 @@ func BenchName(model string, isl, osl, conc int) string {
 	return fmt.Sprintf("Sweep/model=%s/isl=%d/osl=%d/conc=%d", clean, isl, osl, conc)
 }
 
+// CategoryUnit is the benchmark unit prefix of a kernel category: the
+// category in lower case, every run of other characters a single "-"
+// ("Dense GEMM (FP8/FP4)" → "dense-gemm-fp8-fp4"), so that units have no
+// spaces. The sweep benchmarks and diff's benchmark files both name their
+// per-category units with it (adding -us/layer, -us/step), so benchstat
+// matches them.
+func CategoryUnit(category string) string {
+	var b strings.Builder
+	dash := false
+	for _, r := range strings.ToLower(category) {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			if dash && b.Len() > 0 {
+				b.WriteByte('-')
+			}
+			b.WriteRune(r)
+			dash = false
+			continue
+		}
+		dash = true
+	}
+	return b.String()
+}
+
 // Metric is one value of a benchmark result with its unit (ttft-p50-ms,
 // out-tok/s, layer-us, ...).
 type Metric struct {

@@ -1,9 +1,13 @@
 package results
 
 import (
+	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"time"
 )
 
 // Run is the layout of a run directory: every file a profiling run writes,
@@ -17,6 +21,34 @@ import (
 //	levels/conc{N}/          the analysis of each level's trace (TraceFiles)
 //	readme.md, *.svg         the report
 type Run string
+
+var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+
+// NewRunDir makes a new run directory under out, named after the model's
+// base name and the UTC time (MiniMax-M2.5-20261129T180000Z), with a
+// suffix -2, -3, … when that exists: a run never writes into an earlier
+// one. Both `run` and `bench` name their directories with it.
+func NewRunDir(out, model string, now time.Time) (string, error) {
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return "", fmt.Errorf("creating %s: %w", out, err)
+	}
+	name := unsafeName.ReplaceAllString(filepath.Base(strings.TrimRight(model, "/")), "_")
+	base := filepath.Join(out, name+"-"+now.UTC().Format("20060102T150405Z"))
+	for i := 1; i < 1000; i++ {
+		dir := base
+		if i > 1 {
+			dir = fmt.Sprintf("%s-%d", base, i)
+		}
+		err := os.Mkdir(dir, 0o755)
+		if err == nil {
+			return dir, nil
+		}
+		if !errors.Is(err, os.ErrExist) {
+			return "", fmt.Errorf("creating the run directory: %w", err)
+		}
+	}
+	return "", fmt.Errorf("creating the run directory: %s-* all exist", base)
+}
 
 func (r Run) path(name string) string { return filepath.Join(string(r), name) }
 

@@ -1,8 +1,10 @@
 package results
 
 import (
+	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -37,4 +39,45 @@ func TestNames(t *testing.T) {
 	r := Run("runs/x")
 	require.Equal(t, "runs/x/conc8.json", r.LevelResult(8))
 	require.Equal(t, "runs/x/levels/conc8", r.Level(8))
+}
+
+// TestNewRunDir: the directory is named after the model's base name and
+// the UTC time, and two runs in the same second get two directories.
+func TestNewRunDir(t *testing.T) {
+	t.Parallel()
+	out := filepath.Join(t.TempDir(), "runs")
+	now := time.Date(2026, 11, 29, 19, 0, 0, 0, time.FixedZone("CET", 3600))
+	a, err := NewRunDir(out, "MiniMaxAI/MiniMax-M2.5/", now)
+	require.NoError(t, err)
+	b, err := NewRunDir(out, "MiniMaxAI/MiniMax-M2.5", now)
+	require.NoError(t, err)
+	require.Equal(t, "MiniMax-M2.5-20261129T180000Z", filepath.Base(a))
+	require.Equal(t, "MiniMax-M2.5-20261129T180000Z-2", filepath.Base(b))
+	c, err := NewRunDir(out, "my model:v1", now)
+	require.NoError(t, err)
+	require.Equal(t, "my_model_v1-20261129T180000Z", filepath.Base(c), "characters unsafe in a file name become _")
+	for _, d := range []string{a, b, c} {
+		fi, err := os.Stat(d)
+		require.NoError(t, err)
+		require.True(t, fi.IsDir())
+	}
+}
+
+// TestCategoryUnit: the one spelling of a category in benchmark units,
+// shared by the sweep benchmarks and diff's benchmark files.
+func TestCategoryUnit(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"MoE expert GEMM":                "moe-expert-gemm",
+		"Dense GEMM (FP8/FP4)":           "dense-gemm-fp8-fp4",
+		"Dense GEMM (BF16)":              "dense-gemm-bf16",
+		"RMSNorm / LayerNorm":            "rmsnorm-layernorm",
+		"Paged attention (decode)":       "paged-attention-decode",
+		"Memcpy / memset":                "memcpy-memset",
+		"Activation (SiLU/GELU and mul)": "activation-silu-gelu-and-mul",
+		"Other":                          "other",
+		"  (leading) and trailing!! ":    "leading-and-trailing",
+	} {
+		require.Equal(t, want, CategoryUnit(in), in)
+	}
 }

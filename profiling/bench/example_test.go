@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 
+	"github.com/profile-model/profile-model/internal/results"
 	"github.com/profile-model/profile-model/profiling/bench"
 )
 
@@ -18,7 +19,7 @@ func ExampleLengths() {
 		lo, hi = min(lo, l), max(hi, l)
 	}
 	fmt.Println(len(lens), lo >= 819, hi <= 1024)
-	fmt.Println(bench.Percentile([]float64{10, 20, 30, 40}, 50), "ms at p"+bench.PctName(50))
+	fmt.Println(bench.Percentile([]float64{10, 20, 30, 40}, 50), "ms at p"+results.PctName(50))
 	// Output:
 	// 1000 true true
 	// 25 ms at p50

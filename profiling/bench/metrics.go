@@ -3,44 +3,19 @@ package bench
 import (
 	"math"
 	"slices"
-	"strconv"
 	"time"
+
+	"github.com/profile-model/profile-model/internal/results"
 )
 
 // DefaultPercentiles are the percentiles reported when none are given.
 var DefaultPercentiles = []float64{50, 90, 95, 99}
 
-// Stats summarises one metric in milliseconds.
-type Stats struct {
-	Mean, Median, Std float64
-	Pcts              []Pct
-}
-
-// Pct is one percentile of a metric.
-type Pct struct {
-	P, Value float64
-}
-
-// At returns percentile p, and false when it was not computed.
-func (s Stats) At(p float64) (float64, bool) {
-	for _, x := range s.Pcts {
-		if x.P == p {
-			return x.Value, true
-		}
-	}
-	return 0, false
-}
-
-// PctName spells percentile p as vLLM does in its keys: 99 → "99", 99.9 → "99.9".
-func PctName(p float64) string {
-	return strconv.FormatFloat(p, 'f', -1, 64)
-}
-
 // Summarize computes mean, median, population std (numpy's default) and
 // percentiles with linear interpolation (numpy's default) of vals; an empty
 // input gives zeros, as vLLM reports.
-func Summarize(vals []float64, pcts []float64) Stats {
-	s := Stats{Pcts: make([]Pct, len(pcts))}
+func Summarize(vals []float64, pcts []float64) results.Stats {
+	s := results.Stats{Pcts: make([]results.Pct, len(pcts))}
 	for i, p := range pcts {
 		s.Pcts[i].P = p
 	}
@@ -71,8 +46,8 @@ func Summarize(vals []float64, pcts []float64) Stats {
 // bit, without a copy: it sorts ds in place (milliseconds keep the order of
 // nanoseconds), so that a level's inter-token gaps, a million at a large
 // level, are held once, as integers (of 4 bytes when they fit).
-func summarizeNS[T uint32 | time.Duration](ds []T, pcts []float64) Stats {
-	s := Stats{Pcts: make([]Pct, len(pcts))}
+func summarizeNS[T uint32 | time.Duration](ds []T, pcts []float64) results.Stats {
+	s := results.Stats{Pcts: make([]results.Pct, len(pcts))}
 	for i, p := range pcts {
 		s.Pcts[i].P = p
 	}
@@ -115,7 +90,7 @@ func percentileNS[T uint32 | time.Duration](sorted []T, p float64) float64 {
 }
 
 // itlStats summarises the inter-token gaps of the successful outputs.
-func itlStats(outs []Output, pcts []float64) Stats {
+func itlStats(outs []Output, pcts []float64) results.Stats {
 	n, small := 0, true
 	for i := range outs {
 		if !outs[i].OK() {
@@ -187,8 +162,8 @@ type Metrics struct {
 	RequestGoodput       float64 // 0 when no SLO is set
 	OutputThroughput     float64
 	TotalTokenThroughput float64
-	TTFT, TPOT, ITL      Stats
-	E2EL                 Stats
+	TTFT, TPOT, ITL      results.Stats
+	E2EL                 results.Stats
 	// Where token counts came from: requests whose output (prompt) length
 	// came from counted events (the requested length) instead of usage.
 	OutputCounted, PromptRequested int

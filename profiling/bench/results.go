@@ -30,7 +30,7 @@ func levelDoc(cfg *SweepConfig, model string, s Shaper, lv *LevelResult) *result
 		TotalInputTokens: m.TotalInput, TotalOutputTokens: m.TotalOutput,
 		RequestThroughput: m.RequestThroughput, OutputThroughput: m.OutputThroughput,
 		TotalTokenThroughput: m.TotalTokenThroughput,
-		TTFT:                 stats(m.TTFT), TPOT: stats(m.TPOT), ITL: stats(m.ITL), E2EL: stats(m.E2EL),
+		TTFT:                 m.TTFT, TPOT: m.TPOT, ITL: m.ITL, E2EL: m.E2EL,
 		Status: lv.Status, Failed: m.Failed, NotSent: m.NotSent,
 		BaseURL: cfg.URL, Endpoint: cfg.Endpoint,
 		RandomInputLen: cfg.ISL, RandomOutputLen: cfg.OSL, RandomRangeRatio: cfg.RangeRatio,
@@ -81,14 +81,6 @@ func levelDoc(cfg *SweepConfig, model string, s Shaper, lv *LevelResult) *result
 		l.Shaping.PerWord, l.Shaping.Calibrated = s.PerWord, s.Calibrated
 	}
 	return l
-}
-
-func stats(s Stats) results.Stats {
-	out := results.Stats{Mean: s.Mean, Median: s.Median, Std: s.Std}
-	for _, p := range s.Pcts {
-		out.Pcts = append(out.Pcts, results.Pct{P: p.P, Value: p.Value})
-	}
-	return out
 }
 
 func writeLevel(cfg *SweepConfig, res *SweepResult, lv *LevelResult) error {
@@ -190,7 +182,7 @@ func printLevel(w io.Writer, cfg *SweepConfig, model string, lv *LevelResult) {
 	line("Total Token throughput (tok/s):", m.TotalTokenThroughput)
 	for _, x := range []struct {
 		title, name string
-		s           Stats
+		s           results.Stats
 	}{
 		{"Time to First Token", "TTFT", m.TTFT},
 		{"Time per Output Token (excl. 1st token)", "TPOT", m.TPOT},
@@ -202,7 +194,7 @@ func printLevel(w io.Writer, cfg *SweepConfig, model string, lv *LevelResult) {
 		line("Median "+x.name+" (ms):", x.s.Median)
 		for _, p := range x.s.Pcts {
 			if p.P != 50 { // printed as the median
-				line("P"+PctName(p.P)+" "+x.name+" (ms):", p.Value)
+				line("P"+results.PctName(p.P)+" "+x.name+" (ms):", p.Value)
 			}
 		}
 	}

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/profile-model/profile-model/internal/results"
 )
 
 // The known schedule: request i's first token comes ttft(i) after the
@@ -178,10 +180,10 @@ func startHelper(tb testing.TB, name, env string) string {
 // that order) as the client measured them, as the server's flush times
 // give them, and as the nominal schedule gives them.
 type scheduleRun struct {
-	measured, flushed, nominal [4]Stats
+	measured, flushed, nominal [4]results.Stats
 	// clientLate is how late (ms) a 1 ms sleep in the client process woke
 	// during the run: how late its goroutines got the CPU.
-	clientLate Stats
+	clientLate results.Stats
 	// clientCores is the CPU the client process used during the run, in
 	// cores (-1 when unknown).
 	clientCores float64
@@ -189,8 +191,8 @@ type scheduleRun struct {
 
 // wakeLateness samples how late a 1 ms sleep wakes (in ms) until stop is
 // closed.
-func wakeLateness(stop <-chan struct{}) <-chan Stats {
-	out := make(chan Stats, 1)
+func wakeLateness(stop <-chan struct{}) <-chan results.Stats {
+	out := make(chan results.Stats, 1)
 	go func() {
 		var late []float64
 		for {
@@ -289,7 +291,7 @@ func runSchedule(t *testing.T) scheduleRun {
 		flushed[2] = append(flushed[2], (e2el-ttft)/float64(n-1))
 		flushed[3] = append(flushed[3], e2el)
 	}
-	r := scheduleRun{measured: [4]Stats{got.TTFT, got.ITL, got.TPOT, got.E2EL}, clientLate: clientLate, clientCores: clientCores}
+	r := scheduleRun{measured: [4]results.Stats{got.TTFT, got.ITL, got.TPOT, got.E2EL}, clientLate: clientLate, clientCores: clientCores}
 	for j := range 4 {
 		r.flushed[j] = Summarize(flushed[j], pcts)
 		r.nominal[j] = Summarize(nominal[j], pcts)

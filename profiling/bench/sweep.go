@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"path"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -309,7 +308,7 @@ func Sweep(ctx context.Context, cfg SweepConfig) (*SweepResult, error) {
 	// could not start leaves nothing behind.
 	dir := cfg.RunDir
 	if dir == "" {
-		dir, err = newRunDir(cfg.OutDir, cfg.Now())
+		dir, err = results.NewRunDir(cfg.OutDir, c.Model, cfg.Now())
 	} else {
 		err = useRunDir(dir, cfg.Concurrencies)
 	}
@@ -668,8 +667,6 @@ func postProfile(ctx context.Context, hc *http.Client, url string, timeout time.
 	return body, nil
 }
 
-// newRunDir creates a directory under out named after t that did not exist
-// before; a second run in the same second gets a suffix.
 // useRunDir prepares a run directory given by the caller: it may exist (the
 // engine's log is already there) but must hold no result of these levels.
 func useRunDir(dir string, concs []int) error {
@@ -691,27 +688,6 @@ func levelFiles(run results.Run, concs []int) []string {
 		out = append(out, run.LevelResult(c))
 	}
 	return out
-}
-
-func newRunDir(out string, t time.Time) (string, error) {
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		return "", fmt.Errorf("creating the output directory: %w", err)
-	}
-	base := filepath.Join(out, "run-"+t.UTC().Format("20060102-150405"))
-	for i := 1; i < 1000; i++ {
-		dir := base
-		if i > 1 {
-			dir = fmt.Sprintf("%s-%d", base, i)
-		}
-		err := os.Mkdir(dir, 0o755)
-		if err == nil {
-			return dir, nil
-		}
-		if !errors.Is(err, os.ErrExist) {
-			return "", fmt.Errorf("creating the run directory: %w", err)
-		}
-	}
-	return "", fmt.Errorf("creating the run directory: %s-* all exist", base)
 }
 
 // shaper decides how prompts are shaped: the given Shaper, the tokenizer

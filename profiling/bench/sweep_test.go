@@ -219,20 +219,6 @@ func TestSweepServerDiesMidLevel(t *testing.T) {
 	require.NotContains(t, string(b), "Benchmark", "a failed level is not a benchmark result")
 }
 
-// TestRunDirsNeverOverwrite: two runs in the same second get two directories.
-func TestRunDirsNeverOverwrite(t *testing.T) {
-	t.Parallel()
-	out := t.TempDir()
-	now := time.Date(2026, 11, 29, 18, 0, 0, 0, time.UTC)
-	a, err := newRunDir(out, now)
-	require.NoError(t, err)
-	b, err := newRunDir(out, now)
-	require.NoError(t, err)
-	require.NotEqual(t, a, b)
-	require.Equal(t, "run-20261129-180000", filepath.Base(a))
-	require.Equal(t, "run-20261129-180000-2", filepath.Base(b))
-}
-
 // TestSweepInterrupted: a cancelled run (Ctrl-C) keeps the completed level,
 // writes the interrupted one marked as such, and reports the cancellation.
 func TestSweepInterrupted(t *testing.T) {

@@ -2,7 +2,6 @@ package diff
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/profile-model/profile-model/internal/results"
 )
@@ -10,26 +9,6 @@ import (
 // BenchName is the benchmark name of a comparison of two traces or
 // levels; runs add /conc=N.
 const BenchName = "Profile"
-
-// BenchUnit turns a category into a benchmark unit prefix: lower case,
-// runs of other characters as one "-" ("Dense GEMM (BF16)" →
-// "dense-gemm-bf16"), so that units have no spaces.
-func BenchUnit(category string) string {
-	var b strings.Builder
-	dash := false
-	for _, r := range strings.ToLower(category) {
-		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
-			if dash && b.Len() > 0 {
-				b.WriteByte('-')
-			}
-			b.WriteRune(r)
-			dash = false
-		} else {
-			dash = true
-		}
-	}
-	return b.String()
-}
 
 // benchMetrics are one side's figures as benchmark metrics: step-us and
 // layer-us, then <category>-us/step and <category>-us/layer; when neither
@@ -53,7 +32,7 @@ func (r *Report) benchMetrics(side int) []results.Metric {
 		ms = append(ms, results.Metric{Value: get(r.TotalUS), Unit: "total-us"})
 	}
 	for _, c := range r.Categories {
-		u := BenchUnit(c.Category)
+		u := results.CategoryUnit(c.Category)
 		if whole && c.TotalUS != nil && get(c.TotalUS) != 0 {
 			ms = append(ms, results.Metric{Value: get(c.TotalUS), Unit: u + "-us"})
 		}

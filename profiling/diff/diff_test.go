@@ -320,18 +320,6 @@ func TestAlign(t *testing.T) {
 	}
 }
 
-func TestBenchUnit(t *testing.T) {
-	t.Parallel()
-	for in, want := range map[string]string{
-		"Dense GEMM (BF16)":              "dense-gemm-bf16",
-		"Memcpy / memset":                "memcpy-memset",
-		"Activation (SiLU/GELU and mul)": "activation-silu-gelu-and-mul",
-		"Other":                          "other",
-	} {
-		require.Equal(t, want, BenchUnit(in))
-	}
-}
-
 // TestBenchResults: the benchmark files read back with the values of the
 // report, one sample a side.
 func TestBenchResults(t *testing.T) {

@@ -7,7 +7,6 @@ import (
 	"os"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/profile-model/profile-model/internal/results"
 )
@@ -34,33 +33,12 @@ func LevelBench(runDir string, li results.LevelInfo, isl, osl int) (results.Benc
 	for _, c := range cats {
 		if c.us > 0 {
 			total += c.us
-			per = append(per, results.Metric{Value: c.us, Unit: CategoryUnit(c.category)})
+			per = append(per, results.Metric{Value: c.us, Unit: results.CategoryUnit(c.category) + "-us/layer"})
 		}
 	}
 	r.Metrics = append(r.Metrics, results.Metric{Value: total, Unit: "layer-us"})
 	r.Metrics = append(r.Metrics, per...)
 	return r, nil
-}
-
-// CategoryUnit is the benchmark unit of a category's time per decode
-// layer: the category in lower case, every run of other characters a
-// single "-", then "-us/layer" ("Dense GEMM (FP8/FP4)" →
-// "dense-gemm-fp8-fp4-us/layer").
-func CategoryUnit(category string) string {
-	var b strings.Builder
-	dash := false
-	for _, r := range strings.ToLower(category) {
-		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
-			if dash && b.Len() > 0 {
-				b.WriteByte('-')
-			}
-			b.WriteRune(r)
-			dash = false
-			continue
-		}
-		dash = true
-	}
-	return b.String() + "-us/layer"
 }
 
 type categoryLayerUS struct {
