@@ -65,181 +65,290 @@ type Result struct {
 // is stopped on every path (its whole process group), completed levels stay
 // on disk, and run.json says how the run ended.
 func Run(ctx context.Context, p Plan) (*Result, error) {
-	say := func(format string, a ...any) {
-		if p.Log != nil {
-			fmt.Fprintf(p.Log, "== "+format+"\n", a...)
-		}
-	}
-	spec, cfg := p.Engine, p.Sweep
-	kind, model := spec.Kind, spec.Model
-	if kind == engine.None && p.TraceDir == "" {
-		return nil, errors.New("engine none attaches to a running server: give its torch profiler directory (--trace-dir) so the traces can be found")
-	}
-	// The traps, before anything is created.
-	notes, err := spec.Check()
+	r, err := newRunner(p)
 	if err != nil {
 		return nil, err
 	}
-	now := time.Now
-	if p.Now != nil {
-		now = p.Now
+	if err := r.readModelConfig(); err != nil {
+		return r.finish("failed", err)
+	}
+	if err := r.preflight(ctx); err != nil {
+		return r.finish("failed", err)
+	}
+	if err := r.setTraceDir(); err != nil {
+		return r.finish("failed", err)
+	}
+	srv, err := r.startEngine(ctx)
+	if srv != nil {
+		defer r.stopEngine(ctx, srv)
+	}
+	if err != nil {
+		return r.finish("failed", err)
+	}
+	if status, err := r.sweep(ctx, srv); err != nil {
+		return r.finish(status, err)
+	}
+	if p.Report != nil {
+		r.say("report")
+		if err := p.Report(ctx, r.res.Dir); err != nil {
+			return r.finish("failed", fmt.Errorf("writing the report: %w", err))
+		}
+	}
+	if _, err := r.finish("ok", nil); err != nil {
+		return r.res, err
+	}
+	r.say("done: %s", r.res.Dir)
+	return r.res, nil
+}
+
+// runner is one Run in progress: the plan, the run directory and its
+// run.json, kept up to date as the run goes.
+type runner struct {
+	p      Plan
+	spec   engine.Spec
+	cfg    bench.SweepConfig
+	run    results.Run
+	res    *Result
+	now    func() time.Time
+	infoMu sync.Mutex // info.Levels grows as levels are analysed
+	info   *results.RunInfo
+	// traces is where the engine's profiler writes.
+	traces string
+	// numLayers is the model's decoder layer count from its config.json
+	// (0: unknown).
+	numLayers int
+}
+
+// newRunner checks the plan, before anything is created, then makes the
+// run directory and the first run.json.
+func newRunner(p Plan) (*runner, error) {
+	r := &runner{p: p, spec: p.Engine, cfg: p.Sweep, now: p.Now}
+	if r.now == nil {
+		r.now = time.Now
+	}
+	if r.spec.Kind == engine.None && p.TraceDir == "" {
+		return nil, errors.New("engine none attaches to a running server: give its torch profiler directory (--trace-dir) so the traces can be found")
+	}
+	notes, err := r.spec.Check()
+	if err != nil {
+		return nil, err
 	}
 	dir := p.RunDir
 	if dir == "" {
-		if dir, err = results.NewRunDir(cmp.Or(p.Out, "runs"), model, now()); err != nil {
+		if dir, err = results.NewRunDir(cmp.Or(p.Out, "runs"), r.spec.Model, r.now()); err != nil {
 			return nil, err
 		}
 	} else if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating the run directory: %w", err)
 	}
-	run := results.Run(dir)
-	res := &Result{Dir: dir}
-	say("run directory %s", dir)
-	info := &results.RunInfo{
-		SchemaVersion: results.RunInfoSchemaVersion, Tool: p.Tool, Status: "running",
-		Start: now().UTC().Format(time.RFC3339),
-		Engine: results.EngineInfo{Kind: string(kind), Model: model, TP: max(spec.TP, 1), KVCacheDType: spec.KVCacheDType,
-			MaxNumSeqs: spec.MaxNumSeqs, MaxModelLen: spec.MaxModelLen, Level: spec.Level, EnforceEager: spec.EnforceEager,
-			CaptureSizes: spec.CaptureSizes, ExtraArgs: spec.ExtraArgs, Dir: spec.Dir, TimeScale: spec.TimeScale},
-		Sweep: results.SweepInfo{Endpoint: cfg.Endpoint, ISL: cfg.ISL, OSL: cfg.OSL, RangeRatio: cfg.RangeRatio,
-			Concurrencies: cfg.Concurrencies, NumPromptsMul: cfg.NumPromptsMul, Seed: cfg.Seed},
+	r.run = results.Run(dir)
+	r.res = &Result{Dir: dir}
+	r.say("run directory %s", dir)
+	r.info = r.newRunInfo(notes)
+	r.res.Info = r.info
+	for _, n := range notes {
+		r.say("note: %s", n)
+	}
+	return r, nil
+}
+
+// newRunInfo is run.json as the run starts: the engine and sweep as
+// planned, and the notes of the engine's check.
+func (r *runner) newRunInfo(notes []string) *results.RunInfo {
+	spec, cfg := r.spec, r.cfg
+	return &results.RunInfo{
+		SchemaVersion: results.RunInfoSchemaVersion,
+		Tool:          r.p.Tool,
+		Status:        "running",
+		Start:         r.now().UTC().Format(time.RFC3339),
+		Engine: results.EngineInfo{
+			Kind:         string(spec.Kind),
+			Model:        spec.Model,
+			TP:           max(spec.TP, 1),
+			KVCacheDType: spec.KVCacheDType,
+			MaxNumSeqs:   spec.MaxNumSeqs,
+			MaxModelLen:  spec.MaxModelLen,
+			Level:        spec.Level,
+			EnforceEager: spec.EnforceEager,
+			CaptureSizes: spec.CaptureSizes,
+			ExtraArgs:    spec.ExtraArgs,
+			Dir:          spec.Dir,
+			TimeScale:    spec.TimeScale,
+		},
+		Sweep: results.SweepInfo{
+			Endpoint:      cfg.Endpoint,
+			ISL:           cfg.ISL,
+			OSL:           cfg.OSL,
+			RangeRatio:    cfg.RangeRatio,
+			Concurrencies: cfg.Concurrencies,
+			NumPromptsMul: cfg.NumPromptsMul,
+			Seed:          cfg.Seed,
+		},
 		Notes: notes,
 	}
-	res.Info = info
-	for _, n := range notes {
-		say("note: %s", n)
-	}
-	var infoMu sync.Mutex
-	saveInfo := func() error {
-		infoMu.Lock()
-		defer infoMu.Unlock()
-		return atomicfile.WriteFunc(run.RunInfo(), info.Write)
-	}
-	finish := func(status string, err error) (*Result, error) {
-		info.Status, info.End = status, now().UTC().Format(time.RFC3339)
-		if err != nil {
-			info.Error = err.Error()
-		}
-		if werr := saveInfo(); werr != nil && err == nil {
-			err = werr
-		}
-		return res, err
-	}
-	numLayers := 0
-	if cfgFile := findModelConfig(p.ModelConfig, model, spec.Dir); cfgFile != "" {
-		data, err := os.ReadFile(cfgFile)
-		if err != nil {
-			return finish("failed", fmt.Errorf("reading the model config: %w", err))
-		}
-		mc, err := modelconfig.Parse(data)
-		if err != nil {
-			return finish("failed", fmt.Errorf("%s: %w", cfgFile, err))
-		}
-		numLayers = mc.NumHiddenLayers
-		if err := atomicfile.Write(run.ModelConfig(), data); err != nil {
-			return finish("failed", err)
-		}
-		info.ModelConfig = filepath.Base(run.ModelConfig())
-	}
+}
 
-	// GPU memory pre-flight.
-	if kind != engine.Sim && kind != engine.None {
-		rep, err := engine.Preflight{Force: p.ForceGPU}.Check(ctx, spec)
-		info.GPU = rep.String()
-		if err != nil {
-			return finish("failed", err)
-		}
-		if info.GPU != "" {
-			say("GPU memory: %s", strings.ReplaceAll(info.GPU, "\n", "; "))
-		}
+// say logs one line of progress.
+func (r *runner) say(format string, a ...any) {
+	if r.p.Log != nil {
+		fmt.Fprintf(r.p.Log, "== "+format+"\n", a...)
 	}
+}
 
-	// Engine up.
-	traces := p.TraceDir
-	if kind != engine.None {
-		traces = run.Traces()
-		spec.ProfilerDir = traces
-		info.Traces = "written by the engine into traces/ of the run directory"
-	} else {
-		info.Traces = "left in the server's profiler directory " + traces + "; each level lists its files"
-	}
-	if err := saveInfo(); err != nil {
-		return finish("failed", err)
-	}
-	say("starting %s: %s", kind, model)
-	started := time.Now()
-	srv, err := engine.Start(ctx, spec, engine.Options{RunDir: dir, ReadyTimeout: p.ReadyTimeout})
+// saveInfo rewrites run.json.
+func (r *runner) saveInfo() error {
+	r.infoMu.Lock()
+	defer r.infoMu.Unlock()
+	return atomicfile.WriteFunc(r.run.RunInfo(), r.info.Write)
+}
+
+// finish records how the run ended in run.json; err is the run's error,
+// else the error of writing run.json.
+func (r *runner) finish(status string, err error) (*Result, error) {
+	r.info.Status, r.info.End = status, r.now().UTC().Format(time.RFC3339)
 	if err != nil {
-		return finish("failed", err)
+		r.info.Error = err.Error()
 	}
-	defer func() {
-		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
-		defer cancel()
-		if err := srv.Stop(stopCtx); err != nil {
-			say("stopping the engine: %v", err)
-		}
-	}()
-	if c := srv.Command(); c.Path != "" {
-		info.Engine.Command, info.Engine.Env, info.Engine.Dir = c.String(), c.Env, c.Dir
+	if werr := r.saveInfo(); werr != nil && err == nil {
+		err = werr
 	}
-	info.Engine.URL = srv.URL()
-	say("%s serves %s at %s (ready in %.1f s; log %s)", kind, model, srv.URL(), time.Since(started).Seconds(), cmp.Or(srv.LogPath(), "none"))
-	if err := saveInfo(); err != nil {
-		return finish("failed", err)
-	}
+	return r.res, err
+}
 
-	// The profiled sweep; each level's traces are analysed as soon as they
-	// are exported, into levels/conc{N}/.
-	cfg.URL, cfg.Model, cfg.Profile, cfg.TraceDir, cfg.RunDir = srv.URL(), model, true, traces, dir
-	cfg.ReadTraces = func(ctx context.Context, conc int, files []string) (int, []diag.Warning, error) {
-		say("conc %d: analysing %s", conc, rel(dir, files[0]))
-		li := results.LevelInfo{Conc: conc, Result: rel(dir, run.LevelResult(conc)), Dir: rel(dir, run.Level(conc))}
-		for _, f := range files {
-			li.Traces = append(li.Traces, rel(dir, f))
-		}
-		bs, warns, err := analyseLevel(ctx, run, conc, files, numLayers, &li)
-		if err != nil {
-			li.Error = err.Error()
-		}
-		infoMu.Lock()
-		info.Levels = append(info.Levels, li)
-		infoMu.Unlock()
-		return bs, warns, err
+// readModelConfig copies the model's config.json into the run directory
+// and reads its layer count (the layer tables need it); without one the
+// analysis finds the layers by itself.
+func (r *runner) readModelConfig() error {
+	cfgFile := findModelConfig(r.p.ModelConfig, r.spec.Model, r.spec.Dir)
+	if cfgFile == "" {
+		return nil
 	}
+	data, err := os.ReadFile(cfgFile)
+	if err != nil {
+		return fmt.Errorf("reading the model config: %w", err)
+	}
+	mc, err := modelconfig.Parse(data)
+	if err != nil {
+		return fmt.Errorf("%s: %w", cfgFile, err)
+	}
+	r.numLayers = mc.NumHiddenLayers
+	if err := atomicfile.Write(r.run.ModelConfig(), data); err != nil {
+		return err
+	}
+	r.info.ModelConfig = filepath.Base(r.run.ModelConfig())
+	return nil
+}
+
+// preflight checks the GPUs' memory before a real engine starts.
+func (r *runner) preflight(ctx context.Context) error {
+	if kind := r.spec.Kind; kind == engine.Sim || kind == engine.None {
+		return nil
+	}
+	rep, err := engine.Preflight{Force: r.p.ForceGPU}.Check(ctx, r.spec)
+	r.info.GPU = rep.String()
+	if err != nil {
+		return err
+	}
+	if r.info.GPU != "" {
+		r.say("GPU memory: %s", strings.ReplaceAll(r.info.GPU, "\n", "; "))
+	}
+	return nil
+}
+
+// setTraceDir points the engine's profiler at traces/ of the run
+// directory (engine none: the server's own directory) and says which in
+// run.json.
+func (r *runner) setTraceDir() error {
+	r.traces = r.p.TraceDir
+	if r.spec.Kind != engine.None {
+		r.traces = r.run.Traces()
+		r.spec.ProfilerDir = r.traces
+		r.info.Traces = "written by the engine into traces/ of the run directory"
+	} else {
+		r.info.Traces = "left in the server's profiler directory " + r.traces + "; each level lists its files"
+	}
+	return r.saveInfo()
+}
+
+// startEngine starts the engine and waits until it serves; run.json gets
+// its command line and URL. The server it returns, even with an error,
+// must be stopped.
+func (r *runner) startEngine(ctx context.Context) (*engine.Server, error) {
+	kind, model := r.spec.Kind, r.spec.Model
+	r.say("starting %s: %s", kind, model)
+	started := time.Now()
+	srv, err := engine.Start(ctx, r.spec, engine.Options{RunDir: r.res.Dir, ReadyTimeout: r.p.ReadyTimeout})
+	if err != nil {
+		return nil, err
+	}
+	if c := srv.Command(); c.Path != "" {
+		r.info.Engine.Command, r.info.Engine.Env, r.info.Engine.Dir = c.String(), c.Env, c.Dir
+	}
+	r.info.Engine.URL = srv.URL()
+	r.say("%s serves %s at %s (ready in %.1f s; log %s)", kind, model, srv.URL(), time.Since(started).Seconds(), cmp.Or(srv.LogPath(), "none"))
+	return srv, r.saveInfo()
+}
+
+// stopEngine stops the engine, even when ctx is cancelled (Ctrl-C).
+func (r *runner) stopEngine(ctx context.Context, srv *engine.Server) {
+	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+	defer cancel()
+	if err := srv.Stop(stopCtx); err != nil {
+		r.say("stopping the engine: %v", err)
+	}
+}
+
+// sweep runs the profiled sweep against the engine; each level's traces
+// are analysed as soon as they are exported, into levels/conc{N}/. On
+// failure it returns run.json's status for it (failed, interrupted) and
+// the error, saying when the engine died.
+func (r *runner) sweep(ctx context.Context, srv *engine.Server) (string, error) {
+	cfg, dir := r.cfg, r.res.Dir
+	cfg.URL, cfg.Model, cfg.Profile, cfg.TraceDir, cfg.RunDir = srv.URL(), r.spec.Model, true, r.traces, dir
+	cfg.ReadTraces = r.readTraces
 	sweepCtx, stopSweep := srv.Watch(ctx)
 	defer stopSweep()
 	sw, sweepErr := bench.Sweep(sweepCtx, cfg)
-	res.Sweep = sw
+	r.res.Sweep = sw
 	if sw != nil {
 		for _, lv := range sw.Levels {
-			for i := range info.Levels {
-				if info.Levels[i].Conc == lv.Conc {
-					info.Levels[i].Status = lv.Status
+			for i := range r.info.Levels {
+				if r.info.Levels[i].Conc == lv.Conc {
+					r.info.Levels[i].Status = lv.Status
 				}
 			}
 		}
 	}
-	if sweepErr != nil {
-		status := "failed"
-		if cause := context.Cause(sweepCtx); cause != nil && !errors.Is(cause, engine.ErrStopped) && ctx.Err() == nil {
-			sweepErr = fmt.Errorf("%w (the engine died: %v)", sweepErr, cause)
-		}
-		if ctx.Err() != nil {
-			status = "interrupted"
-		}
-		return finish(status, fmt.Errorf("%w; completed levels are in %s", sweepErr, dir))
+	if sweepErr == nil {
+		return "", nil
 	}
-	if p.Report != nil {
-		say("report")
-		if err := p.Report(ctx, dir); err != nil {
-			return finish("failed", fmt.Errorf("writing the report: %w", err))
-		}
+	status := "failed"
+	if cause := context.Cause(sweepCtx); cause != nil && !errors.Is(cause, engine.ErrStopped) && ctx.Err() == nil {
+		sweepErr = fmt.Errorf("%w (the engine died: %v)", sweepErr, cause)
 	}
-	if _, err := finish("ok", nil); err != nil {
-		return res, err
+	if ctx.Err() != nil {
+		status = "interrupted"
 	}
-	say("done: %s", dir)
-	return res, nil
+	return status, fmt.Errorf("%w; completed levels are in %s", sweepErr, dir)
+}
+
+// readTraces analyses the traces of a level as soon as the sweep has them
+// and records the level in run.json.
+func (r *runner) readTraces(ctx context.Context, conc int, files []string) (int, []diag.Warning, error) {
+	dir := r.res.Dir
+	r.say("conc %d: analysing %s", conc, rel(dir, files[0]))
+	li := results.LevelInfo{Conc: conc, Result: rel(dir, r.run.LevelResult(conc)), Dir: rel(dir, r.run.Level(conc))}
+	for _, f := range files {
+		li.Traces = append(li.Traces, rel(dir, f))
+	}
+	bs, warns, err := analyseLevel(ctx, r.run, conc, files, r.numLayers, &li)
+	if err != nil {
+		li.Error = err.Error()
+	}
+	r.infoMu.Lock()
+	r.info.Levels = append(r.info.Levels, li)
+	r.infoMu.Unlock()
+	return bs, warns, err
 }
 
 // analyseLevel analyses a level's traces once: every table of rank 0 into
