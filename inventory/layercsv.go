@@ -92,7 +92,7 @@ func ParseLayerCSV(r io.Reader) ([]LayerRow, error) {
 }
 
 // CSV renders the table: a compatible-mode table byte for byte as the
-// hand-run trace-layer script writes it (FormatCompatLayerCSV), a robust
+// compat script (package doc) writes it (FormatCompatLayerCSV), a robust
 // one in the project's own convention (FormatLayerCSV).
 func (t *LayerTable) CSV() []byte {
 	if t.Mode == ModeCompat {
@@ -104,7 +104,7 @@ func (t *LayerTable) CSV() []byte {
 	return FormatLayerCSV(t.Rows())
 }
 
-// FormatCompatLayerCSV renders rows as the hand-run trace-layer script
+// FormatCompatLayerCSV renders rows as the compat script (package doc)
 // does with Python's csv module: CRLF line ends, a field quoted only when
 // it holds a comma, a quote or a line break (quotes doubled), one decimal.
 func FormatCompatLayerCSV(rows []LayerRow) []byte {

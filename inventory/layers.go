@@ -13,7 +13,7 @@ import (
 )
 
 // Layer table modes: robust finds the repeating layer itself; compat
-// reproduces the hand-run trace-layer script.
+// reproduces the compat script (see the package doc).
 const (
 	ModeRobust    = "robust"
 	ModeCompat    = "compat"
@@ -234,7 +234,7 @@ func positions(kinds [][]stats, classify func(string) Class, short func(string) 
 	return out
 }
 
-// compatLayers reproduces the hand-run trace-layer script: kernels of the
+// compatLayers reproduces the compat script (package doc): kernels of the
 // decode steps in start order, a layer from one anchor kernel to the next,
 // the most common anchor distance is the layer length, and only slices whose
 // next anchor is exactly that far are layers.

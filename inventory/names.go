@@ -127,8 +127,9 @@ func stripBrackets(s string) string {
 	return strings.TrimSpace(b.String())
 }
 
-// compatShortNames are the hand-run trace-layer script's short names: substring rules on the
-// name as written, first match wins, as that script does.
+// compatShortNames are the compat script's short names (package doc):
+// substring rules on the name as written, first match wins, as that
+// script does.
 var compatShortNames = [...]struct{ sub, short string }{
 	{"pa_bf16", "PA (paged_attn)"},
 	{"kernel_gemm_xdl_cshuffle_v3", "GEMM_FP8 (CK dense)"},
@@ -152,7 +153,7 @@ var compatShortNames = [...]struct{ sub, short string }{
 	{"wv_splitk", "PA_reduce"},
 }
 
-// CompatShortName is the short name the hand-run trace-layer script gives a
+// CompatShortName is the short name the compat script (package doc) gives a
 // kernel: the first matching substring rule, else the first 50 bytes of the
 // name as written. The compatible layer CSV uses exactly these.
 func CompatShortName(name string) string {

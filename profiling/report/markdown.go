@@ -176,7 +176,8 @@ func (v *view) observationsSection(b *md) {
 	b.p("\n")
 }
 
-// modelSection is (a): architecture and setup.
+// modelSection writes "Model and setup": the model's architecture (from
+// its config.json) and how the engine and the sweep were run.
 func (v *view) modelSection(b *md) {
 	b.p("## Model and setup\n\n")
 	var rows [][]string
@@ -379,7 +380,8 @@ func (v *view) workload() string {
 	return ""
 }
 
-// throughputSection is (b) with the latency and throughput charts.
+// throughputSection writes "Throughput": the client's figures per level,
+// with the latency and throughput charts.
 func (v *view) throughputSection(b *md) {
 	b.p("## Throughput\n\n")
 	var rows [][]string
@@ -447,7 +449,9 @@ func (v *view) closure(l *level) (tpotPct, stepPct float64) {
 	return tpotPct, stepPct
 }
 
-// reconciliationSection is (i).
+// reconciliationSection writes "Step-time reconciliation": where the time
+// between two tokens goes per level, client TPOT against the trace's decode
+// step (GPU-busy, gaps between kernels, prefill).
 func (v *view) reconciliationSection(b *md) {
 	b.p("## Step-time reconciliation\n\n")
 	var lv []*level
@@ -547,7 +551,8 @@ func (v *view) reconciliationSection(b *md) {
 		"a residual means layers that differ from step to step or kernels outside the table's layers, prologue and epilogue.\n\n")
 }
 
-// inventorySection is (c).
+// inventorySection writes "Kernel inventory": kernel time by category and
+// provider at each level.
 func (v *view) inventorySection(b *md) {
 	b.p("## Kernel inventory\n\n")
 	if len(v.lv) == 0 {
@@ -630,7 +635,8 @@ func orNone(s string) string {
 	return s
 }
 
-// layerSection is (d), with each position's slope and trend word.
+// layerSection writes "Per-layer time by position": each kernel position
+// of the layer across levels, with its slope and trend word.
 func (v *view) layerSection(b *md) {
 	b.p("## Per-layer time by position\n\n")
 	if len(v.rows) == 0 {
@@ -821,7 +827,8 @@ func (v *view) prefillTable(b *md) {
 	b.table([]string{"level", "prefill steps", "layers", "kernels per layer", "per-layer time (µs)"}, "lrrrr", rows)
 }
 
-// scalingSection is (e): category slopes against batch size.
+// scalingSection writes "Scaling with batch size": each category's slope
+// against the decode batch size.
 func (v *view) scalingSection(b *md) {
 	b.p("## Scaling with batch size\n\n")
 	if len(v.cats) == 0 {
@@ -864,7 +871,8 @@ func (v *view) scalingSection(b *md) {
 	}
 }
 
-// breakdownSection is (f): category share per decode step.
+// breakdownSection writes "Time breakdown per decode step": each
+// category's share of the step, with the stacked chart.
 func (v *view) breakdownSection(b *md) {
 	b.p("## Time breakdown per decode step\n\n")
 	if len(v.cats) == 0 {
@@ -896,7 +904,8 @@ func (v *view) breakdownSection(b *md) {
 	b.p("![Per-layer time by category](%s)\n\n", LayerTimeChart)
 }
 
-// warningsSection is (g).
+// warningsSection writes "Warnings": the warnings of every level's
+// result and trace analysis.
 func (v *view) warningsSection(b *md) {
 	b.p("## Warnings\n\n")
 	var lines []string
