@@ -14,7 +14,7 @@ import (
 // CaptureHeader is the robust per-layer CSV's header when a capture trace
 // named the positions: the compatible columns, then where each kernel
 // comes from.
-var CaptureHeader = append(append([]string(nil), LayerHeader...), "module", "op", "input_dims", "input_types")
+var CaptureHeader = append(append([]string(nil), layerHeader...), "module", "op", "input_dims", "input_types")
 
 // HasCapture reports whether a capture trace named the table's positions.
 func (t *LayerTable) HasCapture() bool {
@@ -253,7 +253,7 @@ func captureWindows(names, want []string) (starts []int, exact bool) {
 // sameKernel compares a kernel's name in the execution trace with the
 // name its launch gave in the capture trace (one may be mangled).
 func sameKernel(a, b string) bool {
-	return a == b || (a != "" && b != "" && Demangle(a) == Demangle(b))
+	return a == b || (a != "" && b != "" && readableName(a) == readableName(b))
 }
 
 func shortKernel(name string) string {

@@ -163,6 +163,6 @@ func TestAddCapture(t *testing.T) {
 		lt.Mode = ModeCompat
 		require.Empty(t, lt.AddCapture(capture([][]string{dense})))
 		require.False(t, lt.HasCapture())
-		require.Equal(t, FormatCompatLayerCSV(lt.Rows()), lt.CSV())
+		require.Equal(t, formatCompatLayerCSV(lt.Rows()), lt.CSV())
 	})
 }

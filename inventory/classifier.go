@@ -125,9 +125,9 @@ func (c *Classifier) classify(name string) Class {
 	}
 	if op := c.ops[name]; op != "" {
 		if cat, ok := categoryOfOp(op, name); ok {
-			cl := Class{Category: cat, ShortName: ShortName(name), Source: SourceLaunchOp, Provider: providerOf(Demangle(name))}
+			cl := Class{Category: cat, ShortName: ShortName(name), Source: SourceLaunchOp, Provider: providerOf(readableName(name))}
 			if cat == gemmOp {
-				cl.Category = gemmPrecision(nameWords(Demangle(name)) + nameWords(op))
+				cl.Category = gemmPrecision(nameWords(readableName(name)) + nameWords(op))
 			}
 			cl.Category = c.resolveAttention(name, cl.Category)
 			return cl
@@ -145,7 +145,7 @@ func (c *Classifier) classify(name string) Class {
 // resolveAttention decides an attention kernel of unknown kind by where it
 // runs.
 func (c *Classifier) resolveAttention(name, cat string) string {
-	if cat != AttentionUnknown {
+	if cat != attentionUnknown {
 		return cat
 	}
 	if c.decode[name] {
@@ -181,7 +181,7 @@ func (c *Classifier) Learn(tables ...*LayerTable) int {
 			if got.Source != SourceNone || want.Category == Other {
 				continue
 			}
-			cl := Class{Category: want.Category, Provider: providerOf(Demangle(p[0])), ShortName: got.ShortName, Source: SourcePosition}
+			cl := Class{Category: want.Category, Provider: providerOf(readableName(p[0])), ShortName: got.ShortName, Source: SourcePosition}
 			c.position[p[0]] = cl
 			c.memo[p[0]] = cl
 			n++
@@ -249,7 +249,7 @@ var atenOps = func() map[string]string {
 	add(gemmOp, "mm", "addmm", "bmm", "baddbmm", "matmul", "linear", "addmv", "mv", "dot", "_scaled_mm", "_int_mm", "_addmm_activation", "addbmm", "einsum")
 	add("Convolution", "convolution", "_convolution", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
 		"cudnn_convolution", "cudnn_convolution_transpose", "miopen_convolution", "miopen_depthwise_convolution", "convolution_backward", "_convolution_mode", "mkldnn_convolution")
-	add(AttentionUnknown, "scaled_dot_product_attention", "_scaled_dot_product_flash_attention", "_scaled_dot_product_efficient_attention",
+	add(attentionUnknown, "scaled_dot_product_attention", "_scaled_dot_product_flash_attention", "_scaled_dot_product_efficient_attention",
 		"_scaled_dot_product_cudnn_attention", "_scaled_dot_product_flash_attention_for_cpu", "_flash_attention_forward", "_efficient_attention_forward",
 		"_scaled_dot_product_attention_math", "_flash_attention_backward", "_efficient_attention_backward")
 	add("RMSNorm / LayerNorm", "layer_norm", "native_layer_norm", "native_layer_norm_backward", "rms_norm", "_fused_rms_norm")
@@ -281,7 +281,7 @@ var customOps = []struct {
 	{regexp.MustCompile(`_(moe_align\w*|moe_sum|moe_sort\w*|moe_permute|moe_unpermute|moe_finalize\w*|moe_combine|moe_dispatch|permute_rows|shuffle_rows)_`), "MoE sort / align"},
 	{regexp.MustCompile(`_(topk_softmax|topk_sigmoid|grouped_topk\w*|biased_grouped_topk\w*|moe_gate|moe_topk\w*|fused_topk\w*|router\w*)_`), "MoE gate"},
 	{regexp.MustCompile(`_(reshape_and_cache\w*|concat_and_cache\w*|store_kv\w*|set_kv_buffer|kv_cache\w*|write_to_kv_cache)_`), "KV cache"},
-	{regexp.MustCompile(`_(flash_attn\w*|flash_attention\w*|fmha\w*|mha\w*|mla\w*|paged_attention\w*|unified_attention\w*|attention\w*|attn\w*|pa_fwd\w*|decode_attention\w*|extend_attention\w*|prefill_attention\w*|sdpa\w*)_|attention|flash_attn`), AttentionUnknown},
+	{regexp.MustCompile(`_(flash_attn\w*|flash_attention\w*|fmha\w*|mha\w*|mla\w*|paged_attention\w*|unified_attention\w*|attention\w*|attn\w*|pa_fwd\w*|decode_attention\w*|extend_attention\w*|prefill_attention\w*|sdpa\w*)_|attention|flash_attn`), attentionUnknown},
 	{regexp.MustCompile(`_(rotary_embedding\w*|rotary\w*|rope\w*|apply_rotary\w*|mrope\w*)_`), "RoPE"},
 	{regexp.MustCompile(`_(\w*gemm\w*|\w*gemv\w*|\w*matmul\w*|scaled_mm\w*|w8a8\w*|wvsplitk\w*|llmm\w*)_`), gemmOp},
 	{regexp.MustCompile(`_(rms_norm\w*|fused_add_rms_norm\w*|rmsnorm\w*|layernorm\w*|layer_norm\w*)_`), "RMSNorm / LayerNorm"},

@@ -93,13 +93,13 @@ func attentionKind(w string) string {
 	case decodeAttn.MatchString(w):
 		return "Paged attention (decode)"
 	}
-	return AttentionUnknown
+	return attentionUnknown
 }
 
-// AttentionUnknown is the category the name fallback gives an attention
+// attentionUnknown is the category the name fallback gives an attention
 // kernel whose name says neither prefill nor decode; a trace's Classifier
 // decides by where the kernel runs (decode steps or not), else prefill.
-const AttentionUnknown = "Flash attention (prefill)?"
+const attentionUnknown = "Flash attention (prefill)?"
 
 // families, most specific first.
 var families = []family{
@@ -212,7 +212,7 @@ const (
 func nameClass(name string) (Class, int) {
 	name = matchText(name)
 	short := ShortName(name)
-	full := Demangle(name)
+	full := readableName(name)
 	ws, wf := nameWords(short), nameWords(full)
 	last := len(families) - 1 // the elementwise family
 	try := func(w string, lo, hi int) string {

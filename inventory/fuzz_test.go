@@ -40,8 +40,8 @@ func FuzzNames(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, name string) {
-		_ = Demangle(name)
-		_ = CompatShortName(name)
+		_ = readableName(name)
+		_ = compatShortName(name)
 		_ = ShortName(name)
 		w := nameWords(name)
 		if !strings.HasPrefix(w, "_") || !strings.HasSuffix(w, "_") {
@@ -51,7 +51,7 @@ func FuzzNames(f *testing.F) {
 			t.Fatalf("classifyByName(%q) = %+v", name, c)
 		}
 		if !strings.ContainsAny(name, "\r") && utf8.ValidString(name) {
-			back, err := ParseLayerCSV(bytes.NewReader(FormatCompatLayerCSV([]LayerRow{{Kernel: name, ShortName: "s", Count: 1}})))
+			back, err := ParseLayerCSV(bytes.NewReader(formatCompatLayerCSV([]LayerRow{{Kernel: name, ShortName: "s", Count: 1}})))
 			if err != nil || back[0].Kernel != name {
 				t.Fatalf("compat CSV round trip of %q: %v %+v", name, err, back)
 			}

@@ -52,7 +52,7 @@ type Inventory struct {
 	// (rule, launch_op, name, position, none), kernels only.
 	BySource map[Source]units.Duration `json:"category_sources"`
 	// Uncategorised are the largest kernels left in Other (at most
-	// UncategorisedMax), so that a rule can be written for them.
+	// uncategorisedMax), so that a rule can be written for them.
 	Uncategorised []KernelRow               `json:"uncategorised"`
 	Categories    map[string]units.Duration `json:"categories"` // category -> total µs
 	DecodeSteps   int                       `json:"decode_steps"`
@@ -70,8 +70,8 @@ type acc struct {
 	name     string
 }
 
-// UncategorisedMax is how many of the largest Other kernels an Inventory lists.
-const UncategorisedMax = 10
+// uncategorisedMax is how many of the largest Other kernels an Inventory lists.
+const uncategorisedMax = 10
 
 // BuildInventory aggregates the kernels of tr by name and categorises them
 // with cl (nil: a Classifier of tr with the built-in rules). layers (the
@@ -169,7 +169,7 @@ func BuildInventory(ctx context.Context, tr *tracing.Trace, cl *Classifier, laye
 		return cmp.Or(cmp.Compare(b.Total, a.Total), cmp.Compare(a.Kernel, b.Kernel))
 	})
 	for _, r := range inv.Kernels {
-		if r.Category == Other && len(inv.Uncategorised) < UncategorisedMax {
+		if r.Category == Other && len(inv.Uncategorised) < uncategorisedMax {
 			inv.Uncategorised = append(inv.Uncategorised, r)
 		}
 	}
@@ -230,8 +230,8 @@ func layerTimeByCategory(t *LayerTable) map[string]float64 {
 // KernelsHeader is the column list of conc{bs}_kernels.csv.
 var KernelsHeader = []string{"kernel", "short_name", "category", "provider", "count", "total_us", "avg_us", "min_us", "max_us", "std_us", "pct", "category_source"}
 
-// CategoriesHeader is the column list of conc{bs}_categories.csv.
-var CategoriesHeader = []string{"category", "providers", "kernels", "count", "total_us", "pct", "decode_step_us", "layer_us"}
+// categoriesHeader is the column list of conc{bs}_categories.csv.
+var categoriesHeader = []string{"category", "providers", "kernels", "count", "total_us", "pct", "decode_step_us", "layer_us"}
 
 func f3(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
 func f2(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }
@@ -253,7 +253,7 @@ func (inv *Inventory) KernelsCSV() []byte {
 func (inv *Inventory) CategoriesCSV() []byte {
 	var buf bytes.Buffer
 	w := csv.NewWriter(&buf)
-	_ = w.Write(CategoriesHeader)
+	_ = w.Write(categoriesHeader)
 	for _, r := range inv.ByCategory {
 		_ = w.Write([]string{r.Category, r.Providers, strconv.Itoa(r.Kernels), strconv.Itoa(r.Count), r.Total.String(),
 			f2(r.Pct), f3(r.DecodeStepUS), f3(r.LayerUS)})

@@ -11,8 +11,8 @@ import (
 	"strings"
 )
 
-// LayerHeader is the exact column list of the compatible per-layer CSV.
-var LayerHeader = []string{"pos", "short_name", "kernel", "avg_us", "std_us", "min_us", "max_us", "pct", "count"}
+// layerHeader is the exact column list of the compatible per-layer CSV.
+var layerHeader = []string{"pos", "short_name", "kernel", "avg_us", "std_us", "min_us", "max_us", "pct", "count"}
 
 // LayerRow is one kernel position of a per-layer table.
 type LayerRow struct {
@@ -51,8 +51,8 @@ func ParseLayerCSV(r io.Reader) ([]LayerRow, error) {
 	}
 	// Columns after the compatible ones (a robust table's module and
 	// shapes from a capture trace) are read past.
-	if len(header) < len(LayerHeader) || !slices.Equal(header[:len(LayerHeader)], LayerHeader) {
-		return nil, fmt.Errorf("line 1: not a per-layer CSV: want the header %s", strings.Join(LayerHeader, ","))
+	if len(header) < len(layerHeader) || !slices.Equal(header[:len(layerHeader)], layerHeader) {
+		return nil, fmt.Errorf("line 1: not a per-layer CSV: want the header %s", strings.Join(layerHeader, ","))
 	}
 	var rows []LayerRow
 	for {
@@ -72,7 +72,7 @@ func ParseLayerCSV(r io.Reader) ([]LayerRow, error) {
 		num := func(i int) float64 {
 			v, err := strconv.ParseFloat(rec[i], 64)
 			if err != nil && perr == nil {
-				perr = fmt.Errorf("line %d: column %s: %q is not a number", line, LayerHeader[i], rec[i])
+				perr = fmt.Errorf("line %d: column %s: %q is not a number", line, layerHeader[i], rec[i])
 			}
 			return v
 		}
@@ -92,11 +92,11 @@ func ParseLayerCSV(r io.Reader) ([]LayerRow, error) {
 }
 
 // CSV renders the table: a compatible-mode table byte for byte as the
-// compat script (package doc) writes it (FormatCompatLayerCSV), a robust
+// compat script (package doc) writes it (formatCompatLayerCSV), a robust
 // one in the project's own convention (FormatLayerCSV).
 func (t *LayerTable) CSV() []byte {
 	if t.Mode == ModeCompat {
-		return FormatCompatLayerCSV(t.Rows())
+		return formatCompatLayerCSV(t.Rows())
 	}
 	if t.HasCapture() {
 		return t.captureCSV()
@@ -104,10 +104,10 @@ func (t *LayerTable) CSV() []byte {
 	return FormatLayerCSV(t.Rows())
 }
 
-// FormatCompatLayerCSV renders rows as the compat script (package doc)
+// formatCompatLayerCSV renders rows as the compat script (package doc)
 // does with Python's csv module: CRLF line ends, a field quoted only when
 // it holds a comma, a quote or a line break (quotes doubled), one decimal.
-func FormatCompatLayerCSV(rows []LayerRow) []byte {
+func formatCompatLayerCSV(rows []LayerRow) []byte {
 	var b bytes.Buffer
 	line := func(fields ...string) {
 		for i, f := range fields {
@@ -124,7 +124,7 @@ func FormatCompatLayerCSV(rows []LayerRow) []byte {
 		}
 		b.WriteString("\r\n")
 	}
-	line(LayerHeader...)
+	line(layerHeader...)
 	for _, r := range rows {
 		line(strconv.Itoa(r.Pos), r.ShortName, r.Kernel, f1(r.AvgUS), f1(r.StdUS), f1(r.MinUS), f1(r.MaxUS), f1(r.Pct), strconv.Itoa(r.Count))
 	}
@@ -140,7 +140,7 @@ func f1(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
 func FormatLayerCSV(rows []LayerRow) []byte {
 	var buf bytes.Buffer
 	w := csv.NewWriter(&buf)
-	_ = w.Write(LayerHeader)
+	_ = w.Write(layerHeader)
 	for _, r := range rows {
 		_ = w.Write([]string{strconv.Itoa(r.Pos), r.ShortName, r.Kernel, f1(r.AvgUS), f1(r.StdUS), f1(r.MinUS), f1(r.MaxUS), f1(r.Pct), strconv.Itoa(r.Count)})
 	}

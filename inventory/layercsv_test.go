@@ -26,7 +26,7 @@ func TestLayerCSVRoundTrip(t *testing.T) {
 
 func TestLayerCSVErrors(t *testing.T) {
 	t.Parallel()
-	header := strings.Join(LayerHeader, ",") + "\n"
+	header := strings.Join(layerHeader, ",") + "\n"
 	for _, tt := range []struct{ name, in, want string }{
 		{"empty", "", "line 1: not a per-layer CSV"},
 		{"kernels CSV", "kernel,count,total_us,avg_us,pct\nx,1,2,3,4\n", "line 1: not a per-layer CSV"},
@@ -54,7 +54,7 @@ func TestFormatCompatLayerCSVQuoting(t *testing.T) {
 	want := "pos,short_name,kernel,avg_us,std_us,min_us,max_us,pct,count\r\n" +
 		"0,PA (paged_attn),\"aiter::pa<1, 2>\",10.2,0.1,9.0,11.0,50.0,3\r\n" +
 		"1, lead,\"say \"\"hi\"\"\",0.0,0.0,0.0,0.0,0.0,3\r\n"
-	require.Equal(t, want, string(FormatCompatLayerCSV(rows)))
+	require.Equal(t, want, string(formatCompatLayerCSV(rows)))
 	back, err := ParseLayerCSV(strings.NewReader(want))
 	require.NoError(t, err)
 	require.Equal(t, `say "hi"`, back[1].Kernel)

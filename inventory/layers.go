@@ -309,7 +309,7 @@ func compatLayers(ctx context.Context, tr *tracing.Trace, opt LayerOptions) (*La
 	t.Layers = layers
 	t.KernelsPerLayer = []int{n}
 	// The script strips "void " from names before it names and prints them.
-	short := func(name string) string { return CompatShortName(strings.TrimPrefix(name, "void ")) }
+	short := func(name string) string { return compatShortName(strings.TrimPrefix(name, "void ")) }
 	t.Positions = positions([][]stats{ps}, opt.classes(tr).Classify, short)
 	for i := range t.Positions {
 		t.Positions[i].Kernel = strings.TrimPrefix(t.Positions[i].Kernel, "void ")

@@ -7,10 +7,10 @@ import (
 	"github.com/ianlancetaylor/demangle"
 )
 
-// Demangle returns the readable form of a kernel name: a leading
+// readableName returns the readable form of a kernel name: a leading
 // "void " is dropped and an Itanium-mangled name (_Z...) is demangled. Names
 // that are not mangled, or that the demangler rejects, come back as written.
-func Demangle(name string) string {
+func readableName(name string) string {
 	name = strings.TrimPrefix(name, "void ")
 	if strings.HasPrefix(name, "_Z") {
 		if d, err := demangle.ToString(name); err == nil {
@@ -28,7 +28,7 @@ func ShortName(name string) string {
 	if strings.HasPrefix(name, "Memcpy") || strings.HasPrefix(name, "Memset") {
 		return name
 	}
-	d := Demangle(name)
+	d := readableName(name)
 	if d == name && strings.HasPrefix(name, "_Z") {
 		// The demangler gave up (a truncated name, a new ABI tag): the
 		// length-prefixed identifiers at the front still name the kernel.
@@ -153,10 +153,10 @@ var compatShortNames = [...]struct{ sub, short string }{
 	{"wv_splitk", "PA_reduce"},
 }
 
-// CompatShortName is the short name the compat script (package doc) gives a
+// compatShortName is the short name the compat script (package doc) gives a
 // kernel: the first matching substring rule, else the first 50 bytes of the
 // name as written. The compatible layer CSV uses exactly these.
-func CompatShortName(name string) string {
+func compatShortName(name string) string {
 	for _, r := range compatShortNames {
 		if strings.Contains(name, r.sub) {
 			return r.short

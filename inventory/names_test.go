@@ -11,7 +11,7 @@ import (
 )
 
 // The recorded compatible CSVs of the corpus keep each kernel name as it appeared and its
-// short name: CompatShortName must give the same short name for every row.
+// short name: compatShortName must give the same short name for every row.
 func TestCompatShortNameMatchesSeedCSVs(t *testing.T) {
 	t.Parallel()
 	dir := corpus.Dir(t)
@@ -20,7 +20,7 @@ func TestCompatShortNameMatchesSeedCSVs(t *testing.T) {
 		rows, err := ReadLayerCSV(path)
 		require.NoError(t, err)
 		for _, r := range rows {
-			require.Equal(t, r.ShortName, CompatShortName(r.Kernel), "%s pos %d: %s", path, r.Pos, r.Kernel)
+			require.Equal(t, r.ShortName, compatShortName(r.Kernel), "%s pos %d: %s", path, r.Pos, r.Kernel)
 		}
 	}
 }
@@ -37,7 +37,7 @@ func TestCompatShortName(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			require.Equal(t, tt.want, CompatShortName(tt.in))
+			require.Equal(t, tt.want, compatShortName(tt.in))
 		})
 	}
 }
@@ -54,7 +54,7 @@ func TestDemangle(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			got := Demangle(tt.in)
+			got := readableName(tt.in)
 			require.True(t, strings.HasPrefix(got, tt.wantPrefix), "Demangle(%q) = %q", tt.in, got)
 			require.False(t, strings.HasPrefix(got, "void "))
 		})

@@ -380,7 +380,7 @@ func classify(t *LayerTable, all []rawLayer, k int, tr *tracing.Trace, cl *Class
 			if d.op != "extra" && d.op != "missing" && ld.Kernel == ld.Want {
 				// Same short name, another instance (e.g. a GEMM tuned for
 				// another batch size): only the full names tell them apart.
-				ld.KernelFull, ld.WantFull = Demangle(tr.KernelName(int(l.kernels[d.got]))), Demangle(names[cons[kind][d.pos]])
+				ld.KernelFull, ld.WantFull = readableName(tr.KernelName(int(l.kernels[d.got]))), readableName(names[cons[kind][d.pos]])
 			}
 			irr.Diffs = append(irr.Diffs, ld)
 		}

@@ -179,7 +179,7 @@ func matchText(name string) string {
 // demangled; its first 16 KiB), or nil.
 func (rs *Rules) Match(name string) *Rule {
 	name = matchText(name)
-	demangled := Demangle(name)
+	demangled := readableName(name)
 	var best *Rule
 	for i := range rs.rules {
 		r := &rs.rules[i]
@@ -200,7 +200,7 @@ func (rs *Rules) Classify(name string) Class {
 	r := rs.Match(name)
 	if r == nil {
 		if c, ok := classifyByName(name); ok {
-			if c.Category == AttentionUnknown {
+			if c.Category == attentionUnknown {
 				// Without a trace to say where it runs: prefill.
 				c.Category = "Flash attention (prefill)"
 			}

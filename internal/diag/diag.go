@@ -118,8 +118,8 @@ func Messages(ws []Warning) []string {
 	return out
 }
 
-// Join prints ws one per line, each prefixed with "warning: ".
-func Join(ws []Warning) string {
+// join prints ws one per line, each prefixed with "warning: ".
+func join(ws []Warning) string {
 	var b strings.Builder
 	for _, w := range ws {
 		b.WriteString("warning: ")

@@ -24,7 +24,7 @@ func TestWarningJSON(t *testing.T) {
 func ExampleHas() {
 	ws := []Warning{New(Coverage, "GPU kernels cover 2.1 s of a 14.0 s profile window (15%)")}
 	if Has(ws, Coverage) {
-		fmt.Print(Join(ws))
+		fmt.Print(join(ws))
 	}
 	// Output: warning: GPU kernels cover 2.1 s of a 14.0 s profile window (15%)
 }

@@ -19,7 +19,7 @@ func TestLevelClientFieldsRoundTrip(t *testing.T) {
 	var b bytes.Buffer
 	require.NoError(t, l.Write(&b))
 	require.Contains(t, b.String(), `"tokens_per_frame": 3.75`)
-	back, err := ParseLevel(b.Bytes())
+	back, err := parseLevel(b.Bytes())
 	require.NoError(t, err)
 	if d := cmp.Diff(l, back); d != "" {
 		t.Fatalf("round trip differs (-wrote +read):\n%s", d)
@@ -36,7 +36,7 @@ func TestServerMetricsRoundTrip(t *testing.T) {
 		Gauges:   []GaugeStats{{"vllm:kv_cache_usage_perc", 0.42, 0.3, 0}, {"vllm:num_requests_running", 8, 6.5, 0}}}
 	var b bytes.Buffer
 	require.NoError(t, l.Write(&b))
-	back, err := ParseLevel(b.Bytes())
+	back, err := parseLevel(b.Bytes())
 	require.NoError(t, err)
 	if d := cmp.Diff(l, back); d != "" {
 		t.Fatalf("round trip differs (-wrote +read):\n%s", d)
@@ -45,7 +45,7 @@ func TestServerMetricsRoundTrip(t *testing.T) {
 	rows := []SummaryRow{SummaryRowOf(l), SummaryRowOf(sampleLevel(false))}
 	data := FormatSummary(rows)
 	require.Contains(t, string(data), ",8,8,,0.42,2,1550,\n", "running and KV peaks, preemptions, generated tokens; no waiting or prefix-cache metric")
-	got, err := ReadSummary(bytes.NewReader(data))
+	got, err := readSummary(bytes.NewReader(data))
 	require.NoError(t, err)
 	require.Nil(t, got[1].Server, "a level without server metrics")
 	if d := cmp.Diff(rows[0].Server, got[0].Server, cmpopts.EquateNaNs()); d != "" {
@@ -61,7 +61,7 @@ func TestProfileWindowRoundTrip(t *testing.T) {
 	var b bytes.Buffer
 	require.NoError(t, l.Write(&b))
 	require.Contains(t, b.String(), `"stopped_by": "steps"`)
-	back, err := ParseLevel(b.Bytes())
+	back, err := parseLevel(b.Bytes())
 	require.NoError(t, err)
 	if d := cmp.Diff(l, back); d != "" {
 		t.Fatalf("round trip differs (-wrote +read):\n%s", d)

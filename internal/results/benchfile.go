@@ -59,10 +59,10 @@ type BenchResult struct {
 	Metrics []Metric
 }
 
-// HigherIsBetter lists the units where a larger value is better (throughput);
+// higherIsBetter lists the units where a larger value is better (throughput);
 // benchstat reads this from the file's unit metadata. Every other unit
 // (latencies, times) is better lower, benchstat's default.
-var HigherIsBetter = []string{"req/s", "out-tok/s", "total-tok/s"}
+var higherIsBetter = []string{"req/s", "out-tok/s", "total-tok/s"}
 
 // BenchResultOf is the benchmark line of a completed level.
 func BenchResultOf(l *Level, isl, osl int) BenchResult {
@@ -88,7 +88,7 @@ func BenchResultOf(l *Level, isl, osl int) BenchResult {
 // so benchstat knows which direction is better.
 func WriteBench(w io.Writer, rs []BenchResult) error {
 	bw := benchfmt.NewWriter(w)
-	for _, u := range HigherIsBetter {
+	for _, u := range higherIsBetter {
 		if err := bw.Write(&benchfmt.UnitMetadata{UnitMetadataKey: benchfmt.UnitMetadataKey{Unit: u, Key: "better"}, OrigUnit: u, Value: "higher"}); err != nil {
 			return err
 		}

@@ -85,10 +85,10 @@ func (r Run) Level(conc int) string {
 // written by analysis.LevelFile): everything the report needs of the trace.
 func (r Run) LevelAnalysis(conc int) string { return filepath.Join(r.Level(conc), "analysis.json") }
 
-// ConcPrefix is the prefix a trace's analysis files carry: conc{bs}_, bs
+// concPrefix is the prefix a trace's analysis files carry: conc{bs}_, bs
 // being the decode batch size read from the trace (not the client's
 // concurrency). Empty when the batch size is unknown.
-func ConcPrefix(bs int) string {
+func concPrefix(bs int) string {
 	if bs <= 0 {
 		return ""
 	}
@@ -109,7 +109,7 @@ type TraceFiles struct {
 
 // InDir names the analysis files of a trace with decode batch size bs in dir.
 func InDir(dir string, bs int) TraceFiles {
-	p := ConcPrefix(bs)
+	p := concPrefix(bs)
 	f := func(base string) string { return filepath.Join(dir, p+base) }
 	return TraceFiles{
 		Layer: f("layer.csv"), PrefillLayer: f("prefill_layer.csv"), CompatLayer: f("compat_layer.csv"),
@@ -120,7 +120,7 @@ func InDir(dir string, bs int) TraceFiles {
 // WithPrefix puts the conc{bs}_ prefix in front of the file name of a path
 // the user gave (kept as it is when it already has it, or bs is unknown).
 func WithPrefix(path string, bs int) string {
-	p := ConcPrefix(bs)
+	p := concPrefix(bs)
 	dir, base := filepath.Split(path)
 	if p == "" || strings.HasPrefix(base, p) {
 		return path
@@ -133,7 +133,7 @@ func WithPrefix(path string, bs int) string {
 // first so a directory listing groups a level's files).
 func PrefillOf(decodePath string, bs int) string {
 	dir, base := filepath.Split(decodePath)
-	if p := ConcPrefix(bs); p != "" && strings.HasPrefix(base, p) {
+	if p := concPrefix(bs); p != "" && strings.HasPrefix(base, p) {
 		return filepath.Join(dir, p+"prefill_"+strings.TrimPrefix(base, p))
 	}
 	return filepath.Join(dir, "prefill_"+base)

@@ -291,25 +291,25 @@ func LoadLevel(path string) (*Level, error) {
 	if err != nil {
 		return nil, err
 	}
-	l, err := ParseLevel(data)
+	l, err := parseLevel(data)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return l, nil
 }
 
-// ReadLevel reads a level result document from r.
-func ReadLevel(r io.Reader) (*Level, error) {
+// readLevel reads a level result document from r.
+func readLevel(r io.Reader) (*Level, error) {
 	data, err := io.ReadAll(r)
 	if err != nil {
 		return nil, err
 	}
-	return ParseLevel(data)
+	return parseLevel(data)
 }
 
-// ParseLevel parses a level result document. Unknown keys are ignored, so
+// parseLevel parses a level result document. Unknown keys are ignored, so
 // files from newer releases and vLLM's own result files read too.
-func ParseLevel(data []byte) (*Level, error) {
+func parseLevel(data []byte) (*Level, error) {
 	raw := map[string]jsontext.Value{}
 	if err := json.Unmarshal(data, &raw); err != nil {
 		return nil, fmt.Errorf("not a level result (JSON object expected): %w", err)

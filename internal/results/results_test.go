@@ -44,7 +44,7 @@ func TestLevelRoundTrip(t *testing.T) {
 		l := sampleLevel(details)
 		var b bytes.Buffer
 		require.NoError(t, l.Write(&b))
-		back, err := ParseLevel(b.Bytes())
+		back, err := parseLevel(b.Bytes())
 		require.NoError(t, err)
 		if d := cmp.Diff(l, back); d != "" {
 			t.Fatalf("details=%v: round trip differs (-wrote +read):\n%s", details, d)
@@ -79,7 +79,7 @@ func TestParseLevelOldAndForeign(t *testing.T) {
 	t.Parallel()
 	// A file written before schema_version and typed warnings.
 	old := `{"date":"20260101-000000","model_id":"m","max_concurrency":4,"request_rate":2.5,"p99_ttft_ms":9,"mean_ttft_ms":5,"warnings":["x"],"decode_bs":4}`
-	l, err := ParseLevel([]byte(old))
+	l, err := parseLevel([]byte(old))
 	require.NoError(t, err)
 	require.Equal(t, 0, l.SchemaVersion)
 	require.Equal(t, 2.5, l.RequestRate)
@@ -88,11 +88,11 @@ func TestParseLevelOldAndForeign(t *testing.T) {
 	require.True(t, ok)
 	require.Equal(t, 9.0, v)
 
-	_, err = ParseLevel([]byte(`{"schema_version": 99}`))
+	_, err = parseLevel([]byte(`{"schema_version": 99}`))
 	require.ErrorContains(t, err, "newer than this tool reads")
-	_, err = ParseLevel([]byte(`{"completed": "many"}`))
+	_, err = parseLevel([]byte(`{"completed": "many"}`))
 	require.ErrorContains(t, err, `key "completed"`)
-	_, err = ParseLevel([]byte(`[]`))
+	_, err = parseLevel([]byte(`[]`))
 	require.ErrorContains(t, err, "JSON object expected")
 }
 
@@ -102,16 +102,16 @@ func TestSummaryRoundTrip(t *testing.T) {
 	data := FormatSummary(rows)
 	require.True(t, strings.HasPrefix(string(data), strings.Join(SummaryHeader, ",")+"\n"))
 	require.Contains(t, string(data), "\n16,,64,0,0,3.25,0.00,0.00,0.00,0.00,0.00,0.00,0.00,0.00,,,,,,,\n", "unknown decode_bs and server columns are empty cells")
-	back, err := ReadSummary(bytes.NewReader(data))
+	back, err := readSummary(bytes.NewReader(data))
 	require.NoError(t, err)
 	want := rows
 	want[0].ReqS, want[0].TTFTP99MS, want[0].TPOTP50MS = 2.48, 90.5, 19.5 // two decimals survive exactly here
 	require.Equal(t, want, back)
 
-	_, err = ReadSummary(strings.NewReader("conc,completed\n1,2\n"))
+	_, err = readSummary(strings.NewReader("conc,completed\n1,2\n"))
 	require.ErrorContains(t, err, `no "failed" column`)
 	bad := strings.Join(SummaryHeader, ",") + "\n8,ok,x,0,0,1,1,1,1,1,1,1,1,1,\n"
-	_, err = ReadSummary(strings.NewReader(bad))
+	_, err = readSummary(strings.NewReader(bad))
 	require.ErrorContains(t, err, "line 2: not a number in [completed]")
 }
 

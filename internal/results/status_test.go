@@ -14,7 +14,7 @@ func TestSummaryOlderFile(t *testing.T) {
 	t.Parallel()
 	old := "conc,completed,failed,req_s,out_tok_s,total_tok_s,ttft_p50_ms,ttft_p99_ms,tpot_p50_ms,tpot_p99_ms,itl_p50_ms,e2el_p50_ms,decode_bs\n" +
 		"8,30,2,1.50,2.00,3.00,4.00,5.00,6.00,7.00,8.00,9.00,8\n"
-	rows, err := ReadSummary(strings.NewReader(old))
+	rows, err := readSummary(strings.NewReader(old))
 	require.NoError(t, err)
 	require.Equal(t, []SummaryRow{{Conc: 8, Completed: 30, Failed: 2, ReqS: 1.5, OutTokS: 2, TotalTokS: 3, TTFTP50MS: 4, TTFTP99MS: 5,
 		TPOTP50MS: 6, TPOTP99MS: 7, ITLP50MS: 8, E2ELP50MS: 9, DecodeBS: 8}}, rows)
@@ -28,9 +28,9 @@ func TestSummaryAgreesWithLevel(t *testing.T) {
 	l.Status, l.Failed, l.NotSent = StatusFailed, 3, 5
 	var doc bytes.Buffer
 	require.NoError(t, l.Write(&doc))
-	back, err := ParseLevel(doc.Bytes())
+	back, err := parseLevel(doc.Bytes())
 	require.NoError(t, err)
-	rows, err := ReadSummary(bytes.NewReader(FormatSummary([]SummaryRow{SummaryRowOf(back)})))
+	rows, err := readSummary(bytes.NewReader(FormatSummary([]SummaryRow{SummaryRowOf(back)})))
 	require.NoError(t, err)
 	require.Len(t, rows, 1)
 	require.Equal(t, back.Status, rows[0].Status)

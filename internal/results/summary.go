@@ -58,9 +58,9 @@ func SummaryRowOf(l *Level) SummaryRow {
 
 func f2(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }
 
-// WriteSummary writes summary.csv: the header, then one row per level with
+// writeSummary writes summary.csv: the header, then one row per level with
 // two decimals.
-func WriteSummary(w io.Writer, rows []SummaryRow) error {
+func writeSummary(w io.Writer, rows []SummaryRow) error {
 	cw := csv.NewWriter(w)
 	_ = cw.Write(SummaryHeader)
 	for _, r := range rows {
@@ -84,10 +84,10 @@ func WriteSummary(w io.Writer, rows []SummaryRow) error {
 	return cw.Error()
 }
 
-// FormatSummary is WriteSummary to a byte slice.
+// FormatSummary is writeSummary to a byte slice.
 func FormatSummary(rows []SummaryRow) []byte {
 	var b bytes.Buffer
-	_ = WriteSummary(&b, rows)
+	_ = writeSummary(&b, rows)
 	return b.Bytes()
 }
 
@@ -98,17 +98,17 @@ func LoadSummary(path string) ([]SummaryRow, error) {
 		return nil, err
 	}
 	defer f.Close()
-	rows, err := ReadSummary(f)
+	rows, err := readSummary(f)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return rows, nil
 }
 
-// ReadSummary reads summary.csv. Columns are found by name, so a file with
+// readSummary reads summary.csv. Columns are found by name, so a file with
 // more columns (from a newer release) reads too, and one without status and
 // not_sent (from an older one, whose failed counted unsent requests too).
-func ReadSummary(r io.Reader) ([]SummaryRow, error) {
+func readSummary(r io.Reader) ([]SummaryRow, error) {
 	cr := csv.NewReader(r)
 	cr.ReuseRecord = false
 	cr.FieldsPerRecord = -1 // trailing optional cells may be left off

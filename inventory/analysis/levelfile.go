@@ -14,18 +14,18 @@ import (
 	"github.com/profile-model/profile-model/tracing"
 )
 
-// LevelFileVersion is the schema version of the level analysis file this
+// levelFileVersion is the schema version of the level analysis file this
 // package writes.
-const LevelFileVersion = 1
+const levelFileVersion = 1
 
 // LevelFileName is the name of a level's analysis file in its directory
 // (levels/conc{N}/ of a run).
 const LevelFileName = "analysis.json" // results.Run.LevelAnalysis names it in a run directory
 
-// MaxIrregular is how many irregular layers a level file keeps per table
+// maxIrregular is how many irregular layers a level file keeps per table
 // (all are counted): enough to show how they differ, small enough that a
 // trace with thousands of them does not bloat the file.
-const MaxIrregular = 20
+const maxIrregular = 20
 
 // LevelFile is the analysis of one level's trace as the run report reads it
 // back: everything the report needs, so that a report is rebuilt from the
@@ -47,7 +47,7 @@ type LevelFile struct {
 }
 
 // LevelTable is a robust layer table with its irregular layers cut to the
-// first MaxIrregular; IrregularLayers counts them all.
+// first maxIrregular; IrregularLayers counts them all.
 type LevelTable struct {
 	inventory.LayerTable
 	IrregularLayers int `json:"irregular_layers"`
@@ -60,7 +60,7 @@ func (f *LevelFile) DecodeBS() int { return f.Summary.DecodeBS }
 // NewLevelFile makes the level file of an analysis; the result must hold
 // the trace (Result.Trace) for the step times.
 func NewLevelFile(r *Result) *LevelFile {
-	f := &LevelFile{SchemaVersion: LevelFileVersion, Trace: filepath.Base(r.Path), Summary: r.Summary,
+	f := &LevelFile{SchemaVersion: levelFileVersion, Trace: filepath.Base(r.Path), Summary: r.Summary,
 		Decode: levelTable(r.Decode), Prefill: levelTable(r.Prefill), Inventory: r.Inventory,
 		Warnings: slices.Clone(r.Warnings)}
 	f.Summary.Path = f.Trace
@@ -75,8 +75,8 @@ func levelTable(t *inventory.LayerTable) *LevelTable {
 		return nil
 	}
 	lt := &LevelTable{LayerTable: *t, IrregularLayers: len(t.Irregular)}
-	if len(t.Irregular) > MaxIrregular {
-		lt.Irregular = slices.Clone(t.Irregular[:MaxIrregular])
+	if len(t.Irregular) > maxIrregular {
+		lt.Irregular = slices.Clone(t.Irregular[:maxIrregular])
 	}
 	return lt
 }
@@ -99,21 +99,21 @@ func LoadLevelFile(path string) (*LevelFile, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := ParseLevelFile(data)
+	f, err := parseLevelFile(data)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return f, nil
 }
 
-// ParseLevelFile parses a level file document.
-func ParseLevelFile(data []byte) (*LevelFile, error) {
+// parseLevelFile parses a level file document.
+func parseLevelFile(data []byte) (*LevelFile, error) {
 	var f LevelFile
 	if err := json.Unmarshal(data, &f); err != nil {
 		return nil, fmt.Errorf("not a level analysis file (%w); rewrite it with profile-model run, or remove it", err)
 	}
-	if f.SchemaVersion > LevelFileVersion {
-		return nil, fmt.Errorf("schema_version %d is newer than this tool reads (%d): update profile-model", f.SchemaVersion, LevelFileVersion)
+	if f.SchemaVersion > levelFileVersion {
+		return nil, fmt.Errorf("schema_version %d is newer than this tool reads (%d): update profile-model", f.SchemaVersion, levelFileVersion)
 	}
 	if f.SchemaVersion == 0 {
 		return nil, fmt.Errorf("no schema_version: not a level analysis file")

@@ -16,7 +16,7 @@ import (
 func TestLevelFileRoundTrip(t *testing.T) {
 	r := synthResult(t, synth.GenerateOptions{BS: 4, DecodeSteps: 6, PrefillSteps: 2, Layers: 6})
 	f := NewLevelFile(r)
-	require.Equal(t, LevelFileVersion, f.SchemaVersion)
+	require.Equal(t, levelFileVersion, f.SchemaVersion)
 	require.Equal(t, "trace.json", f.Trace)
 	require.Equal(t, "trace.json", f.Summary.Path, "no directory: a copied run reads the same")
 	require.Equal(t, 4, f.DecodeBS())
@@ -43,13 +43,13 @@ func TestLevelFileRoundTrip(t *testing.T) {
 
 func TestLevelFileCapsIrregular(t *testing.T) {
 	lt := &inventory.LayerTable{Positions: []inventory.Position{}}
-	for i := range MaxIrregular + 5 {
+	for i := range maxIrregular + 5 {
 		lt.Irregular = append(lt.Irregular, inventory.IrregularLayer{Step: i})
 	}
 	got := levelTable(lt)
-	require.Len(t, got.Irregular, MaxIrregular)
-	require.Equal(t, MaxIrregular+5, got.IrregularLayers)
-	require.Len(t, lt.Irregular, MaxIrregular+5, "the analysis keeps them all")
+	require.Len(t, got.Irregular, maxIrregular)
+	require.Equal(t, maxIrregular+5, got.IrregularLayers)
+	require.Len(t, lt.Irregular, maxIrregular+5, "the analysis keeps them all")
 }
 
 func TestLoadLevelFileErrors(t *testing.T) {

@@ -15,8 +15,8 @@ import (
 	"github.com/profile-model/profile-model/tracing"
 )
 
-// WriteSummaryJSON writes an inspect summary as indented JSON.
-func WriteSummaryJSON(w io.Writer, s tracing.Summary) error {
+// writeSummaryJSON writes an inspect summary as indented JSON.
+func writeSummaryJSON(w io.Writer, s tracing.Summary) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(s)

@@ -6,9 +6,9 @@ import (
 	"github.com/profile-model/profile-model/internal/results"
 )
 
-// BenchName is the benchmark name of a comparison of two traces or
+// benchName is the benchmark name of a comparison of two traces or
 // levels; runs add /conc=N.
-const BenchName = "Profile"
+const benchName = "Profile"
 
 // benchMetrics are one side's figures as benchmark metrics: step-us and
 // layer-us, then <category>-us/step and <category>-us/layer; when neither
@@ -51,10 +51,10 @@ func (r *Report) benchMetrics(side int) []results.Metric {
 func (r *Report) BenchResults() (a, b []results.BenchResult) {
 	ma, mb := r.benchMetrics(0), r.benchMetrics(1)
 	if len(ma) > 0 {
-		a = []results.BenchResult{{Name: BenchName, Iters: 1, Metrics: ma}}
+		a = []results.BenchResult{{Name: benchName, Iters: 1, Metrics: ma}}
 	}
 	if len(mb) > 0 {
-		b = []results.BenchResult{{Name: BenchName, Iters: 1, Metrics: mb}}
+		b = []results.BenchResult{{Name: benchName, Iters: 1, Metrics: mb}}
 	}
 	return a, b
 }
@@ -64,7 +64,7 @@ func (r *Report) BenchResults() (a, b []results.BenchResult) {
 // kernel figures.
 func (rr *RunReport) BenchResults() (a, b []results.BenchResult) {
 	for _, l := range rr.Levels {
-		name := fmt.Sprintf("%s/conc=%d", BenchName, l.Conc)
+		name := fmt.Sprintf("%s/conc=%d", benchName, l.Conc)
 		ra := results.BenchResult{Name: name, Iters: 1}
 		rb := ra
 		for _, m := range l.Client {

@@ -9,11 +9,11 @@ import (
 
 func BenchmarkCompareVendors(b *testing.B) {
 	ctx := context.Background()
-	pa, err := LoadTrace(ctx, corpus.Path(b, "traces/qwen1.5-0.5b-forward-mi300x.json.gz"), nil)
+	pa, err := loadTrace(ctx, corpus.Path(b, "traces/qwen1.5-0.5b-forward-mi300x.json.gz"), nil)
 	if err != nil {
 		b.Fatal(err)
 	}
-	pb, err := LoadTrace(ctx, corpus.Path(b, "traces/qwen1.5-0.5b-forward-h100.json.gz"), nil)
+	pb, err := loadTrace(ctx, corpus.Path(b, "traces/qwen1.5-0.5b-forward-h100.json.gz"), nil)
 	if err != nil {
 		b.Fatal(err)
 	}

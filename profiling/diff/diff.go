@@ -45,17 +45,17 @@ func pairPtr(a, b float64, ok bool) *Pair {
 // Measures kernel changes are ranked by: per step when both sides have
 // per-step times, else per layer, else over the whole trace.
 const (
-	PerStep  = "step"
-	PerLayer = "layer"
-	PerTrace = "total"
+	perStep  = "step"
+	perLayer = "layer"
+	perTrace = "total"
 )
 
 // Report is the comparison of two profiles.
 type Report struct {
 	A *Profile `json:"a"`
 	B *Profile `json:"b"`
-	// Measure is what kernel changes are ranked by: PerStep, PerLayer or
-	// PerTrace.
+	// Measure is what kernel changes are ranked by: "step", "layer" or
+	// "total" (the whole trace).
 	Measure string `json:"measure"`
 	// CategoryMeasure is what category changes are ranked and their ratios
 	// taken by (per step when both sides know it per category, as level
@@ -130,9 +130,9 @@ func (k *KernelChange) Delta(measure string) float64 {
 
 func (k *KernelChange) measure(m string) *Pair {
 	switch m {
-	case PerStep:
+	case perStep:
 		return k.StepUS
-	case PerLayer:
+	case perLayer:
 		return k.LayerUS
 	}
 	return k.TotalUS
@@ -148,11 +148,11 @@ func Compare(a, b *Profile) *Report {
 	measure := func(steps bool) string {
 		switch {
 		case steps:
-			return PerStep
+			return perStep
 		case layers:
-			return PerLayer
+			return perLayer
 		}
-		return PerTrace
+		return perTrace
 	}
 	r.Measure, r.CategoryMeasure = measure(kernelSteps), measure(steps)
 	m := newMatcher()
@@ -224,7 +224,7 @@ func Compare(a, b *Profile) *Report {
 	slices.SortStableFunc(r.Kernels, func(x, y KernelChange) int {
 		return cmp.Or(
 			cmp.Compare(math.Abs(y.Delta(r.Measure)), math.Abs(x.Delta(r.Measure))),
-			cmp.Compare(math.Abs(y.Delta(PerTrace)), math.Abs(x.Delta(PerTrace))))
+			cmp.Compare(math.Abs(y.Delta(perTrace)), math.Abs(x.Delta(perTrace))))
 	})
 
 	r.addCategories(steps, layers, totals)
@@ -319,9 +319,9 @@ func (r *Report) notes() []string {
 	var lacks [2][]string
 	for i, p := range []*Profile{r.A, r.B} {
 		switch {
-		case p.StepTimes == StepFromCategories && r.Measure != PerStep:
+		case p.StepTimes == stepFromCategories && r.Measure != perStep:
 			lacks[i] = append(lacks[i], "files give per-step times by category only: kernels are compared "+measureName(r.Measure))
-		case p.StepTimes == "" && r.Measure != PerStep:
+		case p.StepTimes == "" && r.Measure != perStep:
 			lacks[i] = append(lacks[i], "no per-step times: kernels are compared "+measureName(r.Measure))
 		}
 		if !p.HasLayers() {
@@ -348,9 +348,9 @@ func (r *Report) notes() []string {
 
 func measureName(m string) string {
 	switch m {
-	case PerStep:
+	case perStep:
 		return "per step"
-	case PerLayer:
+	case perLayer:
 		return "per layer"
 	}
 	return "over the whole trace"

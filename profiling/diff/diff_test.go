@@ -66,12 +66,12 @@ func TestCompareVendorsCorpus(t *testing.T) {
 	amd := corpus.Path(t, "traces/qwen1.5-0.5b-forward-mi300x.json.gz")
 	nv := corpus.Path(t, "traces/qwen1.5-0.5b-forward-h100.json.gz")
 	ctx := context.Background()
-	a, err := LoadTrace(ctx, amd, nil)
+	a, err := loadTrace(ctx, amd, nil)
 	require.NoError(t, err)
-	b, err := LoadTrace(ctx, nv, nil)
+	b, err := loadTrace(ctx, nv, nil)
 	require.NoError(t, err)
 	r := Compare(a, b)
-	require.Equal(t, PerStep, r.Measure)
+	require.Equal(t, perStep, r.Measure)
 	require.False(t, r.NoChange)
 
 	// Kernel groups: each vendor's kernels for the role.
@@ -87,11 +87,11 @@ func TestCompareVendorsCorpus(t *testing.T) {
 	}
 	has := func(sub string) func(string) bool { return func(s string) bool { return strings.Contains(s, sub) } }
 	gemm := group("Dense GEMM (BF16)", has("Cijk_"), has("sm90_xmma_gemm"))
-	require.Equal(t, MatchPosition, gemm.Match)
+	require.Equal(t, matchPosition, gemm.Match)
 	attn := group("Flash attention (prefill)", has("attn_fwd"), has("flash_fwd"))
-	require.Equal(t, MatchPosition, attn.Match)
+	require.Equal(t, matchPosition, attn.Match)
 	mul := group("Elementwise / copy", has("elementwise_kernel_manual_unroll<"), has("elementwise_kernel<"))
-	require.Equal(t, MatchRole, mul.Match, "ATen kernels of the same functor")
+	require.Equal(t, matchRole, mul.Match, "ATen kernels of the same functor")
 	require.NotEqual(t, mul.A, mul.B)
 
 	// The normalisation kernels, position by position.
@@ -177,17 +177,17 @@ func TestChanges(t *testing.T) {
 		want []Change
 	}{
 		{name: "fused", a: renum(gate, sort, gemm1, gemm2, norm), b: renum(gate, sort, fmoe, norm),
-			want: []Change{{Kind: Fused, Category: "MoE expert GEMM", A: []string{"MoE_GEMM (CK)", "MoE_GEMM (CK)"}, B: []string{"MoE_GEMM_fused (ASM)"}, PosA: []int{2, 3}, PosB: []int{2}, AUS: 106, BUS: 90}}},
+			want: []Change{{Kind: changeFused, Category: "MoE expert GEMM", A: []string{"MoE_GEMM (CK)", "MoE_GEMM (CK)"}, B: []string{"MoE_GEMM_fused (ASM)"}, PosA: []int{2, 3}, PosB: []int{2}, AUS: 106, BUS: 90}}},
 		{name: "split", a: renum(gate, sort, gemm1), b: renum(gate, p0, p23, gemm1),
-			want: []Change{{Kind: Split, Category: "MoE sort / align", A: []string{"MoE_sort"}, B: []string{"MoE_sort_P0", "MoE_sort_P23"}, PosA: []int{1}, PosB: []int{1, 2}, AUS: 8, BUS: 10}}},
+			want: []Change{{Kind: changeSplit, Category: "MoE sort / align", A: []string{"MoE_sort"}, B: []string{"MoE_sort_P0", "MoE_sort_P23"}, PosA: []int{1}, PosB: []int{1, 2}, AUS: 8, BUS: 10}}},
 		{name: "replaced across vendors", a: renum(gate, cijk, norm, cijk), b: renum(gate, nvjet, norm, nvjet),
-			want: []Change{{Kind: Replaced, Category: "Dense GEMM (BF16)", A: []string{"GEMM_BF16 (rocBLAS)"}, B: []string{"GEMM (nvjet)"}, PosA: []int{1, 3}, PosB: []int{1, 3}, AUS: 24, BUS: 18}}},
+			want: []Change{{Kind: changeReplaced, Category: "Dense GEMM (BF16)", A: []string{"GEMM_BF16 (rocBLAS)"}, B: []string{"GEMM (nvjet)"}, PosA: []int{1, 3}, PosB: []int{1, 3}, AUS: 24, BUS: 18}}},
 		{name: "added", a: renum(gate, norm), b: renum(gate, quant, norm),
-			want: []Change{{Kind: Added, Category: "Activation quant", A: []string{}, B: []string{"FP8_quant"}, PosA: []int{}, PosB: []int{1}, BUS: 5}}},
+			want: []Change{{Kind: changeAdded, Category: "Activation quant", A: []string{}, B: []string{"FP8_quant"}, PosA: []int{}, PosB: []int{1}, BUS: 5}}},
 		{name: "removed", a: renum(gate, quant, norm), b: renum(gate, norm),
-			want: []Change{{Kind: Removed, Category: "Activation quant", A: []string{"FP8_quant"}, B: []string{}, PosA: []int{1}, PosB: []int{}, AUS: 5}}},
+			want: []Change{{Kind: changeRemoved, Category: "Activation quant", A: []string{"FP8_quant"}, B: []string{}, PosA: []int{1}, PosB: []int{}, AUS: 5}}},
 		{name: "replaced by another category", a: renum(gate, quant, norm), b: renum(gate, sort, norm),
-			want: []Change{{Kind: Replaced, A: []string{"FP8_quant"}, B: []string{"MoE_sort"}, PosA: []int{1}, PosB: []int{1}, AUS: 5, BUS: 8}}},
+			want: []Change{{Kind: changeReplaced, A: []string{"FP8_quant"}, B: []string{"MoE_sort"}, PosA: []int{1}, PosB: []int{1}, AUS: 5, BUS: 8}}},
 		{name: "same", a: renum(gate, sort, gemm1), b: renum(gate, sort, gemm1), want: []Change{}},
 	}
 	for _, tc := range cases {
@@ -212,10 +212,10 @@ func TestCorpusSplitMoESort(t *testing.T) {
 	b, err := LoadLevel(corpus.Path(t, "atom-minimax-m2.5/conc32_layer.csv"), nil)
 	require.NoError(t, err)
 	r := Compare(a, b)
-	require.Equal(t, PerLayer, r.Measure, "layer tables alone: compared per layer")
-	i := slices.IndexFunc(r.Changes, func(c Change) bool { return c.Kind == Split })
+	require.Equal(t, perLayer, r.Measure, "layer tables alone: compared per layer")
+	i := slices.IndexFunc(r.Changes, func(c Change) bool { return c.Kind == changeSplit })
 	require.GreaterOrEqual(t, i, 0, "changes: %+v", r.Changes)
-	require.Equal(t, Change{Kind: Split, Category: "MoE sort / align", A: []string{"MoE_sort"}, B: []string{"MoE_sort_P0", "MoE_sort_P23"},
+	require.Equal(t, Change{Kind: changeSplit, Category: "MoE sort / align", A: []string{"MoE_sort"}, B: []string{"MoE_sort_P0", "MoE_sort_P23"},
 		PosA: []int{7}, PosB: []int{7, 8}, AUS: r.Changes[i].AUS, BUS: r.Changes[i].BUS}, r.Changes[i])
 	require.Equal(t, "MoE expert GEMM", r.Kernels[0].Category, "the MoE GEMMs grow the most with batch size")
 	require.Positive(t, r.Kernels[0].LayerUS.Delta)
@@ -230,7 +230,7 @@ func TestCompareSelf(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	synthRun(t, dir, baseLayer, []int{8}, 0)
-	p, err := LoadTrace(context.Background(), filepath.Join(results.Run(dir).Traces(), "rank_0", "conc8.pt.trace.json"), nil)
+	p, err := loadTrace(context.Background(), filepath.Join(results.Run(dir).Traces(), "rank_0", "conc8.pt.trace.json"), nil)
 	require.NoError(t, err)
 	r := Compare(p, p)
 	require.True(t, r.NoChange)
@@ -248,7 +248,7 @@ func TestCompareSelf(t *testing.T) {
 	// And the trace against its files: same layer, same categories per
 	// step (to the files' three decimals).
 	r = Compare(p, q)
-	require.Equal(t, PerLayer, r.Measure)
+	require.Equal(t, perLayer, r.Measure)
 	require.Empty(t, r.Changes)
 	for _, c := range r.Categories {
 		require.InDelta(t, 0, c.StepUS.Delta, 0.002, c.Category)
@@ -298,14 +298,14 @@ func TestAlign(t *testing.T) {
 		want []pairing
 	}{
 		{"identical", []Position{pos("x", "A"), pos("y", "B")}, []Position{pos("x", "A"), pos("y", "B")},
-			[]pairing{{0, 0, MatchName}, {1, 1, MatchName}}},
+			[]pairing{{0, 0, matchName}, {1, 1, matchName}}},
 		{"insertion", []Position{pos("x", "A"), pos("y", "B")}, []Position{pos("x", "A"), pos("z", "C"), pos("y", "B")},
-			[]pairing{{0, 0, MatchName}, {-1, 1, ""}, {1, 2, MatchName}}},
+			[]pairing{{0, 0, matchName}, {-1, 1, ""}, {1, 2, matchName}}},
 		{"by category", []Position{pos("x", "A"), pos("Cijk_1", "G"), pos("y", "B")}, []Position{pos("x", "A"), pos("nvjet_1", "G"), pos("y", "B")},
-			[]pairing{{0, 0, MatchName}, {1, 1, MatchPosition}, {2, 2, MatchName}}},
+			[]pairing{{0, 0, matchName}, {1, 1, matchPosition}, {2, 2, matchName}}},
 		{"functors", []Position{pos("at::native::elementwise_kernel<MulFunctor>", ew)},
 			[]Position{pos("at::native::vectorized_elementwise_kernel<MulFunctor>", ew)},
-			[]pairing{{0, 0, MatchRole}}},
+			[]pairing{{0, 0, matchRole}}},
 		{"other functors", []Position{pos("at::native::elementwise_kernel<MulFunctor>", ew)},
 			[]Position{pos("at::native::elementwise_kernel<CUDAFunctor_add>", ew)},
 			[]pairing{{0, -1, ""}, {-1, 0, ""}}},

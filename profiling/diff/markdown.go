@@ -89,7 +89,7 @@ func (r *Report) writeTimes(mw *mdWriter) {
 func (r *Report) writeCategories(mw *mdWriter, h string) {
 	mw.line("%sCategories (%s)", h, unitName(r.CategoryMeasure))
 	mw.line("")
-	layerCols := r.LayerUS != nil && r.CategoryMeasure != PerLayer
+	layerCols := r.LayerUS != nil && r.CategoryMeasure != perLayer
 	if layerCols {
 		mw.line("| category | A | B | Δ | Δ %% | B/A | A per layer | B per layer | Δ per layer |")
 		mw.line("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
@@ -218,9 +218,9 @@ func (r *Report) writeLayerChanges(mw *mdWriter, h string) {
 			cat = " (" + c.Category + ")"
 		}
 		switch c.Kind {
-		case Added:
+		case changeAdded:
 			mw.line("- **added**%s: %s at pos %s: %s µs per layer", cat, nameList(c.B), ints(c.PosB), f1(c.BUS))
-		case Removed:
+		case changeRemoved:
 			mw.line("- **removed**%s: %s at pos %s: %s µs per layer", cat, nameList(c.A), ints(c.PosA), f1(c.AUS))
 		default:
 			same := ""
@@ -281,9 +281,9 @@ func (r *Report) writeNotes(mw *mdWriter) {
 
 func unitName(measure string) string {
 	switch measure {
-	case PerStep:
+	case perStep:
 		return "µs per step"
-	case PerLayer:
+	case perLayer:
 		return "µs per layer"
 	}
 	return "µs in the whole trace"
@@ -291,9 +291,9 @@ func unitName(measure string) string {
 
 func (r *Report) measureOf(m string) *Pair {
 	switch m {
-	case PerStep:
+	case perStep:
 		return r.StepUS
-	case PerLayer:
+	case perLayer:
 		return r.LayerUS
 	}
 	return r.TotalUS
@@ -301,9 +301,9 @@ func (r *Report) measureOf(m string) *Pair {
 
 func (c *CategoryChange) measure(m string) *Pair {
 	switch m {
-	case PerStep:
+	case perStep:
 		return c.StepUS
-	case PerLayer:
+	case perLayer:
 		return c.LayerUS
 	}
 	return c.TotalUS
@@ -321,10 +321,10 @@ func (r *Report) kernelColumns() []kernelColumn {
 	if r.LayerUS != nil {
 		cols = append(cols, kernelColumn{"per layer", func(k *KernelChange) *Pair { return k.LayerUS }})
 	}
-	if r.Measure == PerStep {
+	if r.Measure == perStep {
 		cols = append(cols, kernelColumn{"per step", func(k *KernelChange) *Pair { return k.StepUS }})
 	}
-	if r.Measure != PerStep && r.TotalUS != nil || len(cols) == 0 {
+	if r.Measure != perStep && r.TotalUS != nil || len(cols) == 0 {
 		cols = append(cols, kernelColumn{"total", func(k *KernelChange) *Pair { return k.TotalUS }})
 	}
 	return cols

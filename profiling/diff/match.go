@@ -10,11 +10,11 @@ import (
 
 // How two kernels were matched, from the surest to the loosest.
 const (
-	MatchName     = "name"       // the same kernel name
-	MatchShort    = "short_name" // the same demangled name without template arguments
-	MatchRole     = "role"       // the same ATen operation (functor) in the same category
-	MatchPosition = "position"   // the same category at the same place in the layer
-	MatchCategory = "category"   // the same category, anywhere in the trace
+	matchName     = "name"       // the same kernel name
+	matchShort    = "short_name" // the same demangled name without template arguments
+	matchRole     = "role"       // the same ATen operation (functor) in the same category
+	matchPosition = "position"   // the same category at the same place in the layer
+	matchCategory = "category"   // the same category, anywhere in the trace
 )
 
 // matcher holds what the matching needs of kernel names, computed once.
@@ -56,20 +56,20 @@ func (m *matcher) functor(name string) string {
 func (m *matcher) score(a, b *Position) (int, string) {
 	switch {
 	case a.Kernel == b.Kernel:
-		return 10, MatchName
+		return 10, matchName
 	case m.shortKey(a.Kernel) == m.shortKey(b.Kernel):
-		return 8, MatchShort
+		return 8, matchShort
 	case a.Category != b.Category || a.Category == inventory.Other:
 		return 0, ""
 	}
 	fa, fb := m.functor(a.Kernel), m.functor(b.Kernel)
 	switch {
 	case fa != "" && fa == fb:
-		return 6, MatchRole
+		return 6, matchRole
 	case fa != "" && fb != "":
 		return 0, "" // two ATen kernels that compute different things
 	}
-	return 3, MatchPosition
+	return 3, matchPosition
 }
 
 // pairing is one row of the aligned layer tables: a position of A, of B,
@@ -140,7 +140,7 @@ func (m *matcher) groupKernels(pa, pb *Profile, links []pairing) []kernelGroup {
 	var groups []kernelGroup
 	for i, k := range pa.Kernels {
 		if j, ok := pb.byName[k.Kernel]; ok {
-			groups = append(groups, kernelGroup{[]int32{int32(i)}, []int32{j}, MatchName})
+			groups = append(groups, kernelGroup{[]int32{int32(i)}, []int32{j}, matchName})
 			doneA[i], doneB[j] = true, true
 		}
 	}
@@ -186,7 +186,7 @@ func (m *matcher) groupKernels(pa, pb *Profile, links []pairing) []kernelGroup {
 			}
 		}
 	}
-	byKey(func(k *Kernel) string { return m.shortKey(k.Kernel) }, MatchShort)
+	byKey(func(k *Kernel) string { return m.shortKey(k.Kernel) }, matchShort)
 
 	// Kernels the layer tables link: union-find over A's kernels (0..n-1)
 	// and B's (n..).
@@ -218,7 +218,7 @@ func (m *matcher) groupKernels(pa, pb *Profile, links []pairing) []kernelGroup {
 		}
 		r := find(ia)
 		joined[r] = true
-		notRole[r] = notRole[r] || l.how != MatchRole
+		notRole[r] = notRole[r] || l.how != matchRole
 	}
 	comps := map[int]*kernelGroup{}
 	var roots []int
@@ -232,9 +232,9 @@ func (m *matcher) groupKernels(pa, pb *Profile, links []pairing) []kernelGroup {
 		}
 		g := comps[r]
 		if g == nil {
-			how := MatchRole
+			how := matchRole
 			if notRole[r] {
-				how = MatchPosition
+				how = matchPosition
 			}
 			g = &kernelGroup{how: how}
 			comps[r] = g
@@ -260,13 +260,13 @@ func (m *matcher) groupKernels(pa, pb *Profile, links []pairing) []kernelGroup {
 			return k.Category + "\x00" + f
 		}
 		return ""
-	}, MatchRole)
+	}, matchRole)
 	byKey(func(k *Kernel) string {
 		if k.Category == inventory.Other || m.functor(k.Kernel) != "" {
 			return ""
 		}
 		return k.Category
-	}, MatchCategory)
+	}, matchCategory)
 
 	for i := range pa.Kernels {
 		if !doneA[i] {
@@ -296,11 +296,11 @@ type Change struct {
 
 // Change kinds.
 const (
-	Fused    = "fused"    // several kernels of A became fewer of B
-	Split    = "split"    // one or a few kernels of A became more of B
-	Replaced = "replaced" // as many kernels, by other names
-	Added    = "added"
-	Removed  = "removed"
+	changeFused    = "fused"    // several kernels of A became fewer of B
+	changeSplit    = "split"    // one or a few kernels of A became more of B
+	changeReplaced = "replaced" // as many kernels, by other names
+	changeAdded    = "added"
+	changeRemoved  = "removed"
 )
 
 // changes reads the substitutions off the aligned tables. Between two
@@ -324,8 +324,8 @@ func changes(pa, pb *Profile, aligned []pairing) ([]Change, []pairing) {
 		seg = seg[:0]
 	}
 	for _, p := range aligned {
-		if p.how == MatchName || p.how == MatchShort || p.how == MatchRole {
-			if p.how == MatchRole {
+		if p.how == matchName || p.how == matchShort || p.how == matchRole {
+			if p.how == matchRole {
 				links = append(links, p)
 			}
 			flush()
@@ -371,7 +371,7 @@ func segmentChanges(pa, pb *Profile, seg []pairing) ([]Change, []pairing) {
 		if len(s.a) > 0 && len(s.b) > 0 {
 			for _, a := range s.a {
 				for _, b := range s.b {
-					links = append(links, pairing{a, b, MatchPosition})
+					links = append(links, pairing{a, b, matchPosition})
 				}
 			}
 		}
@@ -383,23 +383,23 @@ func segmentChanges(pa, pb *Profile, seg []pairing) ([]Change, []pairing) {
 		case len(s.a) == len(s.b):
 			// As many on both sides: each replaces the one at its place.
 			for i := range s.a {
-				out = append(out, change(pa, pb, Replaced, c, s.a[i:i+1], s.b[i:i+1]))
+				out = append(out, change(pa, pb, changeReplaced, c, s.a[i:i+1], s.b[i:i+1]))
 			}
 		case len(s.a) > len(s.b):
-			out = append(out, change(pa, pb, Fused, c, s.a, s.b))
+			out = append(out, change(pa, pb, changeFused, c, s.a, s.b))
 		default:
-			out = append(out, change(pa, pb, Split, c, s.a, s.b))
+			out = append(out, change(pa, pb, changeSplit, c, s.a, s.b))
 		}
 	}
 	slices.Sort(onlyA)
 	slices.Sort(onlyB)
 	switch {
 	case len(onlyA) > 0 && len(onlyB) > 0:
-		out = append(out, change(pa, pb, Replaced, "", onlyA, onlyB))
+		out = append(out, change(pa, pb, changeReplaced, "", onlyA, onlyB))
 	case len(onlyA) > 0:
-		out = append(out, change(pa, pb, Removed, "", onlyA, nil))
+		out = append(out, change(pa, pb, changeRemoved, "", onlyA, nil))
 	case len(onlyB) > 0:
-		out = append(out, change(pa, pb, Added, "", nil, onlyB))
+		out = append(out, change(pa, pb, changeAdded, "", nil, onlyB))
 	}
 	return out, links
 }

@@ -24,12 +24,12 @@ import (
 
 // How a profile's per-step times were obtained.
 const (
-	// StepFromTrace: summed from the kernels of each analysed step, per
+	// stepFromTrace: summed from the kernels of each analysed step, per
 	// kernel and per category.
-	StepFromTrace = "trace"
-	// StepFromCategories: a level's CSV files hold per-step times per
+	stepFromTrace = "trace"
+	// stepFromCategories: a level's CSV files hold per-step times per
 	// category only; kernels are compared per layer.
-	StepFromCategories = "categories"
+	stepFromCategories = "categories"
 )
 
 // Profile is one side of a comparison: the per-layer table, the kernels
@@ -44,8 +44,9 @@ type Profile struct {
 	Steps           int    `json:"steps"`           // steps analysed, 0 when unknown
 	LayersPerStep   int    `json:"layers_per_step"` // 0 when unknown
 	KernelsPerLayer []int  `json:"kernels_per_layer,omitempty"`
-	// StepTimes is StepFromTrace, StepFromCategories, or "" when the
-	// per-step times are unknown.
+	// StepTimes is where the per-step times come from: "trace" (the
+	// kernels of each step), "categories" (a level's category table), or
+	// "" when they are unknown.
 	StepTimes string `json:"step_times,omitempty"`
 	// CategoryStepUS is the GPU time per step of each category (when
 	// StepTimes is set).
@@ -92,7 +93,7 @@ type Kernel struct {
 func (p *Profile) HasSteps() bool { return p.StepTimes != "" }
 
 // HasKernelSteps reports whether per-step times are known per kernel.
-func (p *Profile) HasKernelSteps() bool { return p.StepTimes == StepFromTrace }
+func (p *Profile) HasKernelSteps() bool { return p.StepTimes == stepFromTrace }
 
 // HasLayers reports whether the profile has a per-layer table.
 func (p *Profile) HasLayers() bool { return len(p.Positions) > 0 }
@@ -107,10 +108,10 @@ func (p *Profile) HasTotals() bool {
 	return false
 }
 
-// FromResult makes the profile of an analysed trace. The result must hold
+// fromResult makes the profile of an analysed trace. The result must hold
 // the robust decode table and the inventory (analysis.Layers|Inventory)
 // and the trace itself, from which the per-step kernel times are summed.
-func FromResult(r *analysis.Result) (*Profile, error) {
+func fromResult(r *analysis.Result) (*Profile, error) {
 	if r.Inventory == nil {
 		return nil, fmt.Errorf("%s: the analysis has no kernel inventory (ask for analysis.Inventory)", r.Path)
 	}
@@ -150,7 +151,7 @@ func FromResult(r *analysis.Result) (*Profile, error) {
 			}
 		}
 		if steps > 0 {
-			p.Steps, p.StepTimes = steps, StepFromTrace
+			p.Steps, p.StepTimes = steps, stepFromTrace
 			p.CategoryStepUS = map[string]float64{}
 			for id, ns := range perName {
 				if i, ok := p.byName[r.Trace.Names[id]]; ok && inStep[id] {
@@ -295,7 +296,7 @@ func LoadLevel(path string, rules *inventory.Rules) (*Profile, error) {
 	default:
 		for _, step := range cats {
 			if step > 0 {
-				p.CategoryStepUS, p.StepTimes = cats, StepFromCategories
+				p.CategoryStepUS, p.StepTimes = cats, stepFromCategories
 				break
 			}
 		}
@@ -409,13 +410,13 @@ func readCSV(path string, want []string) ([][]string, map[string]int, error) {
 	return recs, col, nil
 }
 
-// LoadTrace analyses a trace and makes its profile.
-func LoadTrace(ctx context.Context, path string, rules *inventory.Rules) (*Profile, error) {
+// loadTrace analyses a trace and makes its profile.
+func loadTrace(ctx context.Context, path string, rules *inventory.Rules) (*Profile, error) {
 	r, err := analysis.Load(ctx, path, analysis.Options{Parts: analysis.Layers | analysis.Inventory, Rules: rules})
 	if err != nil {
 		return nil, err
 	}
-	return FromResult(r)
+	return fromResult(r)
 }
 
 // round3 rounds to three decimals (nanoseconds, for µs figures).
@@ -436,7 +437,7 @@ func KindOf(path string) (string, error) {
 		return "", err
 	}
 	switch {
-	case st.IsDir() && IsRun(path):
+	case st.IsDir() && isRun(path):
 		return Run, nil
 	case st.IsDir():
 		return Level, nil
@@ -456,7 +457,7 @@ func LoadProfile(ctx context.Context, path string, opt Options) (*Profile, error
 	case Level:
 		return LoadLevel(path, opt.Rules)
 	case Trace:
-		return LoadTrace(ctx, path, opt.Rules)
+		return loadTrace(ctx, path, opt.Rules)
 	}
 	return nil, fmt.Errorf("%s is a run directory: compare it with another run directory", path)
 }

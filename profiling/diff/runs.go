@@ -89,9 +89,9 @@ type runLevel struct {
 
 var levelResultName = regexp.MustCompile(`^conc(\d+)\.json$`)
 
-// IsRun reports whether dir is a run directory: it holds level results
+// isRun reports whether dir is a run directory: it holds level results
 // (conc{N}.json) or a sweep summary (summary.csv).
-func IsRun(dir string) bool {
+func isRun(dir string) bool {
 	if fileExists(results.Run(dir).Summary()) {
 		return true
 	}
@@ -165,7 +165,7 @@ func loadLevelProfile(ctx context.Context, dir string, conc int, lv runLevel, op
 	if found == "" {
 		return nil, fmt.Sprintf("%s: the trace of concurrency %d (%s) is gone and there is no analysis of it (%v): kernels not compared", dir, conc, trace, lerr), nil
 	}
-	p, err := LoadTrace(ctx, found, opt.Rules)
+	p, err := loadTrace(ctx, found, opt.Rules)
 	return p, fmt.Sprintf("%s has no analysis of concurrency %d (%v): analysed its trace %s", dir, conc, lerr, found), err
 }
 
@@ -240,10 +240,10 @@ func CompareRuns(ctx context.Context, a, b string, opt Options) (*RunReport, err
 	return rr, nil
 }
 
-// ExplainShare is the least share of a TPOT change that the change of the
+// explainShare is the least share of a TPOT change that the change of the
 // GPU time per decode step must make up (with the same sign) to be called
 // its explanation.
-const ExplainShare = 0.5
+const explainShare = 0.5
 
 // explain relates the change of the median TPOT to the change of the GPU
 // time per decode step, and names the kernel that moved most.
@@ -277,7 +277,7 @@ func explain(lr *LevelReport) string {
 	}
 	step := k.StepUS.Delta / 1000
 	share := step / tpot.Delta
-	if share < ExplainShare {
+	if share < explainShare {
 		return fmt.Sprintf("%s is not explained by kernel time: the GPU time per decode step moved %s ms (%.0f%% of it). "+
 			"Look outside the kernels: host time between steps, gaps between kernels, prefill steps interleaved with decode, batching.",
 			head, signed2(step), share*100)

@@ -128,8 +128,8 @@ func TestCompareRunsSlowerKernel(t *testing.T) {
 		require.NotNil(t, k, "conc %d: the level analyses were compared", l.Conc)
 		// Level files give per-step times per category, not per kernel:
 		// kernels are ranked per layer, categories per step.
-		require.Equal(t, PerLayer, k.Measure)
-		require.Equal(t, PerStep, k.CategoryMeasure)
+		require.Equal(t, perLayer, k.Measure)
+		require.Equal(t, perStep, k.CategoryMeasure)
 		first := k.Kernels[0]
 		require.Equal(t, "both", first.In)
 		require.Equal(t, []string{baseLayer[pos].Kernel}, first.A, "conc %d: the slower kernel comes first", l.Conc)
@@ -183,7 +183,7 @@ func TestCompareRunSelf(t *testing.T) {
 	require.True(t, l.Kernels.NoChange)
 	require.Contains(t, l.Explanation, "TPOT p50 unchanged")
 	for _, k := range l.Kernels.Kernels {
-		require.Equal(t, MatchName, k.Match)
+		require.Equal(t, matchName, k.Match)
 	}
 	var md bytes.Buffer
 	require.NoError(t, rr.WriteMarkdown(&md, MarkdownOptions{}))
@@ -209,7 +209,7 @@ func TestCompareRunsFromTraces(t *testing.T) {
 	require.Len(t, l.Notes, 2)
 	require.Contains(t, l.Notes[0], "analysed its trace")
 	require.Equal(t, []string{baseLayer[2].Kernel}, l.Kernels.Kernels[0].A)
-	require.Equal(t, StepFromTrace, l.Kernels.A.StepTimes)
+	require.Equal(t, stepFromTrace, l.Kernels.A.StepTimes)
 }
 
 func TestCompareRunsErrors(t *testing.T) {
@@ -232,7 +232,7 @@ func TestExplain(t *testing.T) {
 	level := func(tpotA, tpotB float64, stepA, stepB float64, steps bool) *LevelReport {
 		lr := &LevelReport{Client: []Metric{{Name: "TPOT p50 (ms)", Unit: "tpot-p50-ms", Pair: pair(tpotA, tpotB)}}}
 		if steps {
-			k := &Report{A: &Profile{StepKind: "decode"}, B: &Profile{StepKind: "decode"}, Measure: PerLayer,
+			k := &Report{A: &Profile{StepKind: "decode"}, B: &Profile{StepKind: "decode"}, Measure: perLayer,
 				StepUS: pairPtr(stepA, stepB, true),
 				Kernels: []KernelChange{{In: "both", AShort: []string{"x"}, BShort: []string{"x"}, A: []string{"x"}, B: []string{"x"},
 					LayerUS: pairPtr(10, 10+(stepB-stepA)/4, true)}}}

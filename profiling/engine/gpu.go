@@ -36,12 +36,12 @@ var gpuToolArgs = map[string][]string{
 
 var rocmCard = regexp.MustCompile(`^card(\d+)$`)
 
-// ParseROCmSMI reads the output of `rocm-smi --showmeminfo vram --json`:
+// parseROCmSMI reads the output of `rocm-smi --showmeminfo vram --json`:
 // an object with one "cardN" object per GPU holding "VRAM Total Memory (B)"
 // and "VRAM Total Used Memory (B)" as decimal strings (numbers are accepted
 // too). Warning lines that some releases print before the JSON are skipped;
 // keys other than cardN are ignored.
-func ParseROCmSMI(b []byte) ([]GPUMemory, error) {
+func parseROCmSMI(b []byte) ([]GPUMemory, error) {
 	i := bytes.IndexByte(b, '{')
 	if i < 0 {
 		return nil, fmt.Errorf("rocm-smi output holds no JSON object (%s)", snippet(b))
@@ -106,10 +106,10 @@ func rocmBytes(card string, fields map[string]any, key string) (int64, error) {
 	return n, nil
 }
 
-// ParseNvidiaSMI reads the output of `nvidia-smi
+// parseNvidiaSMI reads the output of `nvidia-smi
 // --query-gpu=memory.used,memory.total --format=csv,noheader,nounits`: one
 // line "USED, TOTAL" in MiB per GPU, in index order.
-func ParseNvidiaSMI(b []byte) ([]GPUMemory, error) {
+func parseNvidiaSMI(b []byte) ([]GPUMemory, error) {
 	var gpus []GPUMemory
 	for n, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
 		line = strings.TrimSpace(line)
@@ -228,9 +228,9 @@ func (p GPUProbe) Memory(ctx context.Context) (GPUReport, error) {
 	}
 	var gpus []GPUMemory
 	if name == ROCmSMI {
-		gpus, err = ParseROCmSMI(out)
+		gpus, err = parseROCmSMI(out)
 	} else {
-		gpus, err = ParseNvidiaSMI(out)
+		gpus, err = parseNvidiaSMI(out)
 	}
 	if err != nil {
 		return GPUReport{Tool: name}, fmt.Errorf("GPU memory pre-flight: %w (skip the check with --force)", err)
@@ -256,9 +256,9 @@ func runTool(ctx context.Context, path string, args ...string) ([]byte, error) {
 	return out, nil
 }
 
-// DefaultGPUThreshold is how much memory a GPU may hold before the engine
+// defaultGPUThreshold is how much memory a GPU may hold before the engine
 // starts: an idle GPU's driver keeps well under 1 GiB.
-const DefaultGPUThreshold int64 = 2 << 30
+const defaultGPUThreshold int64 = 2 << 30
 
 // Preflight is the GPU memory check before an engine starts.
 type Preflight struct {
@@ -282,7 +282,7 @@ func (p Preflight) Check(ctx context.Context, spec Spec) (GPUReport, error) {
 	}
 	threshold := p.ThresholdBytes
 	if threshold <= 0 {
-		threshold = DefaultGPUThreshold
+		threshold = defaultGPUThreshold
 	}
 	r.Devices = spec.Devices(os.Environ())
 	for _, g := range r.GPUs {

@@ -38,13 +38,13 @@ func TestParseGPUTools(t *testing.T) {
 		parse func([]byte) ([]GPUMemory, error)
 		want  []GPUMemory
 	}{
-		{"rocm-smi-8gpu-idle.json", ParseROCmSMI, idle},
-		{"rocm-smi-2gpu-busy.txt", ParseROCmSMI, []GPUMemory{
+		{"rocm-smi-8gpu-idle.json", parseROCmSMI, idle},
+		{"rocm-smi-2gpu-busy.txt", parseROCmSMI, []GPUMemory{
 			{Index: 0, UsedBytes: 297795584, TotalBytes: 309220868096},
 			{Index: 1, UsedBytes: 140 * gib, TotalBytes: 309220868096},
 		}},
-		{"nvidia-smi-8gpu-idle.csv", ParseNvidiaSMI, nvIdle},
-		{"nvidia-smi-2gpu-busy.csv", ParseNvidiaSMI, []GPUMemory{
+		{"nvidia-smi-8gpu-idle.csv", parseNvidiaSMI, nvIdle},
+		{"nvidia-smi-2gpu-busy.csv", parseNvidiaSMI, []GPUMemory{
 			{Index: 0, UsedBytes: 61245 << 20, TotalBytes: 81559 << 20},
 			{Index: 1, UsedBytes: 1 << 20, TotalBytes: 81559 << 20},
 		}},
@@ -67,25 +67,25 @@ func TestParseGPUToolsMalformed(t *testing.T) {
 		in    string
 		err   string
 	}{
-		{"rocm empty", ParseROCmSMI, "", "rocm-smi output holds no JSON object"},
-		{"rocm driver message", ParseROCmSMI, "ERROR:root:Driver not initialized (amdgpu not found in modules)\n", "no JSON object"},
-		{"rocm truncated", ParseROCmSMI, `{"card0": {"VRAM Total Memory (B)": "1`, "rocm-smi output at byte 0"},
-		{"rocm no card", ParseROCmSMI, `{"system": {"Driver version": "6.10.5"}}`, `lists no GPU (no "cardN" entry)`},
-		{"rocm card not an object", ParseROCmSMI, `{"card0": "N/A"}`, "rocm-smi card0:"},
-		{"rocm used missing", ParseROCmSMI, `{"card0": {"VRAM Total Memory (B)": "100"}}`, `rocm-smi card0: no "VRAM Total Used Memory (B)" field`},
-		{"rocm not a number", ParseROCmSMI, `{"card3": {"VRAM Total Memory (B)": "N/A", "VRAM Total Used Memory (B)": "1"}}`, `rocm-smi card3 "VRAM Total Memory (B)": "N/A" is not a byte count`},
-		{"rocm fraction", ParseROCmSMI, `{"card0": {"VRAM Total Memory (B)": 100.5, "VRAM Total Used Memory (B)": 1}}`, `"100.5" is not a byte count`},
-		{"rocm bool", ParseROCmSMI, `{"card0": {"VRAM Total Memory (B)": true, "VRAM Total Used Memory (B)": 1}}`, "true is not a byte count"},
-		{"rocm used above total", ParseROCmSMI, `{"card0": {"VRAM Total Memory (B)": "100", "VRAM Total Used Memory (B)": "200"}}`, "rocm-smi card0: used 200 of 100 bytes is not a memory reading"},
-		{"rocm zero total", ParseROCmSMI, `{"card0": {"VRAM Total Memory (B)": "0", "VRAM Total Used Memory (B)": "0"}}`, "used 0 of 0 bytes"},
-		{"nvidia empty", ParseNvidiaSMI, "\n", "nvidia-smi lists no GPU"},
-		{"nvidia no devices", ParseNvidiaSMI, "No devices were found\n", `nvidia-smi line 1: "No devices were found": want "USED, TOTAL" in MiB`},
-		{"nvidia header kept", ParseNvidiaSMI, "memory.used [MiB], memory.total [MiB]\n0, 81559\n", `nvidia-smi line 1: "memory.used [MiB]" is not a MiB count`},
-		{"nvidia N/A", ParseNvidiaSMI, "0, 81559\n[N/A], 81559\n", `nvidia-smi line 2: "[N/A]" is not a MiB count`},
-		{"nvidia three fields", ParseNvidiaSMI, "0, 81559, 1\n", "want \"USED, TOTAL\""},
-		{"nvidia used above total", ParseNvidiaSMI, "90000, 81559\n", "nvidia-smi line 1: used"},
-		{"nvidia negative", ParseNvidiaSMI, "-1, 81559\n", "not a memory reading"},
-		{"nvidia huge", ParseNvidiaSMI, "0, 99999999999999999\n", "is not a MiB count"},
+		{"rocm empty", parseROCmSMI, "", "rocm-smi output holds no JSON object"},
+		{"rocm driver message", parseROCmSMI, "ERROR:root:Driver not initialized (amdgpu not found in modules)\n", "no JSON object"},
+		{"rocm truncated", parseROCmSMI, `{"card0": {"VRAM Total Memory (B)": "1`, "rocm-smi output at byte 0"},
+		{"rocm no card", parseROCmSMI, `{"system": {"Driver version": "6.10.5"}}`, `lists no GPU (no "cardN" entry)`},
+		{"rocm card not an object", parseROCmSMI, `{"card0": "N/A"}`, "rocm-smi card0:"},
+		{"rocm used missing", parseROCmSMI, `{"card0": {"VRAM Total Memory (B)": "100"}}`, `rocm-smi card0: no "VRAM Total Used Memory (B)" field`},
+		{"rocm not a number", parseROCmSMI, `{"card3": {"VRAM Total Memory (B)": "N/A", "VRAM Total Used Memory (B)": "1"}}`, `rocm-smi card3 "VRAM Total Memory (B)": "N/A" is not a byte count`},
+		{"rocm fraction", parseROCmSMI, `{"card0": {"VRAM Total Memory (B)": 100.5, "VRAM Total Used Memory (B)": 1}}`, `"100.5" is not a byte count`},
+		{"rocm bool", parseROCmSMI, `{"card0": {"VRAM Total Memory (B)": true, "VRAM Total Used Memory (B)": 1}}`, "true is not a byte count"},
+		{"rocm used above total", parseROCmSMI, `{"card0": {"VRAM Total Memory (B)": "100", "VRAM Total Used Memory (B)": "200"}}`, "rocm-smi card0: used 200 of 100 bytes is not a memory reading"},
+		{"rocm zero total", parseROCmSMI, `{"card0": {"VRAM Total Memory (B)": "0", "VRAM Total Used Memory (B)": "0"}}`, "used 0 of 0 bytes"},
+		{"nvidia empty", parseNvidiaSMI, "\n", "nvidia-smi lists no GPU"},
+		{"nvidia no devices", parseNvidiaSMI, "No devices were found\n", `nvidia-smi line 1: "No devices were found": want "USED, TOTAL" in MiB`},
+		{"nvidia header kept", parseNvidiaSMI, "memory.used [MiB], memory.total [MiB]\n0, 81559\n", `nvidia-smi line 1: "memory.used [MiB]" is not a MiB count`},
+		{"nvidia N/A", parseNvidiaSMI, "0, 81559\n[N/A], 81559\n", `nvidia-smi line 2: "[N/A]" is not a MiB count`},
+		{"nvidia three fields", parseNvidiaSMI, "0, 81559, 1\n", "want \"USED, TOTAL\""},
+		{"nvidia used above total", parseNvidiaSMI, "90000, 81559\n", "nvidia-smi line 1: used"},
+		{"nvidia negative", parseNvidiaSMI, "-1, 81559\n", "not a memory reading"},
+		{"nvidia huge", parseNvidiaSMI, "0, 99999999999999999\n", "is not a MiB count"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -102,7 +102,7 @@ func FuzzParseROCmSMI(f *testing.F) {
 	f.Add(readTestdata(f, "rocm-smi-2gpu-busy.txt"))
 	f.Add([]byte(`{"card0": {"VRAM Total Memory (B)": 5, "VRAM Total Used Memory (B)": "1"}}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		checkParsed(t, ParseROCmSMI, b)
+		checkParsed(t, parseROCmSMI, b)
 	})
 }
 
@@ -110,7 +110,7 @@ func FuzzParseNvidiaSMI(f *testing.F) {
 	f.Add(readTestdata(f, "nvidia-smi-8gpu-idle.csv"))
 	f.Add(readTestdata(f, "nvidia-smi-2gpu-busy.csv"))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		checkParsed(t, ParseNvidiaSMI, b)
+		checkParsed(t, parseNvidiaSMI, b)
 	})
 }
 

@@ -20,20 +20,20 @@ import (
 	"time"
 )
 
-// LogFile is the name of the engine's log in the run directory.
-const LogFile = "server.log"
+// logFile is the name of the engine's log in the run directory.
+const logFile = "server.log"
 
-// TailLines is how many of the log's last lines an Error carries.
-const TailLines = 40
+// tailLines is how many of the log's last lines an Error carries.
+const tailLines = 40
 
 // Defaults of Options.
 const (
-	// DefaultReadyTimeout leaves room for what a large model does before
+	// defaultReadyTimeout leaves room for what a large model does before
 	// it serves: loading weights, torch.compile, capturing CUDA graphs.
-	DefaultReadyTimeout  = 30 * time.Minute
-	DefaultAttachTimeout = time.Minute // engine none: the server should be up already
-	DefaultPollInterval  = 500 * time.Millisecond
-	DefaultStopGrace     = 30 * time.Second
+	defaultReadyTimeout  = 30 * time.Minute
+	defaultAttachTimeout = time.Minute // engine none: the server should be up already
+	defaultPollInterval  = 500 * time.Millisecond
+	defaultStopGrace     = 30 * time.Second
 )
 
 // killWait bounds the wait for a process group to vanish after SIGKILL.
@@ -45,11 +45,11 @@ var ErrStopped = errors.New("engine stopped")
 
 // Options say how Start runs and watches an engine.
 type Options struct {
-	// RunDir receives LogFile (created if missing; a log already there is
+	// RunDir receives logFile (created if missing; a log already there is
 	// never overwritten). Required for every engine but none.
 	RunDir string
-	// ReadyTimeout bounds the wait for readiness; 0: DefaultReadyTimeout
-	// (DefaultAttachTimeout for engine none).
+	// ReadyTimeout bounds the wait for readiness; 0: defaultReadyTimeout
+	// (defaultAttachTimeout for engine none).
 	ReadyTimeout time.Duration
 	PollInterval time.Duration // between readiness probes; 0: DefaultPollInterval
 	StopGrace    time.Duration // from SIGTERM to SIGKILL; 0: DefaultStopGrace
@@ -60,16 +60,16 @@ type Options struct {
 
 func (o Options) withDefaults(k Kind) Options {
 	if o.ReadyTimeout <= 0 {
-		o.ReadyTimeout = DefaultReadyTimeout
+		o.ReadyTimeout = defaultReadyTimeout
 		if k == None {
-			o.ReadyTimeout = DefaultAttachTimeout
+			o.ReadyTimeout = defaultAttachTimeout
 		}
 	}
 	if o.PollInterval <= 0 {
-		o.PollInterval = DefaultPollInterval
+		o.PollInterval = defaultPollInterval
 	}
 	if o.StopGrace <= 0 {
-		o.StopGrace = DefaultStopGrace
+		o.StopGrace = defaultStopGrace
 	}
 	if o.HTTPClient == nil {
 		o.HTTPClient = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
@@ -139,7 +139,7 @@ type Server struct {
 // the server at spec.URL) and returns once it serves spec.Model.
 //
 // Before anything starts it runs Spec.Check and refuses a port that another
-// process holds. The engine's stdout and stderr go to LogFile in
+// process holds. The engine's stdout and stderr go to logFile in
 // opts.RunDir, after a first line holding the command. Readiness is
 // GET /health answering 200, then GET /v1/models listing spec.Model exactly
 // (ATOM answers 400 to requests naming any other model, so another name is
@@ -177,12 +177,12 @@ func Start(ctx context.Context, spec Spec, opts Options) (*Server, error) {
 		return nil, fmt.Errorf("%s engine: %w", spec.Kind, err)
 	}
 	if opts.RunDir == "" {
-		return nil, fmt.Errorf("%s engine: no run directory for %s", spec.Kind, LogFile)
+		return nil, fmt.Errorf("%s engine: no run directory for %s", spec.Kind, logFile)
 	}
 	if err := os.MkdirAll(opts.RunDir, 0o755); err != nil {
 		return nil, fmt.Errorf("%s engine: creating the run directory: %w", spec.Kind, err)
 	}
-	s.logPath = filepath.Join(opts.RunDir, LogFile)
+	s.logPath = filepath.Join(opts.RunDir, logFile)
 	s.log, err = os.OpenFile(s.logPath, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o644)
 	if err != nil {
 		if errors.Is(err, os.ErrExist) {
@@ -203,7 +203,7 @@ func Start(ctx context.Context, spec Spec, opts Options) (*Server, error) {
 		fmt.Fprintf(s.log, "# profile-model: the %s engine could not start: %v\n", spec.Kind, err)
 		s.log.Close()
 		return nil, &Error{Kind: spec.Kind, Msg: "could not start " + shellQuote(s.cmd.Path) + " (set the engine's executable, or PATH)",
-			Err: err, LogPath: s.logPath, Tail: readTail(s.logPath, TailLines)}
+			Err: err, LogPath: s.logPath, Tail: readTail(s.logPath, tailLines)}
 	}
 	s.pgid = s.proc.Process.Pid
 	go s.reap()
@@ -332,7 +332,7 @@ func (s *Server) reap() {
 	crashed := !s.stopping
 	if crashed {
 		s.crash = &Error{Kind: s.spec.Kind, Msg: fmt.Sprintf("exited unexpectedly (pid %d, %s)", s.pgid, exitDesc(err)),
-			LogPath: s.logPath, Tail: readTail(s.logPath, TailLines)}
+			LogPath: s.logPath, Tail: readTail(s.logPath, tailLines)}
 	}
 	s.mu.Unlock()
 	close(s.exited)
@@ -453,7 +453,7 @@ func (s *Server) waitReady(ctx context.Context) error {
 }
 
 func (s *Server) startErr(msg string, cause error) error {
-	return &Error{Kind: s.spec.Kind, Msg: msg, Err: cause, LogPath: s.logPath, Tail: readTail(s.logPath, TailLines)}
+	return &Error{Kind: s.spec.Kind, Msg: msg, Err: cause, LogPath: s.logPath, Tail: readTail(s.logPath, tailLines)}
 }
 
 // probe asks once whether the engine serves the model. A server that

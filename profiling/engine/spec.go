@@ -24,31 +24,31 @@ const (
 	None   Kind = "none"   // a server that is already running at Spec.URL: no process
 )
 
-// Kinds lists every engine, ATOM first.
-func Kinds() []Kind { return []Kind{ATOM, VLLM, SGLang, Sim, None} }
+// kinds lists every engine, ATOM first.
+func kinds() []Kind { return []Kind{ATOM, VLLM, SGLang, Sim, None} }
 
 // ParseKind reads an engine name as a user types it.
 func ParseKind(s string) (Kind, error) {
 	k := Kind(strings.ToLower(strings.TrimSpace(s)))
-	if slices.Contains(Kinds(), k) {
+	if slices.Contains(kinds(), k) {
 		return k, nil
 	}
 	return "", fmt.Errorf("unknown engine %q: use one of atom, vllm, sglang, sim, none", s)
 }
 
-// DefaultPort is the HTTP port an engine is started on when Spec.Port is 0
+// defaultPort is the HTTP port an engine is started on when Spec.Port is 0
 // (ATOM's and vLLM's default).
-const DefaultPort = 8000
+const defaultPort = 8000
 
 // ATOM's defaults that the catches before start depend on.
 var atomDefaultCaptureSizes = []int{1, 2, 4, 8, 16, 32, 48, 64, 128, 256}
 
-// DefaultEnv holds the variables every engine process gets unless the
+// defaultEnv holds the variables every engine process gets unless the
 // inherited environment or Spec.Env sets them: a single OpenMP thread per
 // process (the engines' own recommendation; more only contend for CPUs) and
 // a larger profiler buffer, without which Kineto silently drops GPU events
 // of long profiling windows.
-func DefaultEnv() map[string]string {
+func defaultEnv() map[string]string {
 	return map[string]string{"OMP_NUM_THREADS": "1", "KINETO_BUFFER_SIZE_MB": "256"}
 }
 
@@ -103,7 +103,7 @@ type Spec struct {
 	ExtraArgs       []string // free-form arguments appended to the command line as given
 
 	// Env sets environment variables of the engine process; it wins over
-	// the inherited environment and over DefaultEnv.
+	// the inherited environment and over defaultEnv.
 	Env map[string]string
 	Dir string // working directory (ATOM users run from its checkout), made absolute; "": the caller's
 	// Exe replaces the executable: the Python interpreter for atom and
@@ -120,7 +120,7 @@ type Command struct {
 	Path string   `json:"path"`          // executable: a name looked up in PATH, or a path
 	Args []string `json:"args"`          // arguments after Path
 	Dir  string   `json:"dir,omitempty"` // working directory; "": the caller's
-	// Env are the variables the engine package cares about (DefaultEnv, the
+	// Env are the variables the engine package cares about (defaultEnv, the
 	// profiler directory, Spec.Env) with the values the process gets, as
 	// "K=V" sorted by name. The rest of the environment is inherited.
 	Env []string `json:"env"`
@@ -161,7 +161,7 @@ func (s Spec) withDefaults() Spec {
 		s.TP = 1
 	}
 	if s.Port == 0 {
-		s.Port = DefaultPort
+		s.Port = defaultPort
 	}
 	if s.Kind == ATOM && s.KVCacheDType == "" {
 		s.KVCacheDType = "fp8"
@@ -519,7 +519,7 @@ func profilerEnv(k Kind) string {
 }
 
 // setEnvironment sets the command's environment, by precedence: inherited
-// (environ) < DefaultEnv (only where unset) < the profiler directory <
+// (environ) < defaultEnv (only where unset) < the profiler directory <
 // Spec.Env. cmd.Env lists what this sets, sorted; cmd.environ is the whole
 // environment the engine gets.
 func (s Spec) setEnvironment(cmd *Command, environ []string, profDir string) error {
@@ -530,7 +530,7 @@ func (s Spec) setEnvironment(cmd *Command, environ []string, profDir string) err
 		}
 	}
 	set := map[string]string{}
-	for k, v := range DefaultEnv() {
+	for k, v := range defaultEnv() {
 		if old, ok := inherited[k]; ok {
 			v = old
 		}

@@ -276,7 +276,7 @@ func TestCheck(t *testing.T) {
 
 func TestParseKind(t *testing.T) {
 	t.Parallel()
-	for _, k := range Kinds() {
+	for _, k := range kinds() {
 		got, err := ParseKind(" " + strings.ToUpper(string(k)) + " ")
 		require.NoError(t, err)
 		require.Equal(t, k, got)

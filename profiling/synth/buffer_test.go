@@ -25,7 +25,7 @@ func TestBufferDropsOldestGPUEvents(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	perStep := int64(len(m.DecodeStep(8, 0, rng)) + 1)
 	const keep, steps = 10, 40
-	rec := NewRecorder(RecorderOptions{PythonPerStep: -1, BufferBytes: keep * perStep * GPURecordBytes})
+	rec := NewRecorder(RecorderOptions{PythonPerStep: -1, BufferBytes: keep * perStep * gpuRecordBytes})
 	at := defaultStart.UnixNano()
 	rec.Start(at)
 	prefill := m.PrefillStep(8, 800, rng)

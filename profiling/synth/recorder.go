@@ -89,7 +89,7 @@ type RecorderOptions struct {
 	GzipLevel int
 	// BufferBytes bounds the GPU activity records the profiler holds, as
 	// Kineto's activity buffer does (KINETO_BUFFER_SIZE_MB): each kernel
-	// and each step's GPU annotation takes GPURecordBytes. When a step does
+	// and each step's GPU annotation takes gpuRecordBytes. When a step does
 	// not fit, the GPU events of the oldest steps are dropped until it does
 	// (their CPU side stays: annotations, launches, Python frames), so the
 	// trace shows steps without kernels, as a real buffer overflow does.
@@ -102,10 +102,10 @@ type RecorderOptions struct {
 	LegacyLabels bool
 }
 
-// GPURecordBytes is what one GPU activity record (a kernel, a memory copy,
+// gpuRecordBytes is what one GPU activity record (a kernel, a memory copy,
 // a GPU annotation) takes in the profiler's buffer, as RecorderOptions.BufferBytes
 // counts it: about the size of Kineto's activity record with its name.
-const GPURecordBytes = 256
+const gpuRecordBytes = 256
 
 // Recorder collects the steps an engine runs while profiling and writes them
 // as an ATOM-style Kineto trace. It is safe for concurrent use.
@@ -219,7 +219,7 @@ func (r *Recorder) Record(s Step) {
 	p.gpuRecs = int64(len(r.kbuf) + 1)
 	r.pl = append(r.pl, p)
 	if b := r.opts.BufferBytes; b > 0 {
-		need := p.gpuRecs * GPURecordBytes
+		need := p.gpuRecs * gpuRecordBytes
 		for r.bufUsed+need > b && r.oldest < i {
 			r.dropGPU(r.oldest)
 			r.oldest++
@@ -241,7 +241,7 @@ func (r *Recorder) dropGPU(i int) {
 	if p.bufDropped {
 		return
 	}
-	r.bufUsed = max(r.bufUsed-p.gpuRecs*GPURecordBytes, 0)
+	r.bufUsed = max(r.bufUsed-p.gpuRecs*gpuRecordBytes, 0)
 	p.bufDropped = true
 	r.droppedSteps++
 	r.droppedRecs += p.gpuRecs

@@ -45,13 +45,13 @@ func pairKey(a, b int) uint64 { return uint64(uint32(a))<<32 | uint64(uint32(b))
 
 func newBPE(m *modelJSON, name string) (*bpe, error) {
 	if m.Type != "" && m.Type != "BPE" {
-		return nil, fmt.Errorf("tokenizer: %s: model type %q: %w (only BPE models are read)", name, m.Type, ErrUnsupported)
+		return nil, fmt.Errorf("tokenizer: %s: model type %q: %w (only BPE models are read)", name, m.Type, errUnsupported)
 	}
 	if len(m.Vocab) == 0 || string(m.Vocab) == "null" {
 		return nil, fmt.Errorf("tokenizer: %s: model has no vocab", name)
 	}
 	if m.Dropout != nil && *m.Dropout > 0 && *m.Dropout < 1 {
-		return nil, fmt.Errorf("tokenizer: %s: BPE dropout %g makes counts random: %w", name, *m.Dropout, ErrUnsupported)
+		return nil, fmt.Errorf("tokenizer: %s: BPE dropout %g makes counts random: %w", name, *m.Dropout, errUnsupported)
 	}
 	vocab, err := readVocab(m.Vocab)
 	if err != nil {

@@ -8,9 +8,9 @@ import (
 	"strings"
 )
 
-// ErrNotFound says no tokenizer.json was found for a model; the bench then
+// errNotFound says no tokenizer.json was found for a model; the bench then
 // calibrates prompt lengths from the server instead.
-var ErrNotFound = errors.New("tokenizer.json not found")
+var errNotFound = errors.New("tokenizer.json not found")
 
 // Find locates the tokenizer.json for model, reading the environment.
 // See findIn.
@@ -25,7 +25,7 @@ func Find(model, explicit string) (string, error) {
 // else $XDG_CACHE_HOME/huggingface/hub, else $HOME/.cache/huggingface/hub,
 // under models--{org}--{name}/snapshots/<rev>/, preferring the revision in
 // refs/main, else the newest snapshot. When nothing is found the error wraps
-// ErrNotFound and says where it looked.
+// errNotFound and says where it looked.
 func findIn(model, explicit string, getenv func(string) string) (string, error) {
 	if explicit != "" {
 		p, ok := tokenizerFile(explicit)
@@ -35,7 +35,7 @@ func findIn(model, explicit string, getenv func(string) string) (string, error) 
 		return p, nil
 	}
 	if model == "" {
-		return "", fmt.Errorf("%w: no model named", ErrNotFound)
+		return "", fmt.Errorf("%w: no model named", errNotFound)
 	}
 	var looked []string
 	if fi, err := os.Stat(model); err == nil && fi.IsDir() {
@@ -46,14 +46,14 @@ func findIn(model, explicit string, getenv func(string) string) (string, error) 
 	}
 	cache := hubCache(getenv)
 	if cache == "" {
-		return "", fmt.Errorf("%w for model %q (looked in %s; no Hugging Face cache directory: HOME is unset)", ErrNotFound, model, strings.Join(append(looked, "-"), ", "))
+		return "", fmt.Errorf("%w for model %q (looked in %s; no Hugging Face cache directory: HOME is unset)", errNotFound, model, strings.Join(append(looked, "-"), ", "))
 	}
 	repo := filepath.Join(cache, "models--"+strings.ReplaceAll(strings.Trim(model, "/"), "/", "--"))
 	looked = append(looked, filepath.Join(repo, "snapshots"))
 	if p, ok := snapshotFile(repo); ok {
 		return p, nil
 	}
-	return "", fmt.Errorf("%w for model %q (looked in %s)", ErrNotFound, model, strings.Join(looked, ", "))
+	return "", fmt.Errorf("%w for model %q (looked in %s)", errNotFound, model, strings.Join(looked, ", "))
 }
 
 func hubCache(getenv func(string) string) string {
@@ -124,7 +124,7 @@ func tokenizerFile(p string) (string, bool) {
 // saying where it looked, and the caller calibrates instead.
 func FindLocal(model string) (tok Counter, path, note string, err error) {
 	path, err = Find(model, "")
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, errNotFound) {
 		return nil, "", err.Error(), nil
 	}
 	if err != nil {

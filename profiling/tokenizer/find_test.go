@@ -60,7 +60,7 @@ func TestFind(t *testing.T) {
 	} {
 		got, err := findIn(c.model, c.explicit, env(c.env))
 		if c.want == "" {
-			if !errors.Is(err, ErrNotFound) {
+			if !errors.Is(err, errNotFound) {
 				t.Errorf("%s: findIn = %q, %v; want ErrNotFound", c.name, got, err)
 			}
 			continue
@@ -78,7 +78,7 @@ func TestFind(t *testing.T) {
 
 	// A missing explicit path is an error of its own, not a fallback.
 	_, err := findIn("Org/Model-7B", filepath.Join(root, "missing"), env(map[string]string{"HF_HUB_CACHE": hub}))
-	if err == nil || errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "missing") {
+	if err == nil || errors.Is(err, errNotFound) || !strings.Contains(err.Error(), "missing") {
 		t.Errorf("missing explicit: %v, want a non-ErrNotFound error naming the path", err)
 	}
 	// The not-found error says where it looked.

@@ -111,7 +111,7 @@ func newNormalizer(c *componentJSON) (normalizer, error) {
 			return s
 		}, nil
 	}
-	return nil, fmt.Errorf("unsupported normalizer %q: %w", c.Type, ErrUnsupported)
+	return nil, fmt.Errorf("unsupported normalizer %q: %w", c.Type, errUnsupported)
 }
 
 // preTokenizer refines a list of pieces of one segment into smaller pieces;
@@ -239,7 +239,7 @@ func newPreTokenizer(c *componentJSON) (steps []preTokenizer, byteLevel bool, er
 		}
 		return steps, false, nil
 	}
-	return nil, false, fmt.Errorf("unsupported pre_tokenizer %q: %w", c.Type, ErrUnsupported)
+	return nil, false, fmt.Errorf("unsupported pre_tokenizer %q: %w", c.Type, errUnsupported)
 }
 
 func metaspaceReplacement(c componentJSON) string {

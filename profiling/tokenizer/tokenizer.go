@@ -57,9 +57,9 @@ func Parse(data []byte) (*Tokenizer, error) {
 	return parse(data, "tokenizer.json")
 }
 
-// ErrUnsupported says a tokenizer.json uses a model or component this package
+// errUnsupported says a tokenizer.json uses a model or component this package
 // cannot reproduce exactly; the bench then calibrates instead.
-var ErrUnsupported = errors.New("not supported by this tokenizer reader")
+var errUnsupported = errors.New("not supported by this tokenizer reader")
 
 // maxTokenID bounds token ids so a damaged file cannot make Parse allocate
 // gigabytes for the id table.
@@ -296,7 +296,7 @@ func specialCount(c *componentJSON) (int, error) {
 		}
 		return n, nil
 	}
-	return 0, fmt.Errorf("unsupported post_processor %q: %w", c.Type, ErrUnsupported)
+	return 0, fmt.Errorf("unsupported post_processor %q: %w", c.Type, errUnsupported)
 }
 
 // addedMatcher finds added tokens (special or not) in raw text; they are

@@ -392,7 +392,7 @@ func TestParseErrors(t *testing.T) {
 		if !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: error %q does not contain %q", c.name, err, c.want)
 		}
-		if errors.Is(err, ErrUnsupported) != c.unsupported {
+		if errors.Is(err, errUnsupported) != c.unsupported {
 			t.Errorf("%s: errors.Is(ErrUnsupported) = %v, want %v (%v)", c.name, !c.unsupported, c.unsupported, err)
 		}
 	}
