@@ -55,7 +55,7 @@ for r in $(seq 1 "$rounds"); do
     /usr/bin/time -f "%e %U %S %M" -o "$tmp/t" "${bins[$i]}" bench --url "http://127.0.0.1:$port" --model sim \
       --isl "$isl" --osl "$osl" --conc "$conc" --num-prompts-mul $((prompts / conc)) --tokenizer none \
       --out "$out" >"$tmp/log" 2>&1 || { echo "bench failed:" >&2; tail -20 "$tmp/log" >&2; exit 1; }
-    tokens=$(grep -ho '"total_output_tokens": *[0-9]*' "$out"/run-*/conc"$conc".json | grep -o '[0-9]*$')
+    tokens=$(grep -ho '"total_output_tokens": *[0-9]*' "$out"/*/conc"$conc".json | grep -o '[0-9]*$')
     awk -v l="$i:$(basename "${bins[$i]}")" -v t="$tokens" '{printf "%s %s %.2f %s %s\n", l, $1, $2 + $3, $4, t}' "$tmp/t" >>"$results"
   done
 done
