@@ -41,3 +41,21 @@ func ExampleShortName() {
 	fmt.Println(inventory.ShortName("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, std::array<char*, 1ul> >(int, at::native::FillFunctor<float>, std::array<char*, 1ul>)"))
 	// Output: at::native::vectorized_elementwise_kernel<FillFunctor>
 }
+
+// A per-layer table in the project's CSV convention reads back as it was
+// written.
+func ExampleParseLayerCSV() {
+	rows := []inventory.LayerRow{
+		{Pos: 0, ShortName: "PA (paged_attn)", Kernel: "pa_bf16_kernel", AvgUS: 6.3, StdUS: 0.4, MinUS: 4.9, MaxUS: 7.9, Pct: 60, Count: 96},
+		{Pos: 1, ShortName: "RMSNorm", Kernel: "rmsnorm_kernel<float, 256>", AvgUS: 4.2, StdUS: 0.1, MinUS: 4, MaxUS: 4.5, Pct: 40, Count: 96},
+	}
+	data := inventory.FormatLayerCSV(rows)
+	fmt.Print(string(data))
+	back, err := inventory.ParseLayerCSV(strings.NewReader(string(data)))
+	fmt.Println(len(back), back[1].Kernel, err)
+	// Output:
+	// pos,short_name,kernel,avg_us,std_us,min_us,max_us,pct,count
+	// 0,PA (paged_attn),pa_bf16_kernel,6.3,0.4,4.9,7.9,60.0,96
+	// 1,RMSNorm,"rmsnorm_kernel<float, 256>",4.2,0.1,4.0,4.5,40.0,96
+	// 2 rmsnorm_kernel<float, 256> <nil>
+}

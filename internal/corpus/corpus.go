@@ -9,22 +9,22 @@ import (
 	"testing"
 )
 
-// EnvVar overrides where the corpus is looked for.
-const EnvVar = "PROFILE_MODEL_CORPUS"
+// envVar overrides where the corpus is looked for.
+const envVar = "PROFILE_MODEL_CORPUS"
 
-// RequireVar, set to 1 (as CI does), turns every skip for want of the
+// requireVar, set to 1 (as CI does), turns every skip for want of the
 // corpus into a failure, so a green run always means the real traces were
 // checked.
-const RequireVar = "PROFILE_MODEL_REQUIRE_CORPUS"
+const requireVar = "PROFILE_MODEL_REQUIRE_CORPUS"
 
-// Required reports whether the corpus must be present.
-func Required() bool { return os.Getenv(RequireVar) == "1" }
+// required reports whether the corpus must be present.
+func required() bool { return os.Getenv(requireVar) == "1" }
 
 // skip skips the test, or fails it when the corpus is required.
 func skip(t testing.TB, format string, args ...any) {
 	t.Helper()
-	if Required() {
-		t.Fatalf(format+": failing, as "+RequireVar+"=1 requires the corpus", args...)
+	if required() {
+		t.Fatalf(format+": failing, as "+requireVar+"=1 requires the corpus", args...)
 	}
 	t.Skipf(format+": skipping the checks on real traces", args...)
 }
@@ -32,7 +32,7 @@ func skip(t testing.TB, format string, args ...any) {
 // Find returns the corpus directory, or "" when there is none: $PROFILE_MODEL_CORPUS,
 // else ../shared/corpus next to the module root (found from the working directory).
 func Find() string {
-	if d := os.Getenv(EnvVar); d != "" {
+	if d := os.Getenv(envVar); d != "" {
 		if fi, err := os.Stat(d); err == nil && fi.IsDir() {
 			return d
 		}
@@ -63,7 +63,7 @@ func Dir(t testing.TB) string {
 	t.Helper()
 	d := Find()
 	if d == "" {
-		skip(t, "reference corpus not found (../shared/corpus beside the project, or $%s)", EnvVar)
+		skip(t, "reference corpus not found (../shared/corpus beside the project, or $%s)", envVar)
 	}
 	return d
 }

@@ -139,3 +139,33 @@ func ExampleRun() {
 	// runs/MiniMax-M2.5-20261201T101010Z/levels/conc8/conc8_layer.csv
 	// runs/MiniMax-M2.5-20261201T101010Z/levels/conc8/conc8_kernels.csv
 }
+
+// A sweep's bench.txt is Go benchmark format: one line per level, named by
+// BenchName, which benchstat compares and ReadBench reads back.
+func ExampleReadBench() {
+	rs := []BenchResult{{
+		Name:    BenchName("MiniMaxAI/MiniMax-M2.5", 1024, 50, 8),
+		Iters:   32,
+		Metrics: []Metric{{Value: 41.5, Unit: "ttft-p50-ms"}, {Value: 21.25, Unit: CategoryUnit("MoE expert GEMM") + "-us/layer"}},
+	}}
+	var b bytes.Buffer
+	if err := WriteBench(&b, rs); err != nil {
+		fmt.Println(err)
+		return
+	}
+	back, err := ReadBench(&b, "bench.txt")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, r := range back {
+		fmt.Println(r.Name, r.Iters)
+		for _, m := range r.Metrics {
+			fmt.Println(" ", m.Value, m.Unit)
+		}
+	}
+	// Output:
+	// Sweep/model=MiniMaxAI_MiniMax-M2.5/isl=1024/osl=50/conc=8 32
+	//   41.5 ttft-p50-ms
+	//   21.25 moe-expert-gemm-us/layer
+}

@@ -58,3 +58,10 @@ func Example() {
 	// prompt tokens: 6 completion tokens: 4
 	// finish: length, text: " that for it as"
 }
+
+// The simulated engine's stand-in tokenizer, which tests use to build
+// prompts the engine counts as they expect.
+func ExampleCountTokens() {
+	fmt.Println(sim.CountTokens("the quick brown fox jumps over"))
+	// Output: 6
+}
