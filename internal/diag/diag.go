@@ -3,8 +3,6 @@
 // match warnings by code, never by the message text, which may be reworded.
 package diag
 
-import "strings"
-
 // Code names a kind of warning. Codes are stable: scripts and the report
 // match on them.
 type Code string
@@ -116,15 +114,4 @@ func Messages(ws []Warning) []string {
 		out[i] = w.Message
 	}
 	return out
-}
-
-// join prints ws one per line, each prefixed with "warning: ".
-func join(ws []Warning) string {
-	var b strings.Builder
-	for _, w := range ws {
-		b.WriteString("warning: ")
-		b.WriteString(w.Message)
-		b.WriteByte('\n')
-	}
-	return b.String()
 }

@@ -3,6 +3,7 @@ package diag
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -27,4 +28,15 @@ func ExampleHas() {
 		fmt.Print(join(ws))
 	}
 	// Output: warning: GPU kernels cover 2.1 s of a 14.0 s profile window (15%)
+}
+
+// join prints ws one per line, each prefixed with "warning: ".
+func join(ws []Warning) string {
+	var b strings.Builder
+	for _, w := range ws {
+		b.WriteString("warning: ")
+		b.WriteString(w.Message)
+		b.WriteByte('\n')
+	}
+	return b.String()
 }

@@ -298,15 +298,6 @@ func LoadLevel(path string) (*Level, error) {
 	return l, nil
 }
 
-// readLevel reads a level result document from r.
-func readLevel(r io.Reader) (*Level, error) {
-	data, err := io.ReadAll(r)
-	if err != nil {
-		return nil, err
-	}
-	return parseLevel(data)
-}
-
 // parseLevel parses a level result document. Unknown keys are ignored, so
 // files from newer releases and vLLM's own result files read too.
 func parseLevel(data []byte) (*Level, error) {

@@ -2,7 +2,6 @@ package analysis
 
 import (
 	"cmp"
-	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
@@ -14,13 +13,6 @@ import (
 	"github.com/profile-model/profile-model/inventory"
 	"github.com/profile-model/profile-model/tracing"
 )
-
-// writeSummaryJSON writes an inspect summary as indented JSON.
-func writeSummaryJSON(w io.Writer, s tracing.Summary) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(s)
-}
 
 // WriteSummaryText writes an inspect summary for people.
 func WriteSummaryText(w io.Writer, s tracing.Summary) error {
