@@ -10,7 +10,8 @@
 # CSVs). Prints one line per trace and file, and the diff of what differs.
 #
 # --sim also runs a short seeded sweep on the simulated engine (run --engine
-# sim: two levels, 4 and 8) with OLD_BIN twice and NEW_BIN once, and
+# sim: two levels, 4 and 8, at the modelled GPU's own speed so that a busy
+# machine disturbs it less) with OLD_BIN twice and NEW_BIN once, and
 # compares the run directories with scripts/compare-runs.py: OLD against
 # OLD first, which shows what its rules let vary between two runs of the
 # same build (nothing may differ there), then OLD against NEW. The
@@ -53,7 +54,7 @@ sweep() { # LABEL BIN
   mkdir -p "$d/bin" && cp "$2" "$d/bin/profile-model"
   ( cd "$d" && ./bin/profile-model run --engine sim --model MiniMaxAI/MiniMax-M2.5 --max-num-seqs 64 \
       --config "$here/../fixtures/models/minimax-m2/config.json" --conc 4,8 --isl 256 --osl 16 \
-      --num-prompts-mul 2 --time-scale 10 --seed 7 --out out >run.log 2>&1 ) ||
+      --num-prompts-mul 2 --time-scale 1 --seed 7 --out out >run.log 2>&1 ) ||
     { echo "run --engine sim failed with $2:"; tail -20 "$d/run.log"; exit 1; }
   echo "$d/out/"*
 }
