@@ -54,6 +54,10 @@ type Plan struct {
 	Now func() time.Time
 }
 
+// CorpusPrefix marks a path of the reference corpus in a sweep
+// declaration's or a plan's kernel tables ("corpus:atom-minimax-m2.5/...").
+const CorpusPrefix = "corpus:"
+
 // Result is what a run left on disk.
 type Result struct {
 	Dir   string

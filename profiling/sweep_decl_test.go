@@ -97,9 +97,6 @@ func (t Tolerance) String() string {
 	return fmt.Sprintf("%g%% or %g µs", t.Rel*100, t.AbsUS)
 }
 
-// CorpusPrefix marks a path of the reference corpus in SimKernels.
-const CorpusPrefix = "corpus:"
-
 // LoadSweep reads and checks one sweep declaration.
 func LoadSweep(path string) (*Sweep, error) {
 	data, err := os.ReadFile(path)

@@ -437,7 +437,7 @@ func KindOf(path string) (string, error) {
 		return "", err
 	}
 	switch {
-	case st.IsDir() && isRun(path):
+	case st.IsDir() && IsRun(path):
 		return Run, nil
 	case st.IsDir():
 		return Level, nil

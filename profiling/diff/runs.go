@@ -89,9 +89,9 @@ type runLevel struct {
 
 var levelResultName = regexp.MustCompile(`^conc(\d+)\.json$`)
 
-// isRun reports whether dir is a run directory: it holds level results
+// IsRun reports whether dir is a run directory: it holds level results
 // (conc{N}.json) or a sweep summary (summary.csv).
-func isRun(dir string) bool {
+func IsRun(dir string) bool {
 	if fileExists(results.Run(dir).Summary()) {
 		return true
 	}

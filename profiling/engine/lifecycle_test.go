@@ -163,7 +163,7 @@ func (r *rig) pidsIfAny() []int {
 
 func (r *rig) log() string {
 	r.t.Helper()
-	b, err := os.ReadFile(filepath.Join(r.runDir, logFile))
+	b, err := os.ReadFile(filepath.Join(r.runDir, LogFile))
 	require.NoError(r.t, err)
 	return string(b)
 }
@@ -391,7 +391,7 @@ func TestCrash(t *testing.T) {
 	var ee *Error
 	require.ErrorAs(t, srv.Err(), &ee)
 	require.Equal(t, fmt.Sprintf("exited unexpectedly (pid %d, signal: killed)", srv.PID()), ee.Msg)
-	require.Equal(t, filepath.Join(r.runDir, logFile), ee.LogPath)
+	require.Equal(t, filepath.Join(r.runDir, LogFile), ee.LogPath)
 	require.Contains(t, ee.Tail, "helper: loading test/model (stdout)")
 	require.Equal(t, srv.Err(), context.Cause(watch), "Watch's cause is the crash")
 	require.Contains(t, srv.Err().Error(), "last ")
@@ -474,7 +474,7 @@ func TestPortTaken(t *testing.T) {
 			_, err = Start(t.Context(), r.spec(ATOM, nil), r.opts())
 			require.ErrorContains(t, err, fmt.Sprintf("atom engine: port %d is taken: another process listens on it; find it with `ss -ltnp 'sport = :%d'`", r.port, r.port))
 			require.NoFileExists(t, filepath.Join(r.rec, "argv"), "nothing was started")
-			require.NoFileExists(t, filepath.Join(r.runDir, logFile), "nothing was written")
+			require.NoFileExists(t, filepath.Join(r.runDir, LogFile), "nothing was written")
 		})
 	}
 }
@@ -498,7 +498,7 @@ func TestStartRefusals(t *testing.T) {
 		t.Parallel()
 		r := newRig(t)
 		require.NoError(t, os.MkdirAll(r.runDir, 0o755))
-		require.NoError(t, os.WriteFile(filepath.Join(r.runDir, logFile), []byte("earlier\n"), 0o644))
+		require.NoError(t, os.WriteFile(filepath.Join(r.runDir, LogFile), []byte("earlier\n"), 0o644))
 		_, err := Start(t.Context(), r.spec(ATOM, nil), r.opts())
 		require.ErrorContains(t, err, "exists already: give each run its own directory")
 		require.Equal(t, "earlier\n", r.log())

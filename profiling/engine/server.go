@@ -20,8 +20,8 @@ import (
 	"time"
 )
 
-// logFile is the name of the engine's log in the run directory.
-const logFile = "server.log"
+// LogFile is the name of the engine's log in the run directory.
+const LogFile = "server.log"
 
 // tailLines is how many of the log's last lines an Error carries.
 const tailLines = 40
@@ -45,7 +45,7 @@ var ErrStopped = errors.New("engine stopped")
 
 // Options say how Start runs and watches an engine.
 type Options struct {
-	// RunDir receives logFile (created if missing; a log already there is
+	// RunDir receives LogFile (created if missing; a log already there is
 	// never overwritten). Required for every engine but none.
 	RunDir string
 	// ReadyTimeout bounds the wait for readiness; 0: defaultReadyTimeout
@@ -139,7 +139,7 @@ type Server struct {
 // the server at spec.URL) and returns once it serves spec.Model.
 //
 // Before anything starts it runs Spec.Check and refuses a port that another
-// process holds. The engine's stdout and stderr go to logFile in
+// process holds. The engine's stdout and stderr go to LogFile in
 // opts.RunDir, after a first line holding the command. Readiness is
 // GET /health answering 200, then GET /v1/models listing spec.Model exactly
 // (ATOM answers 400 to requests naming any other model, so another name is
@@ -177,12 +177,12 @@ func Start(ctx context.Context, spec Spec, opts Options) (*Server, error) {
 		return nil, fmt.Errorf("%s engine: %w", spec.Kind, err)
 	}
 	if opts.RunDir == "" {
-		return nil, fmt.Errorf("%s engine: no run directory for %s", spec.Kind, logFile)
+		return nil, fmt.Errorf("%s engine: no run directory for %s", spec.Kind, LogFile)
 	}
 	if err := os.MkdirAll(opts.RunDir, 0o755); err != nil {
 		return nil, fmt.Errorf("%s engine: creating the run directory: %w", spec.Kind, err)
 	}
-	s.logPath = filepath.Join(opts.RunDir, logFile)
+	s.logPath = filepath.Join(opts.RunDir, LogFile)
 	s.log, err = os.OpenFile(s.logPath, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o644)
 	if err != nil {
 		if errors.Is(err, os.ErrExist) {

@@ -36,9 +36,9 @@ func ParseKind(s string) (Kind, error) {
 	return "", fmt.Errorf("unknown engine %q: use one of atom, vllm, sglang, sim, none", s)
 }
 
-// defaultPort is the HTTP port an engine is started on when Spec.Port is 0
+// DefaultPort is the HTTP port an engine is started on when Spec.Port is 0
 // (ATOM's and vLLM's default).
-const defaultPort = 8000
+const DefaultPort = 8000
 
 // ATOM's defaults that the catches before start depend on.
 var atomDefaultCaptureSizes = []int{1, 2, 4, 8, 16, 32, 48, 64, 128, 256}
@@ -161,7 +161,7 @@ func (s Spec) withDefaults() Spec {
 		s.TP = 1
 	}
 	if s.Port == 0 {
-		s.Port = defaultPort
+		s.Port = DefaultPort
 	}
 	if s.Kind == ATOM && s.KVCacheDType == "" {
 		s.KVCacheDType = "fp8"

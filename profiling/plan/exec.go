@@ -17,6 +17,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/profile-model/profile-model/internal/atomicfile"
+	"github.com/profile-model/profile-model/internal/results"
 	"github.com/profile-model/profile-model/profiling"
 	"github.com/profile-model/profile-model/profiling/engine"
 )
@@ -94,7 +95,7 @@ func Run(ctx context.Context, p *Plan, o RunOptions) (*Result, error) {
 		s.dir = o.Resume
 		s.say("resuming %s (plan %s)", s.dir, s.p.Name)
 	} else {
-		if s.dir, err = profiling.NewRunDir(cmp.Or(o.Out, "sweeps"), s.p.Name, s.now()); err != nil {
+		if s.dir, err = results.NewRunDir(cmp.Or(o.Out, "sweeps"), s.p.Name, s.now()); err != nil {
 			return nil, err
 		}
 		if err := atomicfile.WriteFunc(PlanFile(s.dir), s.p.write); err != nil {
