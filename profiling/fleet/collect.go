@@ -142,7 +142,7 @@ const LayerUnit = "layer-us"
 // CategoryUnit names a category's time per decode layer as a benchmark
 // unit ("MoE expert GEMM" → "moe-expert-gemm-us/layer"), as BenchmarkSweep
 // does.
-func CategoryUnit(category string) string { return diff.BenchUnit(category) + "-us/layer" }
+func CategoryUnit(category string) string { return results.CategoryUnit(category) + "-us/layer" }
 
 // kernelMetrics are a level's time per decode layer, in total and per
 // category (largest first).
