@@ -6,7 +6,6 @@ package corpus
 import (
 	"os"
 	"path/filepath"
-	"testing"
 )
 
 // envVar overrides where the corpus is looked for.
@@ -20,8 +19,16 @@ const requireVar = "PROFILE_MODEL_REQUIRE_CORPUS"
 // required reports whether the corpus must be present.
 func required() bool { return os.Getenv(requireVar) == "1" }
 
+// TB is the part of testing.TB these helpers use; taking it as an
+// interface keeps package testing out of the binary, which calls Find.
+type TB interface {
+	Helper()
+	Skipf(format string, args ...any)
+	Fatalf(format string, args ...any)
+}
+
 // skip skips the test, or fails it when the corpus is required.
-func skip(t testing.TB, format string, args ...any) {
+func skip(t TB, format string, args ...any) {
 	t.Helper()
 	if required() {
 		t.Fatalf(format+": failing, as "+requireVar+"=1 requires the corpus", args...)
@@ -59,7 +66,7 @@ func Find() string {
 }
 
 // Dir returns the corpus directory or skips the test, saying why.
-func Dir(t testing.TB) string {
+func Dir(t TB) string {
 	t.Helper()
 	d := Find()
 	if d == "" {
@@ -69,7 +76,7 @@ func Dir(t testing.TB) string {
 }
 
 // Path returns a file of the corpus (e.g. "traces/x.json.gz") or skips.
-func Path(t testing.TB, rel string) string {
+func Path(t TB, rel string) string {
 	t.Helper()
 	p := filepath.Join(Dir(t), rel)
 	if _, err := os.Stat(p); err != nil {
