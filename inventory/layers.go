@@ -54,6 +54,11 @@ type Position struct {
 	MaxUS     float64 `json:"max_us"`
 	Pct       float64 `json:"pct"` // share of the summed averages of its layer kind
 	Count     int     `json:"count"`
+	// Role is what the position does in the layer ("QKV", "gate_up",
+	// "before O-proj"; AssignRoles), RoleSource where that comes from
+	// (RoleFromCapture or RoleFromInferred); empty when unknown.
+	Role       string `json:"role,omitempty"`
+	RoleSource string `json:"role_source,omitempty"`
 	// Where the position's kernel comes from, read from a capture trace
 	// (AddCapture): the module path (layer indices that differ between
 	// layers as *), the op that launched it and that op's input shapes and

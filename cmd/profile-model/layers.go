@@ -168,6 +168,8 @@ func analysisOptions(rulesPath, configPath string) (analysis.Options, error) {
 			return opt, fmt.Errorf("%s: no num_hidden_layers (or text_config.num_hidden_layers) in the model config", configPath)
 		}
 		opt.NumLayers = cfg.NumHiddenLayers
+		arch := cfg.Architecture()
+		opt.Arch = &arch
 	}
 	return opt, nil
 }

@@ -11,6 +11,7 @@ import (
 	"fmt"
 
 	"github.com/profile-model/profile-model/internal/diag"
+	"github.com/profile-model/profile-model/internal/modelconfig"
 	"github.com/profile-model/profile-model/inventory"
 	"github.com/profile-model/profile-model/tracing"
 )
@@ -43,6 +44,9 @@ type Options struct {
 	Rules     *inventory.Rules // category rules; nil = the built-in table
 	Anchor    string           // compatible mode: kernel-name substring that starts a layer
 	NumLayers int              // num_hidden_layers of the model, 0 when unknown (checks the layer count)
+	// Arch is the model's architecture from its config.json (nil when
+	// unknown): it refines the positions' roles.
+	Arch *modelconfig.Architecture
 	// Progress is told of the bytes read while the trace loads.
 	Progress func(done, total int64)
 }
@@ -68,6 +72,7 @@ type Result struct {
 	Warnings []diag.Warning
 
 	classes *inventory.Classifier // the categories of this trace's kernels
+	arch    *modelconfig.Architecture
 }
 
 // DecodeBS is the decode batch size of the trace (0 when it has no decode
@@ -97,7 +102,7 @@ func Analyze(ctx context.Context, tr *tracing.Trace, opt Options) (*Result, erro
 	if opt.Rules == nil {
 		opt.Rules = inventory.DefaultRules()
 	}
-	r := &Result{Path: tr.Path, Trace: tr, Summary: tr.Summarize()}
+	r := &Result{Path: tr.Path, Trace: tr, Summary: tr.Summarize(), arch: opt.Arch}
 	r.Warnings = append(r.Warnings, r.Summary.Warnings...)
 	cl := inventory.NewClassifier(tr, opt.Rules)
 	r.classes = cl
@@ -128,6 +133,8 @@ func Analyze(ctx context.Context, tr *tracing.Trace, opt Options) (*Result, erro
 			}
 		}
 		cl.Learn(decode, prefill)
+		decode.AssignRoles(opt.Arch)
+		prefill.AssignRoles(opt.Arch)
 	}
 	if opt.Parts&Layers != 0 {
 		r.Decode = decode

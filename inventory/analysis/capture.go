@@ -106,6 +106,7 @@ func (r *Result) AddCapture(ctx context.Context, path string) (*tracing.Capture,
 	}
 	if r.Decode != nil {
 		r.Warnings = append(r.Warnings, r.Decode.AddCapture(c)...)
+		r.Decode.AssignRoles(r.arch)
 	}
 	return c, nil
 }

@@ -113,27 +113,29 @@ func WriteLayersText(w io.Writer, lt *inventory.LayerTable) {
 			head += "kind\t"
 		}
 		capture := lt.HasCapture()
-		nameW, modW := len("short_name"), len("module")
-		for _, p := range lt.Positions {
-			nameW, modW = max(nameW, len(p.ShortName)), max(modW, len(p.Module))
+		labels := lt.Labels()
+		nameW, catW, modW := len("position"), len("category"), len("module")
+		for i, p := range lt.Positions {
+			nameW, catW, modW = max(nameW, len(labels[i])), max(catW, len(p.Category)), max(modW, len(p.Module))
 		}
 		if capture {
-			fmt.Fprintln(tw, head+fmt.Sprintf("avg_us\tstd_us\tmin_us\tmax_us\tpct\tcount\t  %-*s  %-*s  %s", nameW, "short_name", modW, "module", "input_dims"))
+			fmt.Fprintln(tw, head+fmt.Sprintf("avg_us\tstd_us\tmin_us\tmax_us\tpct\tcount\t  %-*s  %-*s  %-*s  %s", nameW, "position", catW, "category", modW, "module", "input_dims"))
 		} else {
-			fmt.Fprintln(tw, head+"avg_us\tstd_us\tmin_us\tmax_us\tpct\tcount\t  short_name")
+			fmt.Fprintln(tw, head+fmt.Sprintf("avg_us\tstd_us\tmin_us\tmax_us\tpct\tcount\t  %-*s  %s", nameW, "position", "category"))
 		}
 		total := map[int]float64{}
-		for _, p := range lt.Positions {
+		for i, p := range lt.Positions {
 			row := fmt.Sprintf("%d\t", p.Pos)
 			if multi {
 				row += fmt.Sprintf("%d\t", p.LayerKind)
 			}
-			name := p.ShortName
+			// The position's role and kernel, its category, then (with a
+			// capture trace) where the kernel comes from.
+			name := fmt.Sprintf("%-*s  %s", nameW, labels[i], p.Category)
 			if capture {
-				// The short name padded, then where the kernel comes from.
-				name = fmt.Sprintf("%-*s  %-*s  %s", nameW, p.ShortName, modW, cmp.Or(p.Module, "-"), cmp.Or(p.InputDims, "-"))
+				name = fmt.Sprintf("%-*s  %-*s  %-*s  %s", nameW, labels[i], catW, p.Category, modW, cmp.Or(p.Module, "-"), cmp.Or(p.InputDims, "-"))
 			}
-			fmt.Fprintf(tw, "%s%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%d\t  %s\n", row, p.AvgUS, p.StdUS, p.MinUS, p.MaxUS, p.Pct, p.Count, name)
+			fmt.Fprintf(tw, "%s%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%d\t  %s\n", row, p.AvgUS, p.StdUS, p.MinUS, p.MaxUS, p.Pct, p.Count, strings.TrimRight(name, " "))
 			total[p.LayerKind] += p.AvgUS
 		}
 		tw.Flush()
