@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/csv"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -29,10 +30,10 @@ func (t *LayerTable) HasCapture() bool {
 func (t *LayerTable) captureCSV() []byte {
 	var buf bytes.Buffer
 	w := csv.NewWriter(&buf)
-	_ = w.Write(CaptureHeader)
+	_ = w.Write(append(slices.Clone(CaptureHeader), RoleColumn))
 	for _, p := range t.Positions {
 		_ = w.Write([]string{strconv.Itoa(p.Pos), p.ShortName, p.Kernel, f1(p.AvgUS), f1(p.StdUS), f1(p.MinUS), f1(p.MaxUS), f1(p.Pct), strconv.Itoa(p.Count),
-			p.Module, p.Op, p.InputDims, p.InputTypes})
+			p.Module, p.Op, p.InputDims, p.InputTypes, p.Role})
 	}
 	w.Flush()
 	return buf.Bytes()

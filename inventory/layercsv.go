@@ -25,6 +25,7 @@ type LayerRow struct {
 	MaxUS     float64
 	Pct       float64
 	Count     int
+	Role      string // the position's role (robust tables; the optional role column)
 }
 
 // ReadLayerCSV reads a per-layer table in the compatible format.
@@ -54,6 +55,7 @@ func ParseLayerCSV(r io.Reader) ([]LayerRow, error) {
 	if len(header) < len(layerHeader) || !slices.Equal(header[:len(layerHeader)], layerHeader) {
 		return nil, fmt.Errorf("line 1: not a per-layer CSV: want the header %s", strings.Join(layerHeader, ","))
 	}
+	roleCol := slices.Index(header, RoleColumn)
 	var rows []LayerRow
 	for {
 		rec, err := cr.Read()
@@ -80,6 +82,9 @@ func ParseLayerCSV(r io.Reader) ([]LayerRow, error) {
 		row.ShortName, row.Kernel = rec[1], rec[2]
 		row.AvgUS, row.StdUS, row.MinUS, row.MaxUS, row.Pct = num(3), num(4), num(5), num(6), num(7)
 		row.Count = int(num(8))
+		if roleCol >= 0 {
+			row.Role = rec[roleCol]
+		}
 		if perr != nil {
 			return nil, perr
 		}
@@ -134,15 +139,29 @@ func formatCompatLayerCSV(rows []LayerRow) []byte {
 // f1 prints one decimal, correctly rounded as Python's round(x, 1) prints.
 func f1(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
 
+// RoleColumn is the robust per-layer CSV's last column when the
+// positions have roles.
+const RoleColumn = "role"
+
 // FormatLayerCSV renders rows in the robust tables' convention: the
 // compatible columns and one decimal, written by Go's encoding/csv (LF line
-// ends; kernel names as the trace writes them).
+// ends; kernel names as the trace writes them), then the role column when
+// any row has a role.
 func FormatLayerCSV(rows []LayerRow) []byte {
 	var buf bytes.Buffer
 	w := csv.NewWriter(&buf)
-	_ = w.Write(layerHeader)
+	withRole := slices.ContainsFunc(rows, func(r LayerRow) bool { return r.Role != "" })
+	head := layerHeader
+	if withRole {
+		head = append(slices.Clone(layerHeader), RoleColumn)
+	}
+	_ = w.Write(head)
 	for _, r := range rows {
-		_ = w.Write([]string{strconv.Itoa(r.Pos), r.ShortName, r.Kernel, f1(r.AvgUS), f1(r.StdUS), f1(r.MinUS), f1(r.MaxUS), f1(r.Pct), strconv.Itoa(r.Count)})
+		rec := []string{strconv.Itoa(r.Pos), r.ShortName, r.Kernel, f1(r.AvgUS), f1(r.StdUS), f1(r.MinUS), f1(r.MaxUS), f1(r.Pct), strconv.Itoa(r.Count)}
+		if withRole {
+			rec = append(rec, r.Role)
+		}
+		_ = w.Write(rec)
 	}
 	w.Flush()
 	return buf.Bytes()

@@ -115,7 +115,7 @@ func (t *LayerTable) Rows() []LayerRow {
 	rows := make([]LayerRow, len(t.Positions))
 	for i, p := range t.Positions {
 		rows[i] = LayerRow{Pos: p.Pos, ShortName: p.ShortName, Kernel: p.Kernel, AvgUS: p.AvgUS, StdUS: p.StdUS,
-			MinUS: p.MinUS, MaxUS: p.MaxUS, Pct: p.Pct, Count: p.Count}
+			MinUS: p.MinUS, MaxUS: p.MaxUS, Pct: p.Pct, Count: p.Count, Role: p.Role}
 	}
 	return rows
 }

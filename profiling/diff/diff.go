@@ -108,6 +108,8 @@ type PositionChange struct {
 	PosB     int    `json:"pos_b"`
 	ShortA   string `json:"short_a,omitempty"`
 	ShortB   string `json:"short_b,omitempty"`
+	LabelA   string `json:"label_a,omitempty"` // the position's role label
+	LabelB   string `json:"label_b,omitempty"`
 	KernelA  string `json:"kernel_a,omitempty"`
 	KernelB  string `json:"kernel_b,omitempty"`
 	Category string `json:"category"`
@@ -165,11 +167,11 @@ func Compare(a, b *Profile) *Report {
 		var la, lb, sa, sb float64
 		if p.a >= 0 {
 			x := &a.Positions[p.a]
-			pc.PosA, pc.ShortA, pc.KernelA, pc.Category, la, sa = x.Pos, x.ShortName, x.Kernel, x.Category, x.AvgUS, x.StdUS
+			pc.PosA, pc.ShortA, pc.LabelA, pc.KernelA, pc.Category, la, sa = x.Pos, x.ShortName, x.Label, x.Kernel, x.Category, x.AvgUS, x.StdUS
 		}
 		if p.b >= 0 {
 			x := &b.Positions[p.b]
-			pc.PosB, pc.ShortB, pc.KernelB, lb, sb = x.Pos, x.ShortName, x.Kernel, x.AvgUS, x.StdUS
+			pc.PosB, pc.ShortB, pc.LabelB, pc.KernelB, lb, sb = x.Pos, x.ShortName, x.Label, x.Kernel, x.AvgUS, x.StdUS
 			if pc.Category == "" {
 				pc.Category = x.Category
 			}

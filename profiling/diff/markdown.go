@@ -1,6 +1,7 @@
 package diff
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"slices"
@@ -249,10 +250,10 @@ func (r *Report) writeAlignedLayer(mw *mdWriter, h string) {
 		}
 		a, b := "", ""
 		if p.PosA >= 0 {
-			a = code(p.ShortA)
+			a = code(cmp.Or(p.LabelA, p.ShortA))
 		}
 		if p.PosB >= 0 {
-			b = code(p.ShortB)
+			b = code(cmp.Or(p.LabelB, p.ShortB))
 		}
 		mw.line("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |", posStr(p.PosA), posStr(p.PosB), a, b, esc(p.Category),
 			p.Match, sideF1(p.AvgUS.A, p.PosA), sideF1(p.AvgUS.B, p.PosB), signed(p.AvgUS.Delta), pct(&p.AvgUS), mark)

@@ -64,6 +64,7 @@ type Position struct {
 	Pos       int
 	LayerKind int
 	ShortName string // for tables
+	Label     string // the role label, unique in its layer kind ("MoE_GEMM (gate_up)")
 	Kernel    string // full name
 	Category  string
 	Provider  string
@@ -198,8 +199,16 @@ func positionsOf(ps []inventory.Position) []Position {
 	for _, n := range layersOfKind {
 		total += n
 	}
+	// Positions are named by their roles (inferred when the table has
+	// none), each name unique within its layer kind.
+	t := inventory.LayerTable{Positions: ps}
+	if !slices.ContainsFunc(ps, func(p inventory.Position) bool { return p.Role != "" }) {
+		t.Positions = slices.Clone(ps)
+		t.AssignRoles(nil)
+	}
+	labels := t.Labels()
 	for i, p := range ps {
-		out[i] = Position{Pos: p.Pos, LayerKind: p.LayerKind, ShortName: p.ShortName, Kernel: p.Kernel,
+		out[i] = Position{Pos: p.Pos, LayerKind: p.LayerKind, ShortName: p.ShortName, Label: labels[i], Kernel: p.Kernel,
 			Category: p.Category, Provider: p.Provider, AvgUS: p.AvgUS, StdUS: p.StdUS, Count: p.Count}
 		if total > 0 {
 			out[i].LayerUS = p.AvgUS * float64(p.Count) / float64(total)
@@ -272,7 +281,7 @@ func LoadLevel(path string, rules *inventory.Rules) (*Profile, error) {
 	for i, r := range rows {
 		c := rules.Classify(r.Kernel)
 		ps[i] = inventory.Position{Pos: r.Pos, ShortName: r.ShortName, Kernel: r.Kernel, Category: c.Category,
-			Provider: c.Provider, AvgUS: r.AvgUS, StdUS: r.StdUS, Count: r.Count}
+			Provider: c.Provider, AvgUS: r.AvgUS, StdUS: r.StdUS, Count: r.Count, Role: r.Role}
 	}
 	p.Positions = positionsOf(ps)
 	p.KernelsPerLayer = []int{len(rows)}
