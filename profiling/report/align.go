@@ -15,6 +15,10 @@ type row struct {
 
 	Fit   fit
 	Trend string
+	// Label is the row's display name, unique within its layer kind
+	// (nameRows); Name the same in markdown, with the labels of every
+	// level where the kernel changes ("`A` → `B`").
+	Label, Name string
 }
 
 // last is the row's position at the latest level before li that has one.
@@ -33,6 +37,17 @@ func (r *row) names() []string {
 	for _, p := range r.Cells {
 		if p != nil && !slices.Contains(out, p.ShortName) {
 			out = append(out, p.ShortName)
+		}
+	}
+	return out
+}
+
+// labels lists the distinct role labels of the row in level order.
+func (r *row) labels() []string {
+	var out []string
+	for _, p := range r.Cells {
+		if p != nil && !slices.Contains(out, p.Label()) {
+			out = append(out, p.Label())
 		}
 	}
 	return out

@@ -102,28 +102,35 @@ func TestTrend(t *testing.T) {
 	for _, tt := range []struct {
 		name      string
 		ys        []float64
-		changedAt int
+		changes   []int
 		category  string
 		want      string
 	}{
-		{"one level", []float64{5}, -1, "", "only at conc 4"},
-		{"flat within 10%", []float64{10, 10.4, 10.2, 10.8}, -1, "", "flat"},
-		{"flat within 0.5 µs", []float64{3, 3.4, 3.2, 3.1}, -1, "", "flat"},
-		{"linear", []float64{20, 40, 80, 160}, -1, "", "linear in batch"},
-		{"linear attention", []float64{10, 11, 13, 17}, -1, "Paged attention (decode)", "grows with context"},
-		{"falls", []float64{40, 35, 25, 5}, -1, "", "falls with batch"},
-		{"jump without a kernel change", []float64{10, 10, 30, 30.5}, -1, "", "step change at conc 16"},
-		{"kernel changes with a jump", []float64{10, 11, 30, 31}, 2, "", "step change at conc 16"},
-		{"kernel changes without a jump", []float64{10, 10.2, 10.1, 10}, 2, "", "flat"},
+		{"one level", []float64{5}, nil, "", "only at conc 4"},
+		{"flat within 10%", []float64{10, 10.4, 10.2, 10.8}, nil, "", "flat"},
+		{"flat within 0.5 µs", []float64{3, 3.4, 3.2, 3.1}, nil, "", "flat"},
+		{"linear", []float64{20, 40, 80, 160}, nil, "", "linear in batch"},
+		{"linear attention", []float64{10, 11, 13, 17}, nil, "Paged attention (decode)", "grows with context"},
+		{"falls", []float64{40, 35, 25, 5}, nil, "", "falls with batch"},
+		{"jump without a kernel change", []float64{10, 10, 30, 30.5}, nil, "", "step change at conc 16"},
+		{"kernel changes with a jump", []float64{10, 11, 30, 31}, []int{2}, "", "step change at conc 16"},
+		{"kernel changes without a jump", []float64{10, 10.2, 10.1, 10}, []int{2}, "", "flat"},
+		// A kernel split at the third level after another instance at the
+		// second: the step is where the split is, not at the first change
+		// (the report once said "step change at conc 8" here).
+		{"step located at the split", []float64{8.5, 10.1, 5.5, 5.5}, []int{1, 2}, "", "step change at conc 16"},
+		// A smooth rise (R² 1.00) with another kernel instance on the way
+		// is linear, not a step.
+		{"smooth rise across a kernel change", []float64{7.8, 8.6, 10.1}, []int{2}, "", "linear in batch"},
 		// Sxy 165, Sxx 460, Syy 718.75: R² = 165²/(460·718.75) = 0.08.
-		{"curved", []float64{10, 40, 45, 30}, -1, "", "not linear (R² 0.08)"},
+		{"curved", []float64{10, 40, 45, 30}, nil, "", "not linear (R² 0.08)"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var s series
 			for i, y := range tt.ys {
 				s.add(xs[i], y, i)
 			}
-			require.Equal(t, tt.want, trend(s, fitLine(s.xs, s.ys), tt.changedAt, tt.category, names))
+			require.Equal(t, tt.want, trend(s, fitLine(s.xs, s.ys), tt.changes, tt.category, names))
 		})
 	}
 }

@@ -94,34 +94,49 @@ func (s *series) flat() bool {
 	return hi-lo <= max(flatFrac*math.Abs(mean), flatUS)
 }
 
-// trend is the word for a position's time across levels. changedAt is the
-// index into s of the first point whose kernel differs from the one
-// before it (-1: the same kernel throughout). names are the level names.
-func trend(s series, f fit, changedAt int, category string, names []string) string {
+// trend is the word for a position's time across levels. changes are the
+// indices into s of the points whose kernel differs from the one before
+// (none: the same kernel throughout). names are the level names. A step
+// is placed where it happens: at the kernel change with the largest jump,
+// or at the largest jump; a series a line fits well (R² ≥ 0.9) is linear
+// unless one kernel change makes most of its movement.
+func trend(s series, f fit, changes []int, category string, names []string) string {
 	switch len(s.ys) {
 	case 0:
 		return ""
 	case 1:
 		return "only at " + names[s.at[0]]
 	}
-	_, _, mean := s.spread()
-	if changedAt > 0 && math.Abs(s.ys[changedAt]-s.ys[changedAt-1]) > max(flatFrac*math.Abs(mean), flatUS) {
-		return "step change at " + names[s.at[changedAt]]
-	}
 	if s.flat() {
 		return "flat"
 	}
-	if len(s.ys) >= 3 && f.R2 < linearR2 {
-		total, big, at := 0.0, 0.0, 0
-		for i := 1; i < len(s.ys); i++ {
-			d := math.Abs(s.ys[i] - s.ys[i-1])
-			total += d
-			if d > big {
-				big, at = d, i
-			}
+	_, _, mean := s.spread()
+	thr := max(flatFrac*math.Abs(mean), flatUS)
+	jump := func(i int) float64 { return math.Abs(s.ys[i] - s.ys[i-1]) }
+	total, big, bigAt := 0.0, 0.0, 0
+	for i := 1; i < len(s.ys); i++ {
+		total += jump(i)
+		if jump(i) > big {
+			big, bigAt = jump(i), i
 		}
-		if total > 0 && big >= stepShare*total {
-			return "step change at " + names[s.at[at]]
+	}
+	ch, chAt := 0.0, 0 // the kernel change with the largest jump
+	for _, i := range changes {
+		if i > 0 && i < len(s.ys) && jump(i) > ch {
+			ch, chAt = jump(i), i
+		}
+	}
+	step := func(i int) string { return "step change at " + names[s.at[i]] }
+	if ch > thr && ch >= stepShare*total {
+		return step(chAt)
+	}
+	linear := len(s.ys) == 2 || f.R2 >= linearR2
+	if !linear {
+		switch {
+		case ch > thr:
+			return step(chAt)
+		case total > 0 && big >= stepShare*total:
+			return step(bigAt)
 		}
 		return fmt.Sprintf("not linear (R² %.2f)", f.R2)
 	}

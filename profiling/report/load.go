@@ -127,6 +127,7 @@ func loadRun(dir string, opt Options) (*run, error) {
 		}
 	}
 	r.loadConfig(opt)
+	r.ensureRoles()
 	return r, nil
 }
 

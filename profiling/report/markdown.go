@@ -615,16 +615,17 @@ func (v *view) inventorySection(b *md) {
 	b.p("Kernel time no category rule matched (%s): %s.\n\n", inventory.Other, strings.Join(other, ", "))
 	top := v.lv[last]
 	if inv := top.File.Inventory; inv != nil && len(inv.Kernels) > 0 {
-		b.p("Top kernels at %s by total time:\n\n", top.name())
+		b.p("Top kernels at %s by total time (a kernel that runs at several positions of the decode layer lists each role):\n\n", top.name())
+		roles := kernelRoles(top)
 		var rows [][]string
 		for i, k := range inv.Kernels {
 			if i == 10 {
 				break
 			}
-			rows = append(rows, []string{code(esc(k.ShortName)), esc(k.Category), esc(orNone(k.Provider)), strconv.Itoa(k.Count),
+			rows = append(rows, []string{code(esc(k.ShortName)), esc(cmp.Or(roles[k.Kernel], "outside the layers")), esc(k.Category), esc(orNone(k.Provider)), strconv.Itoa(k.Count),
 				f2(k.Total.MS()), f1(k.AvgUS), f1(k.Pct)})
 		}
-		b.table([]string{"kernel", "category", "provider", "launches", "total (ms)", "avg (µs)", "% of GPU time"}, "lllrrrr", rows)
+		b.table([]string{"kernel", "role in the decode layer", "category", "provider", "launches", "total (ms)", "avg (µs)", "% of GPU time"}, "llllrrrr", rows)
 	}
 }
 
@@ -651,7 +652,8 @@ func (v *view) layerSection(b *md) {
 	}
 	b.WriteString("Average time of each kernel position of a decode layer (µs, over every layer of every decode step), aligned across levels by kernel and role; " +
 		"layers per step × kernels per layer: " + strings.Join(layers, ", ") + ". " +
-		"The slope is µs per added sequence of decode batch size, from a least-squares fit (R² its quality, shown from three levels on); the trend word follows the rules at the end of this section.\n\n")
+		"The slope is µs per added sequence of decode batch size, from a least-squares fit (R² its quality, shown from three levels on); the trend word follows the rules at the end of this section. " +
+		v.roleSources() + "\n\n")
 	kinds := 0
 	for _, r := range v.rows {
 		kinds = max(kinds, r.Kind+1)
@@ -674,7 +676,7 @@ func (v *view) layerSection(b *md) {
 		for _, r := range v.rows {
 			withModule = withModule || (r.Kind == kind && module(r) != "")
 		}
-		head := []string{"pos", "kernel", "category", "provider"}
+		head := []string{"pos", "position (kernel and role)", "category", "provider"}
 		align := "rlll"
 		if withModule {
 			head = append(head, "module")
@@ -690,11 +692,7 @@ func (v *view) layerSection(b *md) {
 				continue
 			}
 			p := r.first()
-			names := r.names()
-			for i := range names {
-				names[i] = code(esc(names[i]))
-			}
-			row := []string{strconv.Itoa(r.Pos), strings.Join(names, " → "), esc(p.Category), esc(orNone(p.Provider))}
+			row := []string{strconv.Itoa(r.Pos), r.Name, esc(p.Category), esc(orNone(p.Provider))}
 			if withModule {
 				row = append(row, code(esc(orNone(module(r)))))
 			}
@@ -740,7 +738,8 @@ func (v *view) layerSection(b *md) {
 	v.prefillTable(b)
 	b.p("Trend words, from each position's times against the decode batch size (x) across levels: " +
 		"**flat** when the times spread less than 10%% of their mean (or 0.5 µs); " +
-		"**step change at conc N** when the kernel at the position changes at that level and its time moves by more than that, or when, over three levels or more, the linear fit has R² under 0.9 and one jump makes at least 80%% of the movement; " +
+		"**step change at conc N** at the level where the kernel at the position changes, when that change moves the time by more than the flat margin and makes at least 80%% of its movement, or when the linear fit has R² under 0.9; without a kernel change, when R² is under 0.9 and one jump makes at least 80%% of the movement; " +
+		"a position a line fits (R² 0.9 or more) is linear even when its kernel changes on the way; " +
 		"**not linear** when the fit has R² under 0.9 otherwise; " +
 		"**grows with context** for a growing kernel that reads the KV cache (paged attention, attention reduce, KV cache writes: their work is batch × context length); " +
 		"**linear in batch** for any other growing position; **falls with batch** when the slope is negative; **only at conc N** for a kernel that runs at one level.\n\n")
@@ -773,7 +772,7 @@ func codeList(names []string) string {
 
 // describeChange says what a change does, in words.
 func (v *view) describeChange(c change) string {
-	name := func(p *inventory.Position) string { return code(esc(p.ShortName)) }
+	name := func(p *inventory.Position) string { return code(esc(p.Label())) }
 	var olds, news []string
 	for _, r := range c.Old {
 		olds = append(olds, name(r.last(c.Level)))
@@ -853,7 +852,7 @@ func (v *view) scalingSection(b *md) {
 			for i := range v.lv {
 				r = append(r, orDash(c.LayerUS[i], f1))
 			}
-			word := trend(c.layerS, c.LayerFit, -1, c.Category, v.names)
+			word := trend(c.layerS, c.LayerFit, nil, c.Category, v.names)
 			rows = append(rows, append(r, slopeCell(c.LayerFit), r2Cell(c.LayerFit), slopeCell(c.StepFit), word))
 		case inSteps:
 			r := []string{esc(c.Category)}
@@ -927,7 +926,7 @@ func (v *view) warningsSection(b *md) {
 			if w.Code != "" {
 				c = " (`" + string(w.Code) + "`)"
 			}
-			lines = append(lines, fmt.Sprintf("%s%s: %s", l.name(), c, w.Message))
+			lines = append(lines, fmt.Sprintf("%s%s: %s", l.name(), c, v.adviseWarning(l, w)))
 		}
 		if t := l.decode(); t != nil && t.IrregularLayers > 0 {
 			s := fmt.Sprintf("%s (`irregular_layers`): %d decode layers differ from the other layers of their kind", l.name(), t.IrregularLayers)

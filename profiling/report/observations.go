@@ -21,6 +21,13 @@ func (v *view) observations() []string {
 			out = append(out, s)
 		}
 	}
+	// The abnormal first: a capped batch, saturation, lost events and
+	// structural kernel changes are what an engineer acts on; cosmetic
+	// kernel instances last.
+	add(v.batchCap())
+	add(v.saturation())
+	add(v.lostEvents())
+	add(v.structuralChanges())
 	add(v.dominantCategory())
 	add(v.throughputScaling())
 	add(v.limit())
@@ -28,6 +35,7 @@ func (v *view) observations() []string {
 	add(v.launchBound())
 	add(v.fastestGrowing())
 	add(v.closes())
+	add(v.instanceChanges())
 	return out
 }
 
@@ -108,10 +116,16 @@ func (v *view) throughputScaling() string {
 	if a.Row.OutTokS <= 0 || a.Row.TPOTP50MS <= 0 {
 		return ""
 	}
-	return fmt.Sprintf("**From conc %d to conc %d** (%s× the concurrency) output throughput rises %s× (%s → %s tok/s) while median TPOT rises %s× (%s → %s ms) and median TTFT %s× (%s → %s ms).",
+	moves := func(r float64) string {
+		if r < 1 {
+			return "falls to"
+		}
+		return "rises"
+	}
+	return fmt.Sprintf("**From conc %d to conc %d** (%s× the concurrency) output throughput %s %s× (%s → %s tok/s) while median TPOT %s %s× (%s → %s ms) and median TTFT %s× (%s → %s ms).",
 		a.Conc, b.Conc, f1(float64(b.Conc)/float64(a.Conc)),
-		f2(b.Row.OutTokS/a.Row.OutTokS), f1(a.Row.OutTokS), f1(b.Row.OutTokS),
-		f2(b.Row.TPOTP50MS/a.Row.TPOTP50MS), f2(a.Row.TPOTP50MS), f2(b.Row.TPOTP50MS),
+		moves(b.Row.OutTokS/a.Row.OutTokS), f2(b.Row.OutTokS/a.Row.OutTokS), f1(a.Row.OutTokS), f1(b.Row.OutTokS),
+		moves(b.Row.TPOTP50MS/a.Row.TPOTP50MS), f2(b.Row.TPOTP50MS/a.Row.TPOTP50MS), f2(a.Row.TPOTP50MS), f2(b.Row.TPOTP50MS),
 		f2(safeRatio(b.Row.TTFTP50MS, a.Row.TTFTP50MS)), f2(a.Row.TTFTP50MS), f2(b.Row.TTFTP50MS))
 }
 
@@ -146,12 +160,9 @@ func (v *view) limit() string {
 		s += fmt.Sprintf(", other steps %s ms (%s)", ms(st.OtherPerTokenUS), pctS(100*st.OtherPerTokenUS/tok))
 	}
 	s += ". "
-	switch {
-	case 100*st.PrefillPerTokenUS/tok >= prefillLimitPct:
-		s += "Prefill interference limits it: new requests' prefill steps stall every running sequence."
-	case 100*st.GapUS/st.StepUS >= gapLimitPct:
-		s += "Host overhead limits it: the GPU idles between kernels (launches, scheduling, sampling sync) for a large part of each step."
-	default:
+	if w := limitWord(st.BusyUS, st.GapUS, st.PrefillPerTokenUS, st.StepUS); w != "" {
+		s += w
+	} else {
 		s += "The GPU's work limits it"
 		var top *catRow
 		for _, c := range v.cats {
@@ -167,26 +178,20 @@ func (v *view) limit() string {
 			s += ")"
 		}
 		s += "."
+		if p := 100 * st.PrefillPerTokenUS / tok; p >= prefillLimitPct {
+			s += fmt.Sprintf(" Prefill steps add %s of a token's time on top: second to the GPU's decode work, not the limit.", pctS(p))
+		}
 	}
 	return s
 }
 
+// kernelChanges says that the layer's kernels hold across levels; their
+// changes are the structural and instance observations.
 func (v *view) kernelChanges() string {
-	if len(v.changes) == 0 {
-		if len(v.lv) > 1 && len(v.rows) > 0 {
-			return "**The same kernels run at every level**: no kernel of the decode layer switches or fuses between levels."
-		}
-		return ""
+	if len(v.changes) == 0 && len(v.lv) > 1 && len(v.rows) > 0 {
+		return "**The same kernels run at every level**: no kernel of the decode layer switches or fuses between levels."
 	}
-	var parts []string
-	for i, c := range v.changes {
-		if i == 3 {
-			parts = append(parts, fmt.Sprintf("and %d more (see Per-layer time by position)", len(v.changes)-3))
-			break
-		}
-		parts = append(parts, strings.TrimSuffix(v.describeChange(c), "."))
-	}
-	return "**Kernels change between levels**: " + strings.Join(parts, "; ") + "."
+	return ""
 }
 
 // launchBound counts the positions that are short and flat at every level.
@@ -233,7 +238,7 @@ func (v *view) fastestGrowing() string {
 	if best == nil {
 		return ""
 	}
-	s := fmt.Sprintf("**%s (pos %d) grows fastest with batch**: %s µs per added sequence per layer", code(best.first().ShortName), best.Pos, f2(best.Fit.Slope))
+	s := fmt.Sprintf("**%s (pos %d) grows fastest with batch**: %s µs per added sequence per layer", code(best.Label), best.Pos, f2(best.Fit.Slope))
 	if best.Fit.N >= 3 {
 		s += fmt.Sprintf(" (R² %s)", f2(best.Fit.R2))
 	}

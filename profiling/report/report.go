@@ -104,36 +104,37 @@ func newView(r *run) *view {
 		}
 	}
 	v.rows, v.changes = alignLevels(tables)
+	nameRows(v.rows)
 	for _, rw := range v.rows {
-		s, changedAt := v.rowSeries(rw)
+		s, changes := v.rowSeries(rw)
 		rw.Fit = fitLine(s.xs, s.ys)
 		cat := ""
 		if p := rw.first(); p != nil {
 			cat = p.Category
 		}
-		rw.Trend = trend(s, rw.Fit, changedAt, cat, v.names)
+		rw.Trend = trend(s, rw.Fit, changes, cat, v.names)
 	}
 	v.categories()
 	return v
 }
 
 // rowSeries is a row's average time against decode batch size, and the
-// index of the first point whose kernel differs from the one before.
-func (v *view) rowSeries(rw *row) (series, int) {
+// indices of the points whose kernel differs from the one before.
+func (v *view) rowSeries(rw *row) (series, []int) {
 	var s series
-	changedAt := -1
+	var changes []int
 	var prev string
 	for i, p := range rw.Cells {
 		if p == nil {
 			continue
 		}
-		if len(s.ys) > 0 && p.Kernel != prev && changedAt < 0 {
-			changedAt = len(s.ys)
+		if len(s.ys) > 0 && p.Kernel != prev {
+			changes = append(changes, len(s.ys))
 		}
 		prev = p.Kernel
 		s.add(float64(v.lv[i].BS()), p.AvgUS, i)
 	}
-	return s, changedAt
+	return s, changes
 }
 
 // categories collects the category totals of every analysed level.

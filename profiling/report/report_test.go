@@ -351,7 +351,7 @@ func TestModuleColumn(t *testing.T) {
 	require.NoError(t, err)
 	readme, err := os.ReadFile(results.Run(dir).Readme())
 	require.NoError(t, err)
-	require.Contains(t, string(readme), "| pos | kernel | category | provider | module |")
+	require.Contains(t, string(readme), "| pos | position (kernel and role) | category | provider | module |")
 	require.Contains(t, string(readme), "`model.layers.*.pos0`")
 
 	plain := runCopy(t)
