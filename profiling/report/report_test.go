@@ -361,3 +361,34 @@ func TestModuleColumn(t *testing.T) {
 	require.NoError(t, err)
 	require.NotContains(t, string(readme), "| module |")
 }
+
+// TestStructuralChangesFirst: in the made run the MoE sort kernel splits
+// into two at conc 32 while other positions run other template instances
+// from conc 16; the split is an observation of its own near the top, the
+// instances close the list, and every position carries a role.
+func TestStructuralChangesFirst(t *testing.T) {
+	dir := runCopy(t)
+	_, err := report.Build(dir, report.Options{})
+	require.NoError(t, err)
+	readme, err := os.ReadFile(results.Run(dir).Readme())
+	require.NoError(t, err)
+	obs := strings.Split(strings.SplitN(strings.SplitN(string(readme), "## Key observations\n\n", 2)[1], "\n\n", 2)[0], "\n")
+	split, instances := -1, -1
+	for i, o := range obs {
+		if strings.Contains(o, "change structure") {
+			split = i
+			require.Contains(t, o, "From conc 32, pos 7, 8: `MoE_sort (sort)` is split into `MoE_sort_P0 (sort)` + `MoE_sort_P23 (sort)`")
+			require.NotContains(t, o, "another instance")
+		}
+		if strings.Contains(o, "Other template instances") {
+			instances = i
+		}
+	}
+	require.GreaterOrEqual(t, split, 0, "no structural change observation in %q", obs)
+	require.Equal(t, len(obs)-1, instances, "the template instances close the observations: %q", obs)
+	require.Less(t, split, 2, "the split comes before the dominant category: %q", obs)
+	for _, label := range []string{"`MoE_GEMM (gate_up)`", "`MoE_GEMM (down)`", "`GEMM_FP8 (O-proj)`", "`GEMM_FP8 (QKV)`", "`FP8_quant (before QKV)`"} {
+		require.Contains(t, string(readme), label)
+	}
+	require.Contains(t, string(readme), "step change at conc 32")
+}
