@@ -32,6 +32,12 @@ func (v *view) charts() []chart {
 	if len(v.cats) > 0 {
 		out = append(out, chart{LayerTimeChart, v.layerTimeChart})
 	}
+	if v.hasPositionFits() {
+		out = append(out, chart{PositionsChart, v.positionsChart})
+	}
+	if v.hasTokenTimes() {
+		out = append(out, chart{TokenTimeChart, v.tokenTimeChart})
+	}
 	return out
 }
 
@@ -155,6 +161,7 @@ func concAxis(p *plot.Plot, ls []*level) {
 	}
 	p.X.Scale = plot.LogScale{}
 	p.X.Min, p.X.Max = lo/1.25, hi*1.25
+	p.X.Label.Text += " — log₂ axis"
 }
 
 // line adds one series with markers; dashed for a tail percentile.
@@ -276,16 +283,35 @@ func (v *view) throughputTPOTChart() ([]byte, error) {
 	if err := line(p, "TPOT p99", xys99, 3, true); err != nil {
 		return nil, err
 	}
-	lab, err := plotter.NewLabels(plotter.XYLabels{XYs: xys, Labels: labels})
-	if err != nil {
-		return nil, err
+	// Labels alternate above and below the line, so that neighbouring
+	// levels (close in TPOT at low concurrency) do not overlap.
+	for side := range 2 {
+		var at plotter.XYs
+		var text []string
+		for i := side; i < len(xys); i += 2 {
+			at, text = append(at, xys[i]), append(text, labels[i])
+		}
+		if len(at) == 0 {
+			continue
+		}
+		lab, err := plotter.NewLabels(plotter.XYLabels{XYs: at, Labels: text})
+		if err != nil {
+			return nil, err
+		}
+		for i := range lab.TextStyle {
+			lab.TextStyle[i].Font = font.From(sans, tickSize)
+			lab.TextStyle[i].XAlign = draw.XRight
+		}
+		lab.Offset = vg.Point{X: vg.Points(-6), Y: vg.Points(4)}
+		if side == 1 {
+			lab.TextStyle[0].XAlign = draw.XLeft
+			for i := range lab.TextStyle {
+				lab.TextStyle[i].XAlign = draw.XLeft
+			}
+			lab.Offset = vg.Point{X: vg.Points(6), Y: -vg.Points(12)}
+		}
+		p.Add(lab)
 	}
-	for i := range lab.TextStyle {
-		lab.TextStyle[i].Font = font.From(sans, tickSize)
-		lab.TextStyle[i].XAlign = draw.XRight
-	}
-	lab.Offset = vg.Point{X: vg.Points(-6), Y: vg.Points(4)}
-	p.Add(lab)
 	p.Legend.Top, p.Legend.Left = true, true
 	p.Legend.XOffs = vg.Points(6)
 	lo, hi := math.Inf(1), 0.0
@@ -310,77 +336,19 @@ func (v *view) layerTimeChart() ([]byte, error) {
 	}
 	p.NominalX(names...)
 	p.X.Tick.Label.Font = font.From(sans, tickSize)
-	legend := plot.NewLegend()
-	legend.TextStyle.Font = font.From(sans, legendSize)
-	legend.Top, legend.Left = true, true
-	legend.Padding = vg.Points(3)
-	var below *plotter.BarChart
-	var bars []*plotter.BarChart
-	var barNames []string
+	var parts []part
 	totals := make([]float64, n)
-	for ci, c := range v.cats {
-		vals := make(plotter.Values, n)
+	for _, c := range v.cats {
+		vals := make([]float64, n)
 		any := false
 		for i := range vals {
 			vals[i] = val(c.LayerUS, i)
-			if math.IsNaN(c.LayerUS[i]) {
-				vals[i] = 0
-			}
 			totals[i] += vals[i]
 			any = any || vals[i] > 0
 		}
-		if !any {
-			continue
+		if any {
+			parts = append(parts, part{c.Category, categoryColour(c.Category), vals})
 		}
-		b, err := plotter.NewBarChart(vals, vg.Points(44))
-		if err != nil {
-			return nil, err
-		}
-		b.Color = colour(ci)
-		b.LineStyle.Width = vg.Points(0.5)
-		b.LineStyle.Color = color.White
-		if below != nil {
-			b.StackOn(below)
-		}
-		below = b
-		p.Add(b)
-		bars = append(bars, b)
-		barNames = append(barNames, c.Category)
 	}
-	// The legend lists the stack from its top down, as the bars show it.
-	for i := len(bars) - 1; i >= 0; i-- {
-		legend.Add(barNames[i], bars[i])
-	}
-	var tops plotter.XYs
-	var labels []string
-	top := 0.0
-	for i, t := range totals {
-		tops = append(tops, plotter.XY{X: float64(i), Y: t})
-		labels = append(labels, f1(t)+" µs")
-		top = max(top, t)
-	}
-	lab, err := plotter.NewLabels(plotter.XYLabels{XYs: tops, Labels: labels})
-	if err != nil {
-		return nil, err
-	}
-	for i := range lab.TextStyle {
-		lab.TextStyle[i].Font = font.From(sans, tickSize)
-		lab.TextStyle[i].XAlign = draw.XCenter
-	}
-	lab.Offset = vg.Point{Y: vg.Points(4)}
-	p.Add(lab)
-	yFromZero(p, top, 1.12)
-	p.X.Min, p.X.Max = -0.6, float64(n)-0.4
-
-	legendW := 6 * cm
-	for _, name := range barNames {
-		legendW = max(legendW, legend.TextStyle.Width(name)+legend.ThumbnailWidth+cm)
-	}
-	width := 6*cm + 3.5*cm*vg.Length(n) + legendW
-	height := max(11*cm, vg.Length(len(bars))*(legend.TextStyle.Height("X")+legend.Padding)+3*cm)
-	c := vgsvg.New(width, height)
-	dc := draw.New(c)
-	p.Draw(draw.Crop(dc, vg.Points(2), -legendW, vg.Points(2), -vg.Points(6)))
-	legend.Draw(draw.Crop(dc, width-legendW+0.4*cm, 0, 0, -1.2*cm))
-	return svgBytes(c)
+	return stackedBars(p, parts, totals, " µs")
 }

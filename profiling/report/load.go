@@ -128,6 +128,7 @@ func loadRun(dir string, opt Options) (*run, error) {
 	}
 	r.loadConfig(opt)
 	r.ensureRoles()
+	r.engineClock()
 	return r, nil
 }
 

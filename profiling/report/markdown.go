@@ -69,6 +69,7 @@ func (v *view) markdown() []byte {
 	v.scalingSection(&b)
 	v.breakdownSection(&b)
 	v.warningsSection(&b)
+	v.filesSection(&b)
 	return b.Bytes()
 }
 
@@ -315,7 +316,7 @@ func (v *view) modelSection(b *md) {
 		add("Other engine flags", "`"+strings.Join(e.ExtraArgs, " ")+"`")
 	}
 	if s := v.timeScale(); s != 1 {
-		add("Clock", fmt.Sprintf("simulated engine at %g× speed: the client's times are %g× shorter than the trace's", s, s))
+		add("Clock", fmt.Sprintf("simulated engine at %g× speed: the client's times were %g× shorter than the trace's; every figure here is on the engine's clock (times × %g, throughputs ÷ %g)", s, s, s, s))
 	}
 	if w := v.workload(); w != "" {
 		add("Workload", w)
@@ -397,6 +398,9 @@ func (v *view) throughputSection(b *md) {
 	b.table([]string{"concurrency", "decode bs", "completed", "failed", "req/s", "output tok/s", "total tok/s",
 		"TTFT p50 (ms)", "TTFT p99 (ms)", "TPOT p50 (ms)", "TPOT p99 (ms)"}, "rrrrrrrrrrr", rows)
 	b.p("The decode batch size is the most frequent one in the level's trace (what the GPU ran), not the client's concurrency.\n\n")
+	if sc := v.timeScale(); sc != 1 {
+		b.p("The run was accelerated %g× (simulated engine): throughputs and latencies here are scaled back to the engine's clock, the trace's.\n\n", sc)
+	}
 	if v.haveRows() {
 		b.p("![Latency against concurrency](%s)\n\n![Throughput against concurrency](%s)\n\n![Throughput against TPOT](%s)\n\n", LatencyChart, ThroughputChart, ThroughputTPOTChart)
 	}
@@ -429,7 +433,7 @@ func (v *view) tpot(l *level) (float64, string) {
 	case l.Result != nil && l.Result.Completed > 0:
 		return l.Result.TPOT.Mean * s, "mean"
 	case l.HaveRow && l.Row.Completed > 0:
-		return l.Row.TPOTP50MS * s, "median"
+		return l.Row.TPOTP50MS, "median" // already on the engine's clock (engineClock)
 	}
 	return math.NaN(), ""
 }
@@ -540,6 +544,9 @@ func (v *view) reconciliationSection(b *md) {
 		if math.Abs(sp) > closeTolPct {
 			open = append(open, fmt.Sprintf("%s: the layer table's kernel time is %s of the step off the measured one", l.name(), pctS(math.Abs(sp))))
 		}
+	}
+	if v.hasTokenTimes() {
+		b.p("![Where a token's time goes](%s)\n\n", TokenTimeChart)
 	}
 	if len(open) == 0 {
 		b.p("It closes within 3%% at every level.\n\n")
@@ -725,6 +732,9 @@ func (v *view) layerSection(b *md) {
 	top := v.lv[len(v.lv)-1]
 	if t := top.decode(); t != nil && len(t.Prologue)+len(t.Epilogue) > 0 {
 		b.p("Around the layers at %s: prologue %s; epilogue %s.\n\n", top.name(), codeList(t.Prologue), codeList(t.Epilogue))
+	}
+	if v.hasPositionFits() {
+		b.p("![Decode layer positions against batch size](%s)\n\n", PositionsChart)
 	}
 	b.p("### Kernels that change between levels\n\n")
 	if len(v.changes) == 0 {
@@ -940,12 +950,13 @@ func (v *view) warningsSection(b *md) {
 		lines = append(lines, "report: "+n)
 	}
 	if len(lines) == 0 {
-		b.p("None.\n")
+		b.p("None.\n\n")
 		return
 	}
 	for _, s := range lines {
 		b.p("- %s\n", s)
 	}
+	b.p("\n")
 }
 
 func describeDiff(irr inventory.IrregularLayer) string {

@@ -120,13 +120,14 @@ func TestCopiedRunSameReport(t *testing.T) {
 	b := filepath.Join(t.TempDir(), "elsewhere", "copy")
 	require.NoError(t, copyDir(a, b))
 	require.NoError(t, os.RemoveAll(filepath.Join(b, "traces")))
-	for _, f := range []string{"readme.md", report.LatencyChart, report.ThroughputChart, report.ThroughputTPOTChart, report.LayerTimeChart} {
+	files := []string{"readme.md", report.LatencyChart, report.ThroughputChart, report.ThroughputTPOTChart, report.LayerTimeChart, report.PositionsChart, report.TokenTimeChart}
+	for _, f := range files {
 		require.NoError(t, os.Remove(filepath.Join(b, f)))
 	}
 	rep, err := report.Build(b, report.Options{})
 	require.NoError(t, err)
-	require.Len(t, rep.Files, 5)
-	for _, f := range []string{"readme.md", report.LatencyChart, report.ThroughputChart, report.ThroughputTPOTChart, report.LayerTimeChart} {
+	require.Len(t, rep.Files, len(files))
+	for _, f := range files {
 		x, err := os.ReadFile(filepath.Join(a, f))
 		require.NoError(t, err)
 		y, err := os.ReadFile(filepath.Join(b, f))
@@ -145,10 +146,12 @@ func TestChartsAreLabelledSVG(t *testing.T) {
 		file  string
 		texts []string
 	}{
-		{report.LatencyChart, []string{"concurrency (requests in flight)", "TTFT (ms)", "TPOT (ms)", "TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99", "4", "16", "32"}},
-		{report.ThroughputChart, []string{"concurrency (requests in flight)", "output throughput (tok/s)", "total throughput (tok/s)", "request throughput (req/s)"}},
+		{report.LatencyChart, []string{"concurrency (requests in flight) — log₂ axis", "TTFT (ms)", "TPOT (ms)", "TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99", "4", "16", "32"}},
+		{report.ThroughputChart, []string{"concurrency (requests in flight) — log₂ axis", "output throughput (tok/s)", "total throughput (tok/s)", "request throughput (req/s)"}},
 		{report.ThroughputTPOTChart, []string{"TPOT (ms)", "output throughput (tok/s)", "conc 4", "conc 16", "conc 32", "TPOT p50"}},
 		{report.LayerTimeChart, []string{"time per decode layer (µs)", "level", "conc 4 (bs 4)", "conc 32 (bs 32)", "MoE expert GEMM", "Paged attention (decode)"}},
+		{report.PositionsChart, []string{"decode batch size — log₂ axis", "time per layer (µs)", "4", "16", "32"}},
+		{report.TokenTimeChart, []string{"time per token (ms)", "conc 4 (bs 4)", "gaps between kernels", "prefill steps (per token)", "MoE expert GEMM"}},
 	} {
 		t.Run(tt.file, func(t *testing.T) {
 			f, err := os.Open(filepath.Join(dir, tt.file))
@@ -205,18 +208,18 @@ func TestDegrades(t *testing.T) {
 		files  int      // files written
 		absent []string // substrings the readme must not hold
 	}{
-		{name: "no run.json", remove: []string{"run.json"}, notes: []string{"run.json is missing"}, files: 5},
+		{name: "no run.json", remove: []string{"run.json"}, notes: []string{"run.json is missing"}, files: 7},
 		{name: "run.json that is not JSON", write: map[string]string{"run.json": `{"engine": {"tp": "two"}}`},
-			notes: []string{"run.json could not be read", "not a run.json"}, files: 5},
+			notes: []string{"run.json could not be read", "not a run.json"}, files: 7},
 		{name: "a failed run", write: map[string]string{"run.json": `{"status": "failed", "error": "the engine died", "notes": ["--enforce-eager only disables graphs"], "levels": [{"conc": 32, "error": "truncated trace"}]}`},
-			notes: []string{"the run ended failed: the engine died", "run: --enforce-eager only disables graphs", "concurrency 32: the trace analysis failed: truncated trace"}, files: 5},
-		{name: "no model config", remove: []string{"config.json"}, notes: []string{"no model config (config.json): the architecture comes from the traces alone"}, files: 5,
+			notes: []string{"the run ended failed: the engine died", "run: --enforce-eager only disables graphs", "concurrency 32: the trace analysis failed: truncated trace"}, files: 7},
+		{name: "no model config", remove: []string{"config.json"}, notes: []string{"no model config (config.json): the architecture comes from the traces alone"}, files: 7,
 			absent: []string{"Parameters (estimate)"}},
 		{name: "no level analyses", remove: []string{"levels"}, files: 4,
 			notes: []string{"concurrency 4 has no trace analysis", "concurrency 32 has no trace analysis"}},
 		{name: "a damaged level analysis", write: map[string]string{"levels/conc16/analysis.json": "{"},
-			notes: []string{"levels/conc16/analysis.json: not a level analysis file"}, files: 5},
-		{name: "no level results", remove: []string{"conc4.json", "conc16.json", "conc32.json", "summary.csv"}, files: 2,
+			notes: []string{"levels/conc16/analysis.json: not a level analysis file"}, files: 7},
+		{name: "no level results", remove: []string{"conc4.json", "conc16.json", "conc32.json", "summary.csv"}, files: 4,
 			absent: []string{"latency.svg"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
