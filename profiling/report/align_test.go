@@ -100,11 +100,11 @@ func TestTrend(t *testing.T) {
 	names := []string{"conc 4", "conc 8", "conc 16", "conc 32"}
 	xs := []float64{4, 8, 16, 32}
 	for _, tt := range []struct {
-		name      string
-		ys        []float64
-		changes   []int
-		category  string
-		want      string
+		name     string
+		ys       []float64
+		changes  []int
+		category string
+		want     string
 	}{
 		{"one level", []float64{5}, nil, "", "only at conc 4"},
 		{"flat within 10%", []float64{10, 10.4, 10.2, 10.8}, nil, "", "flat"},
