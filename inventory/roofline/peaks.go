@@ -1,0 +1,122 @@
+package roofline
+
+import (
+	_ "embed"
+	"encoding/csv"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Peak is what one GPU can do at most: dense matrix throughput by input
+// type, vector throughput and memory bandwidth.
+type Peak struct {
+	GPU    string  `json:"gpu"`
+	Match  string  `json:"-"`
+	BF16   float64 `json:"bf16_tflops"`
+	FP8    float64 `json:"fp8_tflops"`
+	FP4    float64 `json:"fp4_tflops,omitempty"`
+	Vector float64 `json:"vector_tflops"`
+	HBM    float64 `json:"hbm_tbs"`
+	Kind   string  `json:"kind"` // "spec" (vendor) or "measured"
+	Source string  `json:"source"`
+}
+
+// Matrix is the matrix peak for a weight dtype ("fp8", "fp4", else BF16),
+// falling back to the next wider type the GPU has.
+func (p Peak) Matrix(dtype string) float64 {
+	switch {
+	case dtype == "fp4" && p.FP4 > 0:
+		return p.FP4
+	case (dtype == "fp4" || dtype == "fp8") && p.FP8 > 0:
+		return p.FP8
+	}
+	return p.BF16
+}
+
+//go:embed peaks.csv
+var builtinPeaks string
+
+var peakHeader = []string{"gpu", "match", "bf16_tflops", "fp8_tflops", "fp4_tflops", "vector_tflops", "hbm_tbs", "kind", "source"}
+
+// Peaks is a table of GPU peaks.
+type Peaks []Peak
+
+// DefaultPeaks is the built-in table (peaks.csv).
+func DefaultPeaks() Peaks {
+	p, err := ParsePeaks(strings.NewReader(builtinPeaks), "peaks.csv")
+	if err != nil {
+		panic(err) // the embedded table is tested
+	}
+	return p
+}
+
+// LoadPeaks reads a peaks file in the built-in table's format (a GPU
+// benchmark writes one with measured figures).
+func LoadPeaks(path string) (Peaks, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return ParsePeaks(f, path)
+}
+
+// ParsePeaks parses a peaks table; errors name the line and the column.
+func ParsePeaks(r io.Reader, name string) (Peaks, error) {
+	cr := csv.NewReader(r)
+	cr.Comment = '#'
+	cr.FieldsPerRecord = -1
+	head, err := cr.Read()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if !slices.Equal(head, peakHeader) {
+		return nil, fmt.Errorf("%s: header %q, want %s", name, strings.Join(head, ","), strings.Join(peakHeader, ","))
+	}
+	var out Peaks
+	for {
+		rec, err := cr.Read()
+		if err == io.EOF {
+			break
+		}
+		line, _ := cr.FieldPos(0)
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", name, line, err)
+		}
+		if len(rec) != len(peakHeader) {
+			return nil, fmt.Errorf("%s:%d: %d fields, want %d (%s)", name, line, len(rec), len(peakHeader), strings.Join(peakHeader, ","))
+		}
+		p := Peak{GPU: rec[0], Match: rec[1], Kind: rec[7], Source: rec[8]}
+		for i, dst := range []*float64{&p.BF16, &p.FP8, &p.FP4, &p.Vector, &p.HBM} {
+			v, err := strconv.ParseFloat(rec[2+i], 64)
+			if err != nil || v < 0 {
+				return nil, fmt.Errorf("%s:%d: column %s: %q is not a non-negative number", name, line, peakHeader[2+i], rec[2+i])
+			}
+			*dst = v
+		}
+		if p.BF16 <= 0 || p.HBM <= 0 {
+			return nil, fmt.Errorf("%s:%d: %s needs bf16_tflops and hbm_tbs above 0", name, line, p.GPU)
+		}
+		if p.Kind != "spec" && p.Kind != "measured" {
+			return nil, fmt.Errorf("%s:%d: kind %q, want spec or measured", name, line, p.Kind)
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// Find is the peak of the GPU a trace names (its device name), false when
+// no line matches.
+func (ps Peaks) Find(device string) (Peak, bool) {
+	d := strings.ToLower(device)
+	for _, p := range ps {
+		if p.Match != "" && strings.Contains(d, strings.ToLower(p.Match)) {
+			return p, true
+		}
+	}
+	return Peak{}, false
+}

@@ -1,0 +1,204 @@
+package roofline
+
+import (
+	"context"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/profile-model/profile-model/internal/corpus"
+	"github.com/profile-model/profile-model/internal/modelconfig"
+	"github.com/profile-model/profile-model/inventory"
+	"github.com/profile-model/profile-model/tracing"
+)
+
+const (
+	dense = "Dense GEMM (BF16)"
+	moe   = "MoE expert GEMM"
+)
+
+// The worked examples of docs/roofline.md: every figure below is computed
+// by hand from the formulas there.
+func TestWorkDenseGQA(t *testing.T) {
+	// H 64, 4 heads, 2 KV heads, head dim 16, MLP 128; 2 tokens, context
+	// 10, bf16 weights and KV cache.
+	a := &modelconfig.Architecture{Hidden: 64, Heads: 4, KVHeads: 2, HeadDim: 16, Intermediate: 128, Attention: "GQA"}
+	s := Step{Tokens: 2, Context: 10, Weights: "bf16", KVCache: "bf16"}
+	for _, c := range []struct {
+		role, category string
+		flops, bytes   float64
+	}{
+		// QKV: N = (4 + 2·2)·16 = 128; 2·2·64·128; 64·128·2 + 2·64·2 + 2·128·2.
+		{"QKV", dense, 32768, 17152},
+		// O-proj: 64 → 64; 2·2·64·64; 64·64·2 + 2·64·2 + 2·64·2.
+		{"O-proj", dense, 16384, 8704},
+		// attention: 4·2·4·16·10; 2·2·10·2·16·2 (K and V) + 2·2·4·16·2 (q in, out).
+		{"attention", "Paged attention (decode)", 5120, 3072},
+		// gate_up: 64 → 256; 2·2·64·256; 64·256·2 + 2·64·2 + 2·256·2.
+		{"gate_up", dense, 65536, 34048},
+		// down: 128 → 64; 2·2·128·64; 128·64·2 + 2·128·2 + 2·64·2.
+		{"down", dense, 32768, 17152},
+		// KV cache write: 2 tokens · K and V · 2 heads · 16 · (2 read + 2 written).
+		{"KV cache write", "KV cache", 0, 512},
+		// input norm: 5·2·64; 4·2·64·2 + 64·2.
+		{"input norm", "RMSNorm / LayerNorm", 640, 1152},
+		// RoPE: n = 2·(4+2)·16 = 192; 3n; 2n·2.
+		{"RoPE", "RoPE", 576, 768},
+		// q_norm: n = 2·4·16 = 128; 4n; 2n·2. k_norm: n = 64.
+		{"q_norm", "RMSNorm / LayerNorm", 512, 512},
+		{"k_norm", "RMSNorm / LayerNorm", 256, 256},
+		// before QKV (quant): 2·64 = 128 elements; 2·128; 128·(2 + 1).
+		{"before QKV", "Activation quant", 256, 384},
+	} {
+		w, ok := Of(c.role, c.category, a, s)
+		if !ok || w.FLOPs != c.flops || w.Bytes != c.bytes {
+			t.Errorf("%s: %v FLOPs, %v bytes (ok %v); want %v, %v", c.role, w.FLOPs, w.Bytes, ok, c.flops, c.bytes)
+		}
+	}
+	if w, _ := Of("QKV", dense, a, s); w.M != 2 || w.K != 64 || w.N != 128 {
+		t.Errorf("QKV shape %d×%d→%d, want 2×64→128", w.M, w.K, w.N)
+	}
+}
+
+func TestWorkMoE(t *testing.T) {
+	// H 64, 8 experts, top-2, expert intermediate 32; 4 tokens; fp8 weights.
+	a := &modelconfig.Architecture{Hidden: 64, Heads: 4, KVHeads: 2, HeadDim: 16, MoE: true, Experts: 8, TopK: 2, ExpertIntermediate: 32}
+	s := Step{Tokens: 4, Context: 10, Weights: "fp8", KVCache: "fp8"}
+	// Experts touched: 8·(1 − (6/8)^4) = 8·0.68359375 = 5.46875.
+	if u := ExpertsTouched(8, 2, 4); u != 5.46875 {
+		t.Fatalf("experts touched %v, want 5.46875", u)
+	}
+	for _, c := range []struct {
+		role, category string
+		flops, bytes   float64
+	}{
+		// gate_up: 2·(4·2)·64·64; 5.46875·64·64·1 + 4·64·2 + 8·64·2.
+		{"gate_up", moe, 65536, 23936},
+		// down: 2·8·32·64; 5.46875·32·64·1 + 8·32·2 + 8·64·2.
+		{"down", moe, 32768, 12736},
+		// experts (fused): the sum.
+		{"experts (fused)", moe, 98304, 36672},
+		// router (bf16 weights): 2·4·64·8; 64·8·2 + 4·64·2 + 4·8·2.
+		{"router", dense, 4096, 1600},
+		// before down (quant): 4·2·32 = 256 elements; 2·256; 256·3.
+		{"before down", "Activation quant", 512, 768},
+	} {
+		w, ok := Of(c.role, c.category, a, s)
+		if !ok || w.FLOPs != c.flops || w.Bytes != c.bytes {
+			t.Errorf("%s: %v FLOPs, %v bytes (ok %v); want %v, %v", c.role, w.FLOPs, w.Bytes, ok, c.flops, c.bytes)
+		}
+	}
+	// A role whose work is not modelled, and MLA attention, give none.
+	if _, ok := Of("sort", "MoE sort / align", a, s); ok {
+		t.Error("sort: work modelled")
+	}
+	mla := *a
+	mla.Attention = "MLA"
+	if _, ok := Of("QKV", dense, &mla, s); ok {
+		t.Error("MLA QKV: work modelled")
+	}
+}
+
+func TestPoint(t *testing.T) {
+	// gate_up of the dense example: 65536 FLOPs, 34048 bytes, at 10^9
+	// FLOP/s and 10^9 B/s: 65.536 µs of compute, 34.048 µs of memory:
+	// compute-bound; measured 131.072 µs is 50% of the roof.
+	p := Peak{GPU: "toy", BF16: 0.001, Vector: 0.001, HBM: 0.001}
+	a := &modelconfig.Architecture{Hidden: 64, Heads: 4, KVHeads: 2, HeadDim: 16, Intermediate: 128}
+	tab := &inventory.LayerTable{Positions: []inventory.Position{{Pos: 3, ShortName: "GEMM", Category: dense, Role: "gate_up", AvgUS: 131.072},
+		{Pos: 4, ShortName: "sort", Category: "MoE sort / align", Role: "sort", AvgUS: 5}}}
+	r := Compute(tab, a, Step{Tokens: 2, Context: 10, Weights: "bf16", KVCache: "bf16"}, p)
+	if len(r.Points) != 1 || len(r.Missing) != 1 || !strings.Contains(r.Missing[0], "pos 4") {
+		t.Fatalf("points %+v, missing %q", r.Points, r.Missing)
+	}
+	pt := r.Points[0]
+	near := func(x, y float64) bool { return math.Abs(x-y) < 1e-9*math.Max(1, math.Abs(y)) }
+	if pt.Bound != "compute" || !near(pt.PctRoof, 50) || !near(pt.GainUS, 65.536) || !near(pt.TFLOPS, 0.0005) || !near(pt.Intensity, 65536.0/34048) {
+		t.Errorf("point %+v", pt)
+	}
+	if best, ok := r.MostToGain(); !ok || best.Pos != 3 {
+		t.Errorf("most to gain %+v", best)
+	}
+}
+
+func TestPeaks(t *testing.T) {
+	ps := DefaultPeaks()
+	for _, c := range []struct{ device, gpu string }{
+		{"AMD Instinct MI300X", "MI300X"}, {"AMD Instinct MI300X VF", "MI300X"}, {"AMD Instinct MI325X", "MI325X"},
+		{"AMD Instinct MI355X", "MI355X"}, {"NVIDIA H100 80GB HBM3", "H100"}, {"NVIDIA H100 PCIe", "H100 PCIe"},
+		{"NVIDIA H200", "H200"}, {"NVIDIA B200", "B200"},
+	} {
+		p, ok := ps.Find(c.device)
+		if !ok || p.GPU != c.gpu || p.Source == "" || p.Kind != "spec" {
+			t.Errorf("%s: %+v (found %v), want %s with a source", c.device, p, ok, c.gpu)
+		}
+	}
+	if _, ok := ps.Find("Tesla V100"); ok {
+		t.Error("V100 found in a table that does not list it")
+	}
+	// FP8 weights use the FP8 peak, FP4 falls back to FP8 without FP4 units.
+	mi300, _ := ps.Find("MI300X")
+	if mi300.Matrix("fp8") != mi300.FP8 || mi300.Matrix("fp4") != mi300.FP8 || mi300.Matrix("bf16") != mi300.BF16 {
+		t.Errorf("matrix peaks of %+v", mi300)
+	}
+	_, err := ParsePeaks(strings.NewReader("gpu,match,bf16_tflops,fp8_tflops,fp4_tflops,vector_tflops,hbm_tbs,kind,source\nX,X,fast,1,0,1,1,spec,me\n"), "p.csv")
+	if err == nil || !strings.Contains(err.Error(), "p.csv:2") || !strings.Contains(err.Error(), "bf16_tflops") {
+		t.Errorf("bad number: %v", err)
+	}
+}
+
+// TestCaptureDimsMatch: on the SGLang Qwen3-8B decode trace with its
+// capture trace (input dims recorded), the analytical shape of every GEMM
+// position equals the captured one.
+func TestCaptureDimsMatch(t *testing.T) {
+	ctx := context.Background()
+	tr, err := tracing.Load(ctx, corpus.Path(t, "traces/sglang-qwen3-8b-decode-mi300x.json.gz"), tracing.Options{Ops: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lt, err := inventory.DecodeLayers(ctx, tr, inventory.LayerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := tracing.LoadCapture(ctx, corpus.Path(t, "traces/sglang-capture-bs32-mi300x.json.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lt.AddCapture(c)
+	cfg, err := modelconfig.Load("../../fixtures/models/qwen3-8b/config.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := cfg.Architecture()
+	lt.AssignRoles(&a)
+	s := Step{Tokens: tr.DecodeBS, Context: 1024, Weights: WeightType(&a), KVCache: "bf16"}
+	checked := 0
+	for _, p := range lt.Positions {
+		w, ok := Of(p.Role, p.Category, &a, s)
+		if !ok || w.K == 0 {
+			continue
+		}
+		k, n, ok := gemmDims(p.InputDims)
+		if !ok {
+			t.Errorf("pos %d %s: no GEMM dims in %q", p.Pos, p.Role, p.InputDims)
+			continue
+		}
+		if k != w.K || n != w.N {
+			t.Errorf("pos %d %s: captured %d→%d, analytical %d→%d", p.Pos, p.Role, k, n, w.K, w.N)
+		}
+		checked++
+	}
+	if checked != 4 {
+		t.Errorf("%d GEMM positions checked, want 4 (QKV, O-proj, gate_up, down)", checked)
+	}
+	if ws := CheckDims(lt, &a, s); len(ws) != 0 {
+		t.Errorf("warnings on matching dims: %v", ws)
+	}
+	// A config that is not the model's: the mismatch names the position.
+	wrong := a
+	wrong.Intermediate = 11008
+	ws := CheckDims(lt, &wrong, s)
+	if len(ws) == 0 || !strings.Contains(ws[0].Message, "gate_up") {
+		t.Errorf("mismatch warnings %v", ws)
+	}
+}
