@@ -15,8 +15,9 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs := flag.NewFlagSet("report", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	config := fs.String("config", "", "the model's config.json `FILE` (default: the copy in the run directory, config.json)")
+	peaks := fs.String("peaks", "", "GPU peaks `FILE` for the roofline (default: the built-in table; format: docs/roofline.md)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: profile-model report RUN_DIR [--config config.json]\n       profile-model report SWEEP_DIR\n\n"+
+		fmt.Fprintln(stderr, "usage: profile-model report RUN_DIR [--config config.json] [--peaks FILE]\n       profile-model report SWEEP_DIR\n\n"+
 			"Writes RUN_DIR/readme.md and its SVG charts from the run directory alone (level results,\n"+
 			"levels/conc{N}/analysis.json, run.json): the traces are not read again. Parts missing from\n"+
 			"the directory are said in the report's warnings. A sweep directory (run --plan) gets its readme.md:\n"+
@@ -42,7 +43,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if plan.IsSweep(dir) {
 		return reportSweep(ctx, dir, stdout)
 	}
-	rep, err := report.Build(dir, report.Options{ModelConfig: *config})
+	rep, err := report.Build(dir, report.Options{ModelConfig: *config, Peaks: *peaks})
 	if err != nil {
 		return err
 	}

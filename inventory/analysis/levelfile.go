@@ -11,6 +11,7 @@ import (
 	"github.com/profile-model/profile-model/internal/atomicfile"
 	"github.com/profile-model/profile-model/internal/diag"
 	"github.com/profile-model/profile-model/inventory"
+	"github.com/profile-model/profile-model/inventory/roofline"
 	"github.com/profile-model/profile-model/tracing"
 )
 
@@ -44,6 +45,10 @@ type LevelFile struct {
 	Inventory *inventory.Inventory `json:"inventory,omitempty"`
 	StepTime  StepTime             `json:"step_time"`
 	Warnings  []diag.Warning       `json:"warnings"`
+	// Roofline is each decode position against the GPU's peaks (nil when
+	// it cannot be computed; RooflineNote says why). The run fills it in.
+	Roofline     *roofline.Table `json:"roofline,omitempty"`
+	RooflineNote string          `json:"roofline_note,omitempty"`
 }
 
 // LevelTable is a robust layer table with its irregular layers cut to the

@@ -171,7 +171,7 @@ func TestCaptureDimsMatch(t *testing.T) {
 	}
 	a := cfg.Architecture()
 	lt.AssignRoles(&a)
-	s := Step{Tokens: tr.DecodeBS, Context: 1024, Weights: WeightType(&a), KVCache: "bf16"}
+	s := Step{Tokens: float64(tr.DecodeBS), Context: 1024, Weights: WeightType(&a), KVCache: "bf16"}
 	checked := 0
 	for _, p := range lt.Positions {
 		w, ok := Of(p.Role, p.Category, &a, s)

@@ -15,7 +15,7 @@ import (
 
 // Step is what the work of a decode step depends on besides the model.
 type Step struct {
-	Tokens  int     // tokens in the step: the decode batch size
+	Tokens  float64 // tokens in the step: the decode batch size (the mean over the level's decode steps)
 	Context float64 // mean context length of a sequence (tokens in its KV cache)
 	TP      int     // tensor-parallel ranks (1 when 0): heads, intermediate sizes and experts' intermediate split across them
 	// Dtypes: the weights' ("bf16", "fp8", "fp4") and the KV cache's; the
@@ -79,7 +79,7 @@ type dims struct {
 
 func dimsOf(a *modelconfig.Architecture, s Step) dims {
 	tp := float64(max(s.TP, 1))
-	d := dims{B: float64(s.Tokens), L: s.Context, H: float64(a.Hidden), nh: float64(a.Heads) / tp,
+	d := dims{B: s.Tokens, L: s.Context, H: float64(a.Hidden), nh: float64(a.Heads) / tp,
 		nkv: math.Max(float64(a.KVHeads)/tp, 1), d: float64(a.HeadDim),
 		E: float64(a.Experts), k: float64(a.TopK), I: float64(a.ExpertIntermediate) / tp, Id: float64(a.Intermediate) / tp,
 		wb: dtypeBytes(s.Weights), kvb: dtypeBytes(s.KVCache), moe: a.MoE}

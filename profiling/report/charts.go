@@ -38,6 +38,9 @@ func (v *view) charts() []chart {
 	if v.hasTokenTimes() {
 		out = append(out, chart{TokenTimeChart, v.tokenTimeChart})
 	}
+	if v.hasRoofline() {
+		out = append(out, chart{RooflineChart, v.rooflineChart})
+	}
 	return out
 }
 

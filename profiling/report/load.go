@@ -13,6 +13,7 @@ import (
 	"github.com/profile-model/profile-model/internal/modelconfig"
 	"github.com/profile-model/profile-model/internal/results"
 	"github.com/profile-model/profile-model/inventory/analysis"
+	"github.com/profile-model/profile-model/inventory/roofline"
 )
 
 // level is one concurrency level of a run, from whatever files it left.
@@ -52,6 +53,7 @@ type run struct {
 	info   *results.RunInfo
 	arch   *modelconfig.Architecture // nil when no model config was found
 	levels []*level                  // by concurrency
+	peaks  roofline.Peaks            // the GPU peaks file given, nil: the built-in table
 	notes  []string                  // what could not be read, for the warnings section
 }
 
@@ -127,6 +129,11 @@ func loadRun(dir string, opt Options) (*run, error) {
 		}
 	}
 	r.loadConfig(opt)
+	if opt.Peaks != "" {
+		if r.peaks, err = roofline.LoadPeaks(opt.Peaks); err != nil {
+			return nil, fmt.Errorf("reading the peaks file: %w", err)
+		}
+	}
 	r.ensureRoles()
 	r.engineClock()
 	return r, nil

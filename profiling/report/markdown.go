@@ -66,6 +66,7 @@ func (v *view) markdown() []byte {
 	v.reconciliationSection(&b)
 	v.inventorySection(&b)
 	v.layerSection(&b)
+	v.rooflineSection(&b)
 	v.scalingSection(&b)
 	v.breakdownSection(&b)
 	v.warningsSection(&b)

@@ -31,6 +31,7 @@ func (v *view) observations() []string {
 	add(v.dominantCategory())
 	add(v.throughputScaling())
 	add(v.limit())
+	add(v.mostToGain())
 	add(v.kernelChanges())
 	add(v.launchBound())
 	add(v.fastestGrowing())

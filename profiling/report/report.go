@@ -12,6 +12,7 @@ import (
 	"github.com/profile-model/profile-model/internal/atomicfile"
 	"github.com/profile-model/profile-model/internal/results"
 	"github.com/profile-model/profile-model/inventory"
+	"github.com/profile-model/profile-model/inventory/roofline"
 )
 
 // Options control a report.
@@ -20,6 +21,9 @@ type Options struct {
 	// the copy the run directory keeps (run.json's model_config, else
 	// config.json).
 	ModelConfig string
+	// Peaks is a GPU peaks file for the roofline instead of the built-in
+	// table (the format of inventory/roofline/peaks.csv).
+	Peaks string
 }
 
 // Report is what Build wrote.
@@ -77,6 +81,10 @@ type view struct {
 	rows    []*row
 	changes []change
 	cats    []*catRow
+	// roofs is each analysed level's roofline (nil where none), roofNote
+	// why there is none.
+	roofs    []*roofline.Table
+	roofNote string
 }
 
 // catRow is one category across the analysed levels.
@@ -115,6 +123,7 @@ func newView(r *run) *view {
 		rw.Trend = trend(s, rw.Fit, changes, cat, v.names)
 	}
 	v.categories()
+	v.roofs, v.roofNote = v.rooflines()
 	return v
 }
 

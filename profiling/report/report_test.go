@@ -120,7 +120,7 @@ func TestCopiedRunSameReport(t *testing.T) {
 	b := filepath.Join(t.TempDir(), "elsewhere", "copy")
 	require.NoError(t, copyDir(a, b))
 	require.NoError(t, os.RemoveAll(filepath.Join(b, "traces")))
-	files := []string{"readme.md", report.LatencyChart, report.ThroughputChart, report.ThroughputTPOTChart, report.LayerTimeChart, report.PositionsChart, report.TokenTimeChart}
+	files := []string{"readme.md", report.LatencyChart, report.ThroughputChart, report.ThroughputTPOTChart, report.LayerTimeChart, report.PositionsChart, report.TokenTimeChart, report.RooflineChart}
 	for _, f := range files {
 		require.NoError(t, os.Remove(filepath.Join(b, f)))
 	}
@@ -208,18 +208,18 @@ func TestDegrades(t *testing.T) {
 		files  int      // files written
 		absent []string // substrings the readme must not hold
 	}{
-		{name: "no run.json", remove: []string{"run.json"}, notes: []string{"run.json is missing"}, files: 7},
+		{name: "no run.json", remove: []string{"run.json"}, notes: []string{"run.json is missing"}, files: 8},
 		{name: "run.json that is not JSON", write: map[string]string{"run.json": `{"engine": {"tp": "two"}}`},
-			notes: []string{"run.json could not be read", "not a run.json"}, files: 7},
+			notes: []string{"run.json could not be read", "not a run.json"}, files: 8},
 		{name: "a failed run", write: map[string]string{"run.json": `{"status": "failed", "error": "the engine died", "notes": ["--enforce-eager only disables graphs"], "levels": [{"conc": 32, "error": "truncated trace"}]}`},
-			notes: []string{"the run ended failed: the engine died", "run: --enforce-eager only disables graphs", "concurrency 32: the trace analysis failed: truncated trace"}, files: 7},
+			notes: []string{"the run ended failed: the engine died", "run: --enforce-eager only disables graphs", "concurrency 32: the trace analysis failed: truncated trace"}, files: 8},
 		{name: "no model config", remove: []string{"config.json"}, notes: []string{"no model config (config.json): the architecture comes from the traces alone"}, files: 7,
 			absent: []string{"Parameters (estimate)"}},
 		{name: "no level analyses", remove: []string{"levels"}, files: 4,
 			notes: []string{"concurrency 4 has no trace analysis", "concurrency 32 has no trace analysis"}},
 		{name: "a damaged level analysis", write: map[string]string{"levels/conc16/analysis.json": "{"},
-			notes: []string{"levels/conc16/analysis.json: not a level analysis file"}, files: 7},
-		{name: "no level results", remove: []string{"conc4.json", "conc16.json", "conc32.json", "summary.csv"}, files: 4,
+			notes: []string{"levels/conc16/analysis.json: not a level analysis file"}, files: 8},
+		{name: "no level results", remove: []string{"conc4.json", "conc16.json", "conc32.json", "summary.csv"}, files: 5,
 			absent: []string{"latency.svg"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -394,4 +394,31 @@ func TestStructuralChangesFirst(t *testing.T) {
 		require.Contains(t, string(readme), label)
 	}
 	require.Contains(t, string(readme), "step change at conc 32")
+}
+
+// TestRoofline: the made run (MiniMax on MI355X) has a roofline table,
+// chart and the observation naming the position with the most time to
+// gain; without config.json every other section stays and the roofline
+// says why it is absent.
+func TestRoofline(t *testing.T) {
+	dir := runCopy(t)
+	_, err := report.Build(dir, report.Options{})
+	require.NoError(t, err)
+	readme, err := os.ReadFile(results.Run(dir).Readme())
+	require.NoError(t, err)
+	require.Contains(t, string(readme), "## Roofline per position\n")
+	require.Contains(t, string(readme), "| pos | position | time (µs) | TFLOP/s | TB/s | FLOP/byte | % of roofline | bound | µs to gain |")
+	require.Contains(t, string(readme), "has the most time to gain at conc 32")
+	require.Contains(t, string(readme), "![Roofline](roofline.svg)")
+
+	require.NoError(t, os.Remove(filepath.Join(dir, "config.json")))
+	_, err = report.Build(dir, report.Options{})
+	require.NoError(t, err)
+	readme, err = os.ReadFile(results.Run(dir).Readme())
+	require.NoError(t, err)
+	require.Contains(t, string(readme), "## Roofline per position\n\nNot computed: no model config (config.json): the work of each position cannot be computed.")
+	require.NotContains(t, string(readme), "most time to gain")
+	for _, section := range []string{"## Key observations", "## Throughput", "## Per-layer time by position", "## Scaling with batch size"} {
+		require.Contains(t, string(readme), "\n"+section+"\n")
+	}
 }
