@@ -426,7 +426,42 @@ func roleOfModule(module string, k kind) string {
 		return ""
 	}
 	parts := strings.Split(module, ".")
+	for i, p := range parts {
+		parts[i] = moduleClass(p)
+	}
 	last := parts[len(parts)-1]
+	parent := ""
+	if len(parts) > 1 {
+		parent = parts[len(parts)-2]
+	}
+	// SGLang's capture names modules by class: the class says the role.
+	switch last {
+	case "QKVParallelLinear":
+		return forKind(RoleQKV, k)
+	case "MergedColumnParallelLinear":
+		return forKind(RoleGateUp, k)
+	case "RowParallelLinear":
+		if strings.Contains(parent, "Attention") {
+			return forKind(RoleOProj, k)
+		}
+		if strings.Contains(parent, "MLP") {
+			return forKind(RoleDown, k)
+		}
+	case "SiluAndMul", "GeluAndMul":
+		return RoleAct
+	case "RotaryEmbedding":
+		return RoleRoPE
+	case "RadixAttention":
+		switch k {
+		case kAttn:
+			return RoleAttention
+		case kKV:
+			return RoleKVWrite
+		case kReduce:
+			return RoleAttnRed
+		}
+		return ""
+	}
 	shared := strings.Contains(module, "shared_expert")
 	for _, m := range moduleRoles {
 		if last != m.suffix {
@@ -436,11 +471,7 @@ func roleOfModule(module string, k kind) string {
 		if shared && (r == RoleGateUp || r == RoleDown) {
 			r = "shared " + r
 		}
-		// A quantisation or copy launched by a projection feeds it.
-		if k == kQuant || k == kCopy {
-			return "before " + r
-		}
-		return r
+		return forKind(r, k)
 	}
 	switch {
 	case strings.HasSuffix(module, "mlp.gate") || last == "router":
@@ -453,6 +484,26 @@ func roleOfModule(module string, k kind) string {
 		}
 	}
 	return ""
+}
+
+// forKind is a projection's role for a kernel it launched: a
+// quantisation or copy feeds it.
+func forKind(r string, k kind) string {
+	if k == kQuant || k == kCopy {
+		return "before " + r
+	}
+	return r
+}
+
+// moduleClass strips the instance suffix of a module path component
+// ("RowParallelLinear_*", "RMSNorm_4").
+func moduleClass(s string) string {
+	if i := strings.LastIndexByte(s, '_'); i > 0 {
+		if rest := s[i+1:]; rest == "*" || isDigits(rest) {
+			return s[:i]
+		}
+	}
+	return s
 }
 
 // roleStem is the kernel part of a short name: "MoE_GEMM (CK)" → "MoE_GEMM".

@@ -132,6 +132,26 @@ func TestRolesFromCapture(t *testing.T) {
 	}
 }
 
+func TestRolesFromSGLangClasses(t *testing.T) {
+	// SGLang's capture names modules by class and instance.
+	lt := layerOf(t, "GEMM|"+cGEMM, "copy|Elementwise / copy", "PA|"+cPA, "GEMM|"+cGEMM, "RMSNorm|"+cNorm, "GEMM|"+cGEMM, "act|"+cAct, "GEMM|"+cGEMM, "RMSNorm|"+cNorm)
+	mods := []string{"Qwen3Model_0.Qwen3DecoderLayer_*.Qwen3Attention_*.QKVParallelLinear_*", "Qwen3Model_0.Qwen3DecoderLayer_*.Qwen3Attention_*",
+		"Qwen3Model_0.Qwen3DecoderLayer_*.Qwen3Attention_*.RadixAttention_*", "Qwen3Model_0.Qwen3DecoderLayer_*.Qwen3Attention_*.RowParallelLinear_*",
+		"Qwen3Model_0.Qwen3DecoderLayer_*.RMSNorm_*", "Qwen3Model_0.Qwen3DecoderLayer_*.Qwen2MLP_*.MergedColumnParallelLinear_*",
+		"Qwen3Model_0.Qwen3DecoderLayer_*.Qwen2MLP_*.SiluAndMul_*", "Qwen3Model_0.Qwen3DecoderLayer_*.Qwen2MLP_*.RowParallelLinear_*", "Qwen3Model_0.Qwen3DecoderLayer_1.RMSNorm_4"}
+	for i, m := range mods {
+		lt.Positions[i].Module = m
+	}
+	lt.AssignRoles(nil)
+	want := []string{"QKV", "before attention", "attention", "O-proj", "post-attn norm", "gate_up", "activation", "down", "input norm"}
+	from := []string{RoleFromCapture, RoleFromInferred, RoleFromCapture, RoleFromCapture, RoleFromInferred, RoleFromCapture, RoleFromCapture, RoleFromCapture, RoleFromInferred}
+	for i, p := range lt.Positions {
+		if p.Role != want[i] || p.RoleSource != from[i] {
+			t.Errorf("pos %d: %q from %q, want %q from %q", i, p.Role, p.RoleSource, want[i], from[i])
+		}
+	}
+}
+
 func TestRolesNoAttention(t *testing.T) {
 	// A layer without attention (a vision block's MLP, say) has no anchor:
 	// no roles, and labels fall back to the short names.
