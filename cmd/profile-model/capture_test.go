@@ -132,7 +132,7 @@ func TestLayersCapture(t *testing.T) {
 	require.Len(t, rows, len(got.Positions))
 	csvText, err := os.ReadFile(got.CSV)
 	require.NoError(t, err)
-	require.True(t, strings.HasPrefix(string(csvText), strings.Join(inventory.CaptureHeader, ",")+"\n"))
+	require.True(t, strings.HasPrefix(string(csvText), strings.Join(inventory.CaptureHeader, ",")+","+inventory.RoleColumn+"\n"))
 
 	// Text: the module and shapes columns.
 	out.Reset()

@@ -23,7 +23,8 @@ func TestReportCommand(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	require.NoError(t, run(context.Background(), []string{"report", dir}, &stdout, &stderr))
 	require.Empty(t, stderr.String(), "a complete run has nothing to note")
-	want := "wrote RUN/latency.svg\nwrote RUN/throughput.svg\nwrote RUN/throughput_tpot.svg\nwrote RUN/layer_time.svg\nwrote RUN/readme.md\n"
+	want := "wrote RUN/latency.svg\nwrote RUN/throughput.svg\nwrote RUN/throughput_tpot.svg\nwrote RUN/layer_time.svg\n" +
+		"wrote RUN/positions.svg\nwrote RUN/token_time.svg\nwrote RUN/roofline.svg\nwrote RUN/readme.md\n"
 	require.Equal(t, want, strings.ReplaceAll(stdout.String(), dir, "RUN"))
 	readme, err := os.ReadFile(filepath.Join(dir, "readme.md"))
 	require.NoError(t, err)

@@ -162,6 +162,7 @@ func Analyze(ctx context.Context, tr *tracing.Trace, opt Options) (*Result, erro
 			}
 			r.addWarnings([]diag.Warning{diag.New(diag.CompatAnchor, "no compatible-mode table: "+err.Error())})
 		default:
+			compat.AssignRoles(opt.Arch) // for people: its CSV stays the script's
 			r.Compat = compat
 			r.addWarnings(compat.Warnings)
 		}

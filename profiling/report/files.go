@@ -31,7 +31,6 @@ func (v *view) filesSection(b *md) {
 	}
 	for _, f := range []struct{ path, what string }{
 		{rd.RunInfo(), "how the run was made: engine, flags, sweep, levels"},
-		{rd.ModelConfig(), "the model's config.json"},
 		{rd.Summary(), "one row per level: throughput and latency percentiles"},
 		{rd.Bench(), "the levels in benchstat format"},
 		{rd.ServerLog(), "the engine's output"},
@@ -39,6 +38,9 @@ func (v *view) filesSection(b *md) {
 		if exists(f.path) {
 			add(f.path, f.what)
 		}
+	}
+	if name := v.r.info.ModelConfig; name != "" {
+		add(filepath.Join(v.r.dir, name), "the model's config.json (as run.json records it)")
 	}
 	for _, l := range v.r.levels {
 		if exists(rd.LevelResult(l.Conc)) {
