@@ -111,6 +111,11 @@ func TestRunSimMarkTrace(t *testing.T) {
 	readme, err := os.ReadFile(r.Readme())
 	require.NoError(t, err)
 	require.Contains(t, string(readme), "| module |")
+	// Without --config the simulated engine's own model config describes
+	// the architecture, and the roofline has what it needs.
+	require.Equal(t, "config.json", info.ModelConfig)
+	require.Contains(t, string(readme), "| Type | MoE: 256 experts, top-8")
+	require.Contains(t, string(readme), "| pos | position | time (µs) | TFLOP/s |")
 }
 
 // requireLayoutDocumented checks that the documented run-directory layout
