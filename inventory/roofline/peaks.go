@@ -21,6 +21,7 @@ type Peak struct {
 	FP4    float64 `json:"fp4_tflops,omitempty"`
 	Vector float64 `json:"vector_tflops"`
 	HBM    float64 `json:"hbm_tbs"`
+	MemGB  float64 `json:"memory_gb"` // HBM capacity, 10^9 bytes
 	Kind   string  `json:"kind"` // "spec" (vendor) or "measured"
 	Source string  `json:"source"`
 }
@@ -40,7 +41,7 @@ func (p Peak) Matrix(dtype string) float64 {
 //go:embed peaks.csv
 var builtinPeaks string
 
-var peakHeader = []string{"gpu", "match", "bf16_tflops", "fp8_tflops", "fp4_tflops", "vector_tflops", "hbm_tbs", "kind", "source"}
+var peakHeader = []string{"gpu", "match", "bf16_tflops", "fp8_tflops", "fp4_tflops", "vector_tflops", "hbm_tbs", "memory_gb", "kind", "source"}
 
 // Peaks is a table of GPU peaks.
 type Peaks []Peak
@@ -90,8 +91,8 @@ func ParsePeaks(r io.Reader, name string) (Peaks, error) {
 		if len(rec) != len(peakHeader) {
 			return nil, fmt.Errorf("%s:%d: %d fields, want %d (%s)", name, line, len(rec), len(peakHeader), strings.Join(peakHeader, ","))
 		}
-		p := Peak{GPU: rec[0], Match: rec[1], Kind: rec[7], Source: rec[8]}
-		for i, dst := range []*float64{&p.BF16, &p.FP8, &p.FP4, &p.Vector, &p.HBM} {
+		p := Peak{GPU: rec[0], Match: rec[1], Kind: rec[8], Source: rec[9]}
+		for i, dst := range []*float64{&p.BF16, &p.FP8, &p.FP4, &p.Vector, &p.HBM, &p.MemGB} {
 			v, err := strconv.ParseFloat(rec[2+i], 64)
 			if err != nil || v < 0 {
 				return nil, fmt.Errorf("%s:%d: column %s: %q is not a non-negative number", name, line, peakHeader[2+i], rec[2+i])

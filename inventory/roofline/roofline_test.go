@@ -141,7 +141,7 @@ func TestPeaks(t *testing.T) {
 	if mi300.Matrix("fp8") != mi300.FP8 || mi300.Matrix("fp4") != mi300.FP8 || mi300.Matrix("bf16") != mi300.BF16 {
 		t.Errorf("matrix peaks of %+v", mi300)
 	}
-	_, err := ParsePeaks(strings.NewReader("gpu,match,bf16_tflops,fp8_tflops,fp4_tflops,vector_tflops,hbm_tbs,kind,source\nX,X,fast,1,0,1,1,spec,me\n"), "p.csv")
+	_, err := ParsePeaks(strings.NewReader("gpu,match,bf16_tflops,fp8_tflops,fp4_tflops,vector_tflops,hbm_tbs,memory_gb,kind,source\nX,X,fast,1,0,1,1,80,spec,me\n"), "p.csv")
 	if err == nil || !strings.Contains(err.Error(), "p.csv:2") || !strings.Contains(err.Error(), "bf16_tflops") {
 		t.Errorf("bad number: %v", err)
 	}
@@ -200,5 +200,16 @@ func TestCaptureDimsMatch(t *testing.T) {
 	ws := CheckDims(lt, &wrong, s)
 	if len(ws) == 0 || !strings.Contains(ws[0].Message, "gate_up") {
 		t.Errorf("mismatch warnings %v", ws)
+	}
+}
+
+func TestMemoryOf(t *testing.T) {
+	// 8 B parameters in bf16 on 2 ranks: 8 GB each. KV: 4 sequences of
+	// 1000 tokens, 32 layers, 8 KV heads split over 2 ranks = 4, head dim
+	// 128, fp8: 4000·32·2·4·128·1 = 131,072,000 B.
+	a := &modelconfig.Architecture{Params: 8e9, Layers: 32, KVHeads: 8, HeadDim: 128, Attention: "GQA"}
+	m := MemoryOf(a, 2, "fp8", 4, 1000)
+	if m.WeightsGB != 8 || m.KVGB != 0.131072 || m.Tokens != 4000 {
+		t.Errorf("memory %+v", m)
 	}
 }

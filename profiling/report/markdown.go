@@ -285,6 +285,9 @@ func (v *view) modelSection(b *md) {
 	} else {
 		add("GPU", "not recorded")
 	}
+	if m := v.memoryLine(); m != "" {
+		add("GPU memory (estimate)", m)
+	}
 	if e.TP > 0 {
 		add("Tensor parallel", strconv.Itoa(e.TP))
 	} else {

@@ -410,6 +410,9 @@ func TestRoofline(t *testing.T) {
 	require.Contains(t, string(readme), "| pos | position | time (µs) | TFLOP/s | TB/s | FLOP/byte | % of roofline | bound | µs to gain |")
 	require.Contains(t, string(readme), "has the most time to gain at conc 32")
 	require.Contains(t, string(readme), "![Roofline](roofline.svg)")
+	// 228.7 B parameters in fp8 and the KV cache of 32 sequences of 1074
+	// tokens (62 layers, 8 KV heads of 128, fp8) on the MI355X's 288 GB.
+	require.Contains(t, string(readme), "| GPU memory (estimate) | weights 228.7 GB (fp8) + KV cache 4.36 GB (32 sequences × 1074 tokens, fp8) = 233.1 GB of the MI355X's 288.0 GB (80.9%), per rank |")
 
 	require.NoError(t, os.Remove(filepath.Join(dir, "config.json")))
 	_, err = report.Build(dir, report.Options{})

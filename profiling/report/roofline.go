@@ -233,3 +233,41 @@ func (v *view) rooflineChart() ([]byte, error) {
 	p.Legend.XOffs, p.Legend.YOffs = -vg.Points(6), vg.Points(6)
 	return svg(20*cm, 14*cm, p)
 }
+
+// memoryLine sets the GPU's memory against the weights and the KV cache of
+// the top level's sequences at full length (ISL + OSL), "" when the model
+// config or the GPU's capacity is unknown.
+func (v *view) memoryLine() string {
+	a := v.r.arch
+	gpu, _ := v.gpu()
+	if a == nil || a.Params == 0 || gpu == "" || len(v.r.levels) == 0 {
+		return ""
+	}
+	peaks := v.r.peaks
+	if peaks == nil {
+		peaks = roofline.DefaultPeaks()
+	}
+	p, ok := peaks.Find(gpu)
+	if !ok || p.MemGB == 0 {
+		return ""
+	}
+	isl, osl := v.lengths()
+	seqs := v.r.levels[len(v.r.levels)-1].Conc
+	if c := v.r.info.Engine.MaxNumSeqs; c > 0 {
+		seqs = min(seqs, c)
+	}
+	kv := v.r.info.Engine.KVCacheDType
+	if kv == "" || kv == "auto" {
+		kv = "bf16"
+		for _, t := range v.roofs {
+			if t != nil {
+				kv = t.Step.KVCache
+			}
+		}
+	}
+	e := v.r.info.Engine
+	m := roofline.MemoryOf(a, e.TP, kv, float64(seqs), float64(isl+osl))
+	total := m.WeightsGB + m.KVGB
+	return fmt.Sprintf("weights %s GB (%s) + KV cache %s GB (%d sequences × %d tokens, %s) = %s GB of the %s's %s GB (%s), per rank",
+		f1(m.WeightsGB), roofline.WeightType(a), f2(m.KVGB), seqs, isl+osl, kv, f1(total), p.GPU, f1(p.MemGB), pctS(100*total/p.MemGB))
+}
