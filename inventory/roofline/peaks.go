@@ -22,7 +22,7 @@ type Peak struct {
 	Vector float64 `json:"vector_tflops"`
 	HBM    float64 `json:"hbm_tbs"`
 	MemGB  float64 `json:"memory_gb"` // HBM capacity, 10^9 bytes
-	Kind   string  `json:"kind"` // "spec" (vendor) or "measured"
+	Kind   string  `json:"kind"`      // "spec" (vendor) or "measured"
 	Source string  `json:"source"`
 }
 
