@@ -1,6 +1,7 @@
 package roofline
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -89,17 +90,7 @@ func (t *Table) MostToGain() (Point, bool) {
 	if t == nil || len(t.Points) == 0 {
 		return Point{}, false
 	}
-	return slices.MaxFunc(t.Points, func(a, b Point) int { return cmpF(a.GainUS, b.GainUS) }), true
-}
-
-func cmpF(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
+	return slices.MaxFunc(t.Points, func(a, b Point) int { return cmp.Compare(a.GainUS, b.GainUS) }), true
 }
 
 // CheckDims compares the input dims a capture trace gave each GEMM
