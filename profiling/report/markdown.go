@@ -570,7 +570,7 @@ func (v *view) inventorySection(b *md) {
 		b.p("No trace analysis in the run.\n\n")
 		return
 	}
-	type key struct{ cat, prov string }
+	type key struct{ cat, prov, phase string }
 	type agg struct {
 		names map[string]bool
 		pct   []float64
@@ -582,8 +582,9 @@ func (v *view) inventorySection(b *md) {
 		if inv == nil {
 			continue
 		}
+		phase := kernelPhase(l)
 		for _, k := range inv.Kernels {
-			kk := key{k.Category, k.Provider}
+			kk := key{k.Category, k.Provider, phase(k)}
 			a := byKey[kk]
 			if a == nil {
 				a = &agg{names: map[string]bool{}, pct: make([]float64, len(v.lv))}
@@ -600,23 +601,23 @@ func (v *view) inventorySection(b *md) {
 	}
 	last := len(v.lv) - 1
 	slices.SortFunc(keys, func(a, b key) int {
-		return cmp.Or(cmp.Compare(catOrder[a.cat], catOrder[b.cat]), cmp.Compare(byKey[b].pct[last], byKey[a].pct[last]), cmp.Compare(a.prov, b.prov))
+		return cmp.Or(cmp.Compare(catOrder[a.cat], catOrder[b.cat]), cmp.Compare(byKey[b].pct[last], byKey[a].pct[last]), cmp.Compare(a.prov, b.prov), cmp.Compare(a.phase, b.phase))
 	})
-	head := []string{"category", "provider", "kernels"}
+	head := []string{"category", "provider", "phase", "kernels"}
 	for _, n := range v.names {
 		head = append(head, n+" (% of GPU time)")
 	}
 	var rows [][]string
 	for _, k := range keys {
 		a := byKey[k]
-		r := []string{esc(k.cat), esc(orNone(k.prov)), strconv.Itoa(len(a.names))}
+		r := []string{esc(k.cat), esc(orNone(k.prov)), k.phase, strconv.Itoa(len(a.names))}
 		for _, p := range a.pct {
 			r = append(r, f1(p))
 		}
 		rows = append(rows, r)
 	}
-	b.p("Every distinct kernel of each level's trace (decode and prefill), by category and provider; kernels counts distinct names over all levels.\n\n")
-	b.table(head, "llr"+strings.Repeat("r", len(v.lv)), rows)
+	b.p("Every distinct kernel of each level's trace, by category, provider and phase (decode: in the decode steps' layers or around them; prefill: in the prefill steps' layers; both; other: outside either, e.g. warm-up); kernels counts distinct names over all levels.\n\n")
+	b.table(head, "lllr"+strings.Repeat("r", len(v.lv)), rows)
 	var other []string
 	for i, l := range v.lv {
 		if inv := l.File.Inventory; inv != nil {

@@ -394,6 +394,11 @@ func TestStructuralChangesFirst(t *testing.T) {
 		require.Contains(t, string(readme), label)
 	}
 	require.Contains(t, string(readme), "step change at conc 32")
+	// The inventory says which kernels run in prefill alone: the fused MoE
+	// kernel and flash attention of the made run.
+	require.Contains(t, string(readme), "| MoE expert GEMM | aiter ASM | prefill | 1 |")
+	require.Contains(t, string(readme), "| Flash attention (prefill) | aiter ASM | prefill | 1 |")
+	require.Contains(t, string(readme), "| Paged attention (decode) | aiter ASM | decode | 1 |")
 }
 
 // TestRoofline: the made run (MiniMax on MI355X) has a roofline table,
