@@ -7,7 +7,6 @@ import (
 	"github.com/profile-model/profile-model/internal/diag"
 	"github.com/profile-model/profile-model/internal/results"
 	"github.com/profile-model/profile-model/inventory/analysis"
-	"github.com/profile-model/profile-model/tracing"
 )
 
 // lvl is one level of a made-up run: concurrency, decode batch size in the
@@ -24,7 +23,7 @@ func testView(info results.RunInfo, ls ...lvl) *view {
 	for _, l := range ls {
 		f := &analysis.LevelFile{SchemaVersion: analysis.LevelFileVersion}
 		f.Summary.DecodeBS = l.bs
-		f.Summary.Coverage = tracing.CoverageSummary{DecodeSteps: l.steps, DecodeWithout: l.noKernels}
+		f.Summary.Coverage.DecodeSteps, f.Summary.Coverage.DecodeWithout = l.steps, l.noKernels
 		r.levels = append(r.levels, &level{Conc: l.conc, HaveRow: true, File: f,
 			Row: results.SummaryRow{Conc: l.conc, DecodeBS: l.bs, Completed: 10, OutTokS: l.tokS, ReqS: l.reqS, TTFTP50MS: l.ttft, TPOTP50MS: l.tpot}})
 	}
