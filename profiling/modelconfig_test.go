@@ -41,3 +41,19 @@ func TestHubConfig(t *testing.T) {
 		t.Errorf("--config given: %q", got)
 	}
 }
+
+func TestSimOwnTables(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want bool
+	}{
+		{nil, false},
+		{[]string{"--block-size", "16"}, false},
+		{[]string{"--layers", "4"}, true},
+		{[]string{"--kernels=a.csv"}, true},
+	} {
+		if got := simOwnTables(c.args); got != c.want {
+			t.Errorf("%q: %v, want %v", c.args, got, c.want)
+		}
+	}
+}
