@@ -23,8 +23,10 @@ import (
 	"github.com/profile-model/profile-model/internal/modelconfig"
 	"github.com/profile-model/profile-model/internal/results"
 	"github.com/profile-model/profile-model/inventory/analysis"
+	"github.com/profile-model/profile-model/inventory/roofline"
 	"github.com/profile-model/profile-model/profiling/bench"
 	"github.com/profile-model/profile-model/profiling/engine"
+	"github.com/profile-model/profile-model/profiling/sim"
 )
 
 // Plan is one profiling run.
@@ -93,6 +95,12 @@ func Run(ctx context.Context, p Plan) (*Result, error) {
 		return r.finish(status, err)
 	}
 	if p.Report != nil {
+		// run.json says the run ended before the report reads it, so a
+		// later report RUN_DIR gives the same header.
+		r.info.Status, r.info.End = "ok", r.now().UTC().Format(time.RFC3339)
+		if err := r.saveInfo(); err != nil {
+			return r.finish("failed", err)
+		}
 		r.say("report")
 		if err := p.Report(ctx, r.res.Dir); err != nil {
 			return r.finish("failed", fmt.Errorf("writing the report: %w", err))
@@ -119,8 +127,9 @@ type runner struct {
 	// traces is where the engine's profiler writes.
 	traces string
 	// numLayers is the model's decoder layer count from its config.json
-	// (0: unknown).
+	// (0: unknown); arch its architecture (nil: no config).
 	numLayers int
+	arch      *modelconfig.Architecture
 }
 
 // newRunner checks the plan, before anything is created, then makes the
@@ -209,7 +218,11 @@ func (r *runner) saveInfo() error {
 // finish records how the run ended in run.json; err is the run's error,
 // else the error of writing run.json.
 func (r *runner) finish(status string, err error) (*Result, error) {
-	r.info.Status, r.info.End = status, r.now().UTC().Format(time.RFC3339)
+	// A run that ended ok before its report keeps that end time.
+	if r.info.Status != "ok" || status != "ok" || r.info.End == "" {
+		r.info.End = r.now().UTC().Format(time.RFC3339)
+	}
+	r.info.Status = status
 	if err != nil {
 		r.info.Error = err.Error()
 	}
@@ -224,18 +237,27 @@ func (r *runner) finish(status string, err error) (*Result, error) {
 // analysis finds the layers by itself.
 func (r *runner) readModelConfig() error {
 	cfgFile := findModelConfig(r.p.ModelConfig, r.spec.Model, r.spec.Dir)
-	if cfgFile == "" {
+	var data []byte
+	switch {
+	case cfgFile != "":
+		var err error
+		if data, err = os.ReadFile(cfgFile); err != nil {
+			return fmt.Errorf("reading the model config: %w", err)
+		}
+	case r.spec.Kind == engine.Sim && !simOwnTables(r.spec.ExtraArgs):
+		// The simulated engine serves its own model: its config, as a
+		// local model directory would give it.
+		cfgFile, data = "the simulated engine's model config", sim.ModelConfig
+	default:
 		return nil
-	}
-	data, err := os.ReadFile(cfgFile)
-	if err != nil {
-		return fmt.Errorf("reading the model config: %w", err)
 	}
 	mc, err := modelconfig.Parse(data)
 	if err != nil {
 		return fmt.Errorf("%s: %w", cfgFile, err)
 	}
 	r.numLayers = mc.NumHiddenLayers
+	a := mc.Architecture()
+	r.arch = &a
 	if err := atomicfile.Write(r.run.ModelConfig(), data); err != nil {
 		return err
 	}
@@ -345,7 +367,8 @@ func (r *runner) readTraces(ctx context.Context, conc int, files []string) (int,
 	for _, f := range files {
 		li.Traces = append(li.Traces, rel(dir, f))
 	}
-	bs, warns, err := analyseLevel(ctx, r.run, conc, files, r.numLayers, &li)
+	rl := roofline.Level{Arch: r.arch, TP: max(r.spec.TP, 1), KVCache: r.spec.KVCacheDType, Context: float64(r.cfg.ISL) + float64(r.cfg.OSL)/2}
+	bs, warns, err := analyseLevel(ctx, r.run, conc, files, r.numLayers, rl, &li)
 	if err != nil {
 		li.Error = err.Error()
 	}
@@ -357,8 +380,8 @@ func (r *runner) readTraces(ctx context.Context, conc int, files []string) (int,
 
 // analyseLevel analyses a level's traces once: every table of rank 0 into
 // levels/conc{N}/, the warnings of every rank.
-func analyseLevel(ctx context.Context, run results.Run, conc int, files []string, numLayers int, li *results.LevelInfo) (int, []diag.Warning, error) {
-	res, err := analysis.Load(ctx, files[0], analysis.Options{NumLayers: numLayers})
+func analyseLevel(ctx context.Context, run results.Run, conc int, files []string, numLayers int, rl roofline.Level, li *results.LevelInfo) (int, []diag.Warning, error) {
+	res, err := analysis.Load(ctx, files[0], analysis.Options{NumLayers: numLayers, Arch: rl.Arch})
 	if err != nil {
 		return 0, nil, err
 	}
@@ -375,7 +398,9 @@ func analyseLevel(ctx context.Context, run results.Run, conc int, files []string
 	wrote, err := res.Write(results.InDir(run.Level(conc), res.DecodeBS()))
 	if err == nil {
 		// What the report reads of the trace, so it never reads traces.
-		if err = analysis.NewLevelFile(res).Write(run.LevelAnalysis(conc)); err == nil {
+		lf := analysis.NewLevelFile(res)
+		addRoofline(lf, res, rl)
+		if err = lf.Write(run.LevelAnalysis(conc)); err == nil {
 			wrote = append(wrote, run.LevelAnalysis(conc))
 		}
 	}
@@ -418,5 +443,5 @@ func findModelConfig(given, model, serverDir string) string {
 			return p
 		}
 	}
-	return ""
+	return hubConfig(model)
 }

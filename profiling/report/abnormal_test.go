@@ -21,7 +21,7 @@ type lvl struct {
 func testView(info results.RunInfo, ls ...lvl) *view {
 	r := &run{info: &info}
 	for _, l := range ls {
-		f := &analysis.LevelFile{SchemaVersion: analysis.LevelFileVersion}
+		f := &analysis.LevelFile{SchemaVersion: 1}
 		f.Summary.DecodeBS = l.bs
 		f.Summary.Coverage.DecodeSteps, f.Summary.Coverage.DecodeWithout = l.steps, l.noKernels
 		r.levels = append(r.levels, &level{Conc: l.conc, HaveRow: true, File: f,

@@ -1,0 +1,71 @@
+package profiling
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/profile-model/profile-model/inventory/analysis"
+	"github.com/profile-model/profile-model/inventory/roofline"
+)
+
+// simOwnTables says whether the simulated engine was given kernel tables or
+// a layer count of its own: then its built-in model's config does not
+// describe what it serves.
+func simOwnTables(args []string) bool {
+	return slices.ContainsFunc(args, func(a string) bool {
+		for _, f := range []string{"--kernels", "--layers", "-kernels", "-layers"} {
+			if a == f || strings.HasPrefix(a, f+"=") {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// hubConfig finds a model's config.json in the Hugging Face cache
+// (HF_HUB_CACHE, else HF_HOME/hub, else ~/.cache/huggingface/hub): the
+// snapshot refs/main names, else any snapshot; "" when none.
+func hubConfig(model string) string {
+	org, name, ok := strings.Cut(model, "/")
+	if !ok || strings.Contains(name, "/") {
+		return ""
+	}
+	hub := os.Getenv("HF_HUB_CACHE")
+	if hub == "" {
+		if home := os.Getenv("HF_HOME"); home != "" {
+			hub = filepath.Join(home, "hub")
+		} else if h, err := os.UserHomeDir(); err == nil {
+			hub = filepath.Join(h, ".cache", "huggingface", "hub")
+		}
+	}
+	repo := filepath.Join(hub, "models--"+org+"--"+name)
+	var snaps []string
+	if ref, err := os.ReadFile(filepath.Join(repo, "refs", "main")); err == nil {
+		snaps = append(snaps, filepath.Join(repo, "snapshots", strings.TrimSpace(string(ref))))
+	}
+	more, _ := filepath.Glob(filepath.Join(repo, "snapshots", "*"))
+	for _, d := range append(snaps, more...) {
+		p := filepath.Join(d, "config.json")
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
+			return p
+		}
+	}
+	return ""
+}
+
+// addRoofline puts the level's roofline in its analysis file: the
+// context from the decode labels (ctx=) when they give it, else the
+// workload's mean (ISL + OSL/2, as rl holds); a capture trace's GEMM dims
+// that disagree with the config are warnings.
+func addRoofline(lf *analysis.LevelFile, res *analysis.Result, rl roofline.Level) {
+	rl.Decode, rl.Device, rl.BS = res.Decode, res.Summary.Device, roofline.MeanBatch(res.Summary.DecodeBSHist)
+	if c := roofline.ContextOf(res.Trace); c > 0 {
+		rl.Context = c
+	}
+	lf.Roofline, lf.RooflineNote = roofline.Build(rl)
+	if lf.Roofline != nil && res.Decode.HasCapture() {
+		lf.Warnings = append(lf.Warnings, roofline.CheckDims(res.Decode, rl.Arch, lf.Roofline.Step)...)
+	}
+}
