@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/profile-model/profile-model/internal/diag"
 	"github.com/profile-model/profile-model/internal/jsonscan"
@@ -297,18 +298,32 @@ func (b *builder) finish(sc *scanner, name string, truncated bool) *Trace {
 		// traceEvents, so it is added here; the decode adds it to kernels).
 		base = h.BaseNS
 	}
-	kernels, names, sorted := b.kernels(base)
 	t := &Trace{
 		Path:        name,
 		Events:      sc.Events(),
 		ByCat:       sc.Categories(),
 		Meta:        h.Meta,
-		Kernels:     kernels,
-		Names:       names,
 		Dims:        b.dimList,
 		Launches:    b.launches,
 		Annotations: b.anns,
 	}
+	// Everything here runs after the scan, so on the critical path: the
+	// launches and annotations are moved to the base time and sorted on
+	// another core while the kernels are decoded, sorted and named (on a
+	// dense serving trace, 224k launches beside a million kernels).
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for i := range t.Launches {
+			t.Launches[i].Start += base
+		}
+		for i := range t.Annotations {
+			t.Annotations[i].Start += base
+		}
+		sortByStart(t.Launches, func(l *runtimeLaunch) int64 { return l.Start })
+		sortByStart(t.Annotations, func(a *annotation) int64 { return a.Start })
+	})
+	kernels, names, sorted := b.kernels(base)
+	t.Kernels, t.Names = kernels, names
 	if t.Dims == nil {
 		t.Dims = []launchDims{{}}
 	}
@@ -320,12 +335,6 @@ func (b *builder) finish(sc *scanner, name string, truncated bool) *Trace {
 	}
 	if h.HasBase {
 		t.BaseNS = h.BaseNS
-		for i := range t.Launches {
-			t.Launches[i].Start += h.BaseNS
-		}
-		for i := range t.Annotations {
-			t.Annotations[i].Start += h.BaseNS
-		}
 		b.minTS += h.BaseNS
 		b.maxTS += h.BaseNS
 		b.maxStart += h.BaseNS
@@ -338,11 +347,10 @@ func (b *builder) finish(sc *scanner, name string, truncated bool) *Trace {
 	if !sorted {
 		sortByStart(t.Kernels, func(k *Kernel) int64 { return k.Start })
 	}
-	sortByStart(t.Launches, func(l *runtimeLaunch) int64 { return l.Start })
-	sortByStart(t.Annotations, func(a *annotation) int64 { return a.Start })
 	t.Ops = b.ops.resolve(t.Kernels)
 	b.ops = opLog{}
 	idx := newCorrIndex(t.Kernels)
+	wg.Wait()
 	linkGraphs(t, idx)
 	segmentSteps(t, idx)
 	decodeBS(t)
