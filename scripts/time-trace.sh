@@ -117,7 +117,7 @@ for r in $(seq 1 "$rounds"); do
 done
 load1=$(cut -d' ' -f1-3 /proc/loadavg)
 echo "machine: load average $load1 at end" >&2
-echo "trace: $(basename "$trace") ($(du -m "$trace" | cut -f1) MB gz)"
+echo "trace: $(basename "$trace") ($(du -mL "$trace" | cut -f1) MB gz)"
 echo "machine: $cores cores; load average $load0 at start, $load1 at end"
 
 # Medians per label, then the ratios.
