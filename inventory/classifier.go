@@ -1,8 +1,8 @@
 package inventory
 
 import (
-	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/profile-model/profile-model/tracing"
 )
@@ -238,8 +238,8 @@ func tablePairs(a, b *LayerTable) [][2]string {
 const gemmOp = "Dense GEMM"
 
 // atenOps are the ATen ops (aten::NAME) that say what their kernels
-// compute, by NAME.
-var atenOps = func() map[string]string {
+// compute, by NAME; built on first use (see lazyRegexp).
+var atenOps = sync.OnceValue(func() map[string]string {
 	m := map[string]string{}
 	add := func(cat string, names ...string) {
 		for _, n := range names {
@@ -267,27 +267,27 @@ var atenOps = func() map[string]string {
 		"max_pool2d_with_indices", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "upsample_nearest2d", "upsample_bilinear2d", "grid_sampler_2d",
 		"_foreach_copy_", "_foreach_add_", "_foreach_mul_", "mse_loss", "nll_loss", "cross_entropy_loss")
 	return m
-}()
+})
 
 // customOps map the words of an op that is not ATen (vLLM's _C:: and
 // vllm::, SGLang's sgl_kernel::, aiter::, collectives) to a category;
 // first match wins.
 var customOps = []struct {
-	re       *regexp.Regexp
+	re       *lazyRegexp
 	category string
 }{
-	{regexp.MustCompile(`_(c10d|nccl|rccl|allreduce|all_reduce\w*|allgather|all_gather\w*|reduce_scatter\w*|all_to_all\w*|alltoall\w*|custom_ar|record_param_comms|gloo)_|_c10d_functional_|all_reduce|all_gather|reduce_scatter`), "All-reduce / collectives"},
-	{regexp.MustCompile(`_(fused_moe\w*|moe_gemm|fused_experts\w*|grouped_gemm\w*|moe_mlp|ck_moe\w*|fmoe\w*|asm_moe\w*|cutlass_moe\w*|moe_wna16\w*|matmul_ogs)_`), "MoE expert GEMM"},
-	{regexp.MustCompile(`_(moe_align\w*|moe_sum|moe_sort\w*|moe_permute|moe_unpermute|moe_finalize\w*|moe_combine|moe_dispatch|permute_rows|shuffle_rows)_`), "MoE sort / align"},
-	{regexp.MustCompile(`_(topk_softmax|topk_sigmoid|grouped_topk\w*|biased_grouped_topk\w*|moe_gate|moe_topk\w*|fused_topk\w*|router\w*)_`), "MoE gate"},
-	{regexp.MustCompile(`_(reshape_and_cache\w*|concat_and_cache\w*|store_kv\w*|set_kv_buffer|kv_cache\w*|write_to_kv_cache)_`), "KV cache"},
-	{regexp.MustCompile(`_(flash_attn\w*|flash_attention\w*|fmha\w*|mha\w*|mla\w*|paged_attention\w*|unified_attention\w*|attention\w*|attn\w*|pa_fwd\w*|decode_attention\w*|extend_attention\w*|prefill_attention\w*|sdpa\w*)_|attention|flash_attn`), attentionUnknown},
-	{regexp.MustCompile(`_(rotary_embedding\w*|rotary\w*|rope\w*|apply_rotary\w*|mrope\w*)_`), "RoPE"},
-	{regexp.MustCompile(`_(\w*gemm\w*|\w*gemv\w*|\w*matmul\w*|scaled_mm\w*|w8a8\w*|wvsplitk\w*|llmm\w*)_`), gemmOp},
-	{regexp.MustCompile(`_(rms_norm\w*|fused_add_rms_norm\w*|rmsnorm\w*|layernorm\w*|layer_norm\w*)_`), "RMSNorm / LayerNorm"},
-	{regexp.MustCompile(`_(\w*quant\w*|\w*dequant\w*)_`), "Activation quant"},
-	{regexp.MustCompile(`_(silu_and_mul|gelu_and_mul|gelu_tanh_and_mul|act_and_mul|swiglu\w*)_`), "Activation (SiLU/GELU and mul)"},
-	{regexp.MustCompile(`_(sample|sampler|sampling\w*|top_k_top_p\w*|top_p\w*|min_p\w*|apply_penalties\w*|gumbel\w*)_`), "Sampling"},
+	{lazyRE(`_(c10d|nccl|rccl|allreduce|all_reduce\w*|allgather|all_gather\w*|reduce_scatter\w*|all_to_all\w*|alltoall\w*|custom_ar|record_param_comms|gloo)_|_c10d_functional_|all_reduce|all_gather|reduce_scatter`), "All-reduce / collectives"},
+	{lazyRE(`_(fused_moe\w*|moe_gemm|fused_experts\w*|grouped_gemm\w*|moe_mlp|ck_moe\w*|fmoe\w*|asm_moe\w*|cutlass_moe\w*|moe_wna16\w*|matmul_ogs)_`), "MoE expert GEMM"},
+	{lazyRE(`_(moe_align\w*|moe_sum|moe_sort\w*|moe_permute|moe_unpermute|moe_finalize\w*|moe_combine|moe_dispatch|permute_rows|shuffle_rows)_`), "MoE sort / align"},
+	{lazyRE(`_(topk_softmax|topk_sigmoid|grouped_topk\w*|biased_grouped_topk\w*|moe_gate|moe_topk\w*|fused_topk\w*|router\w*)_`), "MoE gate"},
+	{lazyRE(`_(reshape_and_cache\w*|concat_and_cache\w*|store_kv\w*|set_kv_buffer|kv_cache\w*|write_to_kv_cache)_`), "KV cache"},
+	{lazyRE(`_(flash_attn\w*|flash_attention\w*|fmha\w*|mha\w*|mla\w*|paged_attention\w*|unified_attention\w*|attention\w*|attn\w*|pa_fwd\w*|decode_attention\w*|extend_attention\w*|prefill_attention\w*|sdpa\w*)_|attention|flash_attn`), attentionUnknown},
+	{lazyRE(`_(rotary_embedding\w*|rotary\w*|rope\w*|apply_rotary\w*|mrope\w*)_`), "RoPE"},
+	{lazyRE(`_(\w*gemm\w*|\w*gemv\w*|\w*matmul\w*|scaled_mm\w*|w8a8\w*|wvsplitk\w*|llmm\w*)_`), gemmOp},
+	{lazyRE(`_(rms_norm\w*|fused_add_rms_norm\w*|rmsnorm\w*|layernorm\w*|layer_norm\w*)_`), "RMSNorm / LayerNorm"},
+	{lazyRE(`_(\w*quant\w*|\w*dequant\w*)_`), "Activation quant"},
+	{lazyRE(`_(silu_and_mul|gelu_and_mul|gelu_tanh_and_mul|act_and_mul|swiglu\w*)_`), "Activation (SiLU/GELU and mul)"},
+	{lazyRE(`_(sample|sampler|sampling\w*|top_k_top_p\w*|top_p\w*|min_p\w*|apply_penalties\w*|gumbel\w*)_`), "Sampling"},
 }
 
 // categoryOfOp maps the op that launched kernel to a category. An op named
@@ -297,7 +297,7 @@ func categoryOfOp(op, kernel string) (string, bool) {
 		return "", false
 	}
 	if base, ok := strings.CutPrefix(op, "aten::"); ok {
-		cat, ok := atenOps[base]
+		cat, ok := atenOps()[base]
 		return cat, ok
 	}
 	w := nameWords(op)

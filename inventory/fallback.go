@@ -1,7 +1,6 @@
 package inventory
 
 import (
-	"regexp"
 	"strings"
 	"unicode"
 )
@@ -50,7 +49,7 @@ func nameWords(name string) string {
 // family (a convolution written as an implicit GEMM, a MoE GEMM) comes
 // before a wider one (GEMM).
 type family struct {
-	re       *regexp.Regexp
+	re       *lazyRegexp
 	category string
 	// refine picks a narrower category from the words (FP8 GEMMs, decode
 	// attention); nil keeps category.
@@ -58,18 +57,18 @@ type family struct {
 }
 
 func fam(expr, category string, refine func(string) string) family {
-	return family{re: regexp.MustCompile(expr), category: category, refine: refine}
+	return family{re: lazyRE(expr), category: category, refine: refine}
 }
 
 var (
-	lowPrecision = regexp.MustCompile(`_(fp8|f8|e4m3|e5m2|e4m3fn|e4m3fnuz|f8f8|fp4|f4|e2m1|mxfp4|nvfp4|mxf4|w8a8|a8w8|w4a8|w4a16|a8w4|int8|i8|int4|i4|fnuz|blockscale|blockscaled)(_|$)|f8_|e4m3|e2m1|fp8|fp4|int8|blockscale`)
-	fp32GEMM     = regexp.MustCompile(`_(sgemm|s1688gemm|s884gemm|s1688|sgemv|f32f32f32|tf32|s\d+gemm)`)
+	lowPrecision = lazyRE(`_(fp8|f8|e4m3|e5m2|e4m3fn|e4m3fnuz|f8f8|fp4|f4|e2m1|mxfp4|nvfp4|mxf4|w8a8|a8w8|w4a8|w4a16|a8w4|int8|i8|int4|i4|fnuz|blockscale|blockscaled)(_|$)|f8_|e4m3|e2m1|fp8|fp4|int8|blockscale`)
+	fp32GEMM     = lazyRE(`_(sgemm|s1688gemm|s884gemm|s1688|sgemv|f32f32f32|tf32|s\d+gemm)`)
 	// attention kernels that run one query token per sequence (decode).
-	decodeAttn = regexp.MustCompile(`_(pa|paged|decode|decoding|xqa|splitkv|split_kv|flash_decoding|mla_decode|mqa|gqa\d*|ll4mi|page|kv_?split)_|paged|decode`)
+	decodeAttn = lazyRE(`_(pa|paged|decode|decoding|xqa|splitkv|split_kv|flash_decoding|mla_decode|mqa|gqa\d*|ll4mi|page|kv_?split)_|paged|decode`)
 	// attention reduce: the merge of split-KV partial results.
-	attnReduce = regexp.MustCompile(`_(combine|merge|reduce|reduction|merge_states|merge_attn|lse)_`)
+	attnReduce = lazyRE(`_(combine|merge|reduce|reduction|merge_states|merge_attn|lse)_`)
 	// attention kernels for prompts (prefill, extend, ragged batches).
-	attnPrefill = regexp.MustCompile(`_(prefill|context|extend|varlen|ragged|prompt|chunked_prefill|causal)_|prefill`)
+	attnPrefill = lazyRE(`_(prefill|context|extend|varlen|ragged|prompt|chunked_prefill|causal)_|prefill`)
 )
 
 func gemmPrecision(w string) string {
@@ -170,26 +169,26 @@ var families = []family{
 // providers says which library wrote a kernel, from its spelling. First
 // match wins.
 var providers = []struct {
-	re       *regexp.Regexp
+	re       *lazyRegexp
 	provider string
 }{
-	{regexp.MustCompile(`_(nccl|rccl|msccl|mscclpp)`), "RCCL / NCCL"},
-	{regexp.MustCompile(`_cijk_|_tensile_|_hipblaslt_`), "rocBLAS / hipBLASLt"},
-	{regexp.MustCompile(`_(xmma|nvjet|cublas|cublaslt|gemv2[nt]|gemvx|gemmk1|gemm_sn|splitkreduce)_|_sm\d+_xmma|_(ampere|volta|turing|hopper|blackwell)_`), "cuBLAS / cuBLASLt"},
-	{regexp.MustCompile(`_cutlass`), "CUTLASS"},
-	{regexp.MustCompile(`_(trtllm|tensorrt_llm|tllm|xqa)_|trtllm`), "TensorRT-LLM"},
-	{regexp.MustCompile(`_flashinfer_|flashinfer`), "FlashInfer"},
-	{regexp.MustCompile(`_(flash|flash_attn|pytorch_flash)_`), "FlashAttention / FlashInfer"},
-	{regexp.MustCompile(`_cudnn|_cask_|_xmma_(fprop|dgrad|wgrad)`), "cuDNN"},
-	{regexp.MustCompile(`_(miopen|igemm_(fwd|bwd|wrw)_gtc\w*|naive_conv\w*|batched_transpose|sub_tensor_op|op_tensor|op1d_tensor)|miopen|igemm_(fwd|bwd|wrw)|subtensorop|im2d2_?col`), "MIOpen"},
-	{regexp.MustCompile(`_ck_tile_`), "ck_tile"},
-	{regexp.MustCompile(`_ck_|_xdl_|_cshuffle|_device_gemm`), "CK"},
-	{regexp.MustCompile(`_aiter_`), "aiter"},
-	{regexp.MustCompile(`_(vllm|_c)_`), "vLLM custom ops"},
-	{regexp.MustCompile(`_(sglang|sgl|sgl_kernel)_`), "SGLang custom ops"},
-	{regexp.MustCompile(`^_triton_|_triton_(poi|per|red|tem)_|^_(attn|matmul|fused)\w*_kernel_$`), "Triton"},
-	{regexp.MustCompile(`_(cub|rocprim|hipcub)_`), "CUB / rocPRIM"},
-	{regexp.MustCompile(`_at_native_|_at_|_c10_`), "PyTorch"},
+	{lazyRE(`_(nccl|rccl|msccl|mscclpp)`), "RCCL / NCCL"},
+	{lazyRE(`_cijk_|_tensile_|_hipblaslt_`), "rocBLAS / hipBLASLt"},
+	{lazyRE(`_(xmma|nvjet|cublas|cublaslt|gemv2[nt]|gemvx|gemmk1|gemm_sn|splitkreduce)_|_sm\d+_xmma|_(ampere|volta|turing|hopper|blackwell)_`), "cuBLAS / cuBLASLt"},
+	{lazyRE(`_cutlass`), "CUTLASS"},
+	{lazyRE(`_(trtllm|tensorrt_llm|tllm|xqa)_|trtllm`), "TensorRT-LLM"},
+	{lazyRE(`_flashinfer_|flashinfer`), "FlashInfer"},
+	{lazyRE(`_(flash|flash_attn|pytorch_flash)_`), "FlashAttention / FlashInfer"},
+	{lazyRE(`_cudnn|_cask_|_xmma_(fprop|dgrad|wgrad)`), "cuDNN"},
+	{lazyRE(`_(miopen|igemm_(fwd|bwd|wrw)_gtc\w*|naive_conv\w*|batched_transpose|sub_tensor_op|op_tensor|op1d_tensor)|miopen|igemm_(fwd|bwd|wrw)|subtensorop|im2d2_?col`), "MIOpen"},
+	{lazyRE(`_ck_tile_`), "ck_tile"},
+	{lazyRE(`_ck_|_xdl_|_cshuffle|_device_gemm`), "CK"},
+	{lazyRE(`_aiter_`), "aiter"},
+	{lazyRE(`_(vllm|_c)_`), "vLLM custom ops"},
+	{lazyRE(`_(sglang|sgl|sgl_kernel)_`), "SGLang custom ops"},
+	{lazyRE(`^_triton_|_triton_(poi|per|red|tem)_|^_(attn|matmul|fused)\w*_kernel_$`), "Triton"},
+	{lazyRE(`_(cub|rocprim|hipcub)_`), "CUB / rocPRIM"},
+	{lazyRE(`_at_native_|_at_|_c10_`), "PyTorch"},
 }
 
 // classifyByName is the name fallback: the first family whose pattern
@@ -249,7 +248,7 @@ func nameClass(name string) (Class, int) {
 	return Class{Category: cat, Provider: providerOf(full), ShortName: short, Source: SourceName}, strength
 }
 
-var fusedNorm = regexp.MustCompile(`_(native_layer_norm|layer_norm|rms_norm|group_norm|native_group_norm|rsqrt|var_mean)_`)
+var fusedNorm = lazyRE(`_(native_layer_norm|layer_norm|rms_norm|group_norm|native_group_norm|rsqrt|var_mean)_`)
 
 // tritonFused names an inductor fusion by the reductions it holds.
 func tritonFused(w string) string {

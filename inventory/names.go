@@ -1,7 +1,6 @@
 package inventory
 
 import (
-	"regexp"
 	"strings"
 
 	"github.com/ianlancetaylor/demangle"
@@ -197,7 +196,7 @@ func mangledPrefix(name string) string {
 }
 
 // atenFunctorRE finds the functors and ops inside ATen kernel templates.
-var atenFunctorRE = regexp.MustCompile(`[A-Za-z0-9_]*(?:_kernel_cuda|Functor[A-Za-z0-9_]*|Ops|_kernel_impl|_functor|_kernel)\b`)
+var atenFunctorRE = lazyRE(`[A-Za-z0-9_]*(?:_kernel_cuda|Functor[A-Za-z0-9_]*|Ops|_kernel_impl|_functor|_kernel)\b`)
 
 // atenFunctor is the first specific functor of an ATen kernel's template
 // arguments ("neg_kernel_cuda", "CUDAFunctor_add", "ArgMaxOps"), or "".

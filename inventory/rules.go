@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Other is the category of kernels no rule matches.
@@ -60,15 +61,18 @@ type Rules struct {
 	rules  []Rule
 }
 
-// DefaultRules returns the built-in rule table (rules.csv embedded in the binary).
-func DefaultRules() *Rules {
+// DefaultRules returns the built-in rule table (rules.csv embedded in the
+// binary), parsed on the first call and shared after: a Rules is read-only.
+func DefaultRules() *Rules { return defaultRules() }
+
+var defaultRules = sync.OnceValue(func() *Rules {
 	r, err := ParseRules(bytes.NewReader(defaultRulesCSV), "built-in rules.csv")
 	if err != nil {
 		// The embedded table is tested; a bad edit must not go unnoticed.
 		return &Rules{Source: "built-in (invalid: " + err.Error() + ")"}
 	}
 	return r
-}
+})
 
 // LoadRules reads a user rule table (same format as the built-in rules.csv).
 func LoadRules(path string) (*Rules, error) {
