@@ -11,6 +11,7 @@ import (
 	"iter"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"strconv"
 	"strings"
@@ -169,7 +170,7 @@ func NewTransport(maxConns int) *http.Transport {
 	}
 	return &http.Transport{
 		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		DialContext:           touchDialer(&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}),
 		MaxIdleConns:          maxConns * 2,
 		MaxIdleConnsPerHost:   maxConns * 2,
 		IdleConnTimeout:       90 * time.Second,
@@ -260,7 +261,7 @@ func (c *Client) Do(ctx context.Context, req Request) Output {
 	ctx, cancelReq := context.WithCancelCause(ctx)
 	defer cancelReq(nil)
 	url := c.BaseURL + c.Endpoint
-	status, body, err := c.post(ctx, &out, url, payload)
+	status, body, err := c.post(ctx, &out, url, payload, wd)
 	if err != nil {
 		if b := boundOf(ctx); b != nil {
 			err = fmt.Errorf("POST %s: %v, waiting for the response to begin", url, b)
@@ -319,11 +320,16 @@ const drainWait = time.Second
 var errDrained = errors.New("the body did not end within a second of data: [DONE]")
 
 // post sends the request and returns the response's status and body;
-// out.Start is the moment it is handed to the transport.
-func (c *Client) post(ctx context.Context, out *Output, u string, payload []byte) (int, io.ReadCloser, error) {
+// out.Start is the moment it is handed to the transport. Every byte of the
+// response head touches wd: only silence is a stall.
+func (c *Client) post(ctx context.Context, out *Output, u string, payload []byte, wd *watchdog) (int, io.ReadCloser, error) {
 	if t := c.stream; t != nil && t.base == c.BaseURL {
 		out.Start = c.clock()
-		status, body, resent, err := t.post(ctx, c.Endpoint, payload)
+		var onRead func()
+		if wd != nil {
+			onRead = wd.touch
+		}
+		status, body, resent, err := t.post(ctx, c.Endpoint, payload, onRead)
 		out.Resent = resent
 		if err != nil {
 			return 0, nil, &url.Error{Op: "Post", URL: u, Err: err}
@@ -331,6 +337,9 @@ func (c *Client) post(ctx context.Context, out *Output, u string, payload []byte
 		return status, body, nil
 	}
 	pl := &requestPayload{b: payload}
+	if wd != nil {
+		ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) { watchConn(info.Conn, wd) }})
+	}
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, u, pl.reader())
 	if err != nil {
 		return 0, nil, err

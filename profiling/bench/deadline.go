@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"sync/atomic"
 	"time"
 )
@@ -168,4 +169,42 @@ func (b *watchedBody) Read(p []byte) (int, error) {
 		b.w.touch()
 	}
 	return n, err
+}
+
+// touchConn is a connection of the net/http transport that tells the
+// watchdog of the request it serves of every byte read, the response
+// head's included: net/http gives the body only once the head is whole.
+type touchConn struct {
+	net.Conn
+	wd atomic.Pointer[watchdog]
+}
+
+func (c *touchConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 {
+		c.wd.Load().touch()
+	}
+	return n, err
+}
+
+// touchDialer wraps d's connections in touchConns.
+func touchDialer(d *net.Dialer) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		nc, err := d.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return &touchConn{Conn: nc}, nil
+	}
+}
+
+// watchConn points the connection a request got (under TLS, the one
+// beneath) at the request's watchdog.
+func watchConn(nc net.Conn, wd *watchdog) {
+	if t, ok := nc.(interface{ NetConn() net.Conn }); ok {
+		nc = t.NetConn()
+	}
+	if tc, ok := nc.(*touchConn); ok {
+		tc.wd.Store(wd)
+	}
 }

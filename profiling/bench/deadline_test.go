@@ -1,11 +1,15 @@
 package bench
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -227,4 +231,52 @@ func TestDefaultBounds(t *testing.T) {
 	cfg.StallTimeout, cfg.LevelTimeout = time.Second, time.Minute
 	require.Equal(t, time.Second, cfg.stall())
 	require.Equal(t, time.Minute, cfg.levelTimeout(4, 40))
+}
+
+// TestStallCountsHeadBytes: a server that sends its response head a byte
+// every 20 ms is slow, not silent: with a stall timeout of 200 ms (the head
+// takes seconds) the request succeeds, through the client's own transport
+// and through net/http.
+func TestStallCountsHeadBytes(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	body := atomFrames(3, 4)
+	resp := fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", len(body), body)
+	go func() {
+		for {
+			nc, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer nc.Close()
+				br := bufio.NewReader(nc)
+				req, err := http.ReadRequest(br)
+				if err != nil {
+					return
+				}
+				io.Copy(io.Discard, req.Body)
+				head, _, _ := strings.Cut(resp, "\r\n\r\n")
+				for i := range len(head) + 4 {
+					if _, err := nc.Write([]byte{resp[i]}); err != nil {
+						return
+					}
+					time.Sleep(20 * time.Millisecond)
+				}
+				nc.Write([]byte(resp[len(head)+4:]))
+			}()
+		}
+	}()
+	for _, viaHTTP := range []bool{false, true} {
+		c := NewClient("http://"+ln.Addr().String(), "m", 4)
+		c.Stall = 200 * time.Millisecond
+		if viaHTTP {
+			c.stream = nil
+		}
+		o := finishes(t, func() Output { return c.Do(context.Background(), Request{Prompt: "hi", PromptLen: 1, MaxTokens: 5}) })
+		require.True(t, o.OK(), "net/http %v: %s: %s", viaHTTP, o.Failure, o.Error)
+		require.Equal(t, 3, o.OutputTokens)
+	}
 }

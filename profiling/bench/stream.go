@@ -35,9 +35,20 @@ type streamTransport struct {
 }
 
 // streamConn is one connection and the buffer it is read through.
+// While a response head is read, onRead is told of every read that brings
+// bytes: a server sending its head a byte at a time is slow, not stalled.
 type streamConn struct {
-	nc net.Conn
-	br *bufio.Reader
+	nc     net.Conn
+	br     *bufio.Reader
+	onRead func()
+}
+
+func (c *streamConn) Read(p []byte) (int, error) {
+	n, err := c.nc.Read(p)
+	if n > 0 && c.onRead != nil {
+		c.onRead()
+	}
+	return n, err
 }
 
 // newStreamTransport returns a transport for base, nil when base needs
@@ -81,7 +92,9 @@ func (t *streamTransport) conn(ctx context.Context) (c *streamConn, reused bool,
 	if err != nil {
 		return nil, false, err
 	}
-	return &streamConn{nc: nc, br: bufio.NewReaderSize(nc, streamBuf)}, false, nil
+	c = &streamConn{nc: nc}
+	c.br = bufio.NewReaderSize(c, streamBuf)
+	return c, false, nil
 }
 
 func (t *streamTransport) put(c *streamConn) {
@@ -104,7 +117,7 @@ func (t *streamTransport) put(c *streamConn) {
 // server restart every idle connection is such a one, and a fresh dial
 // ends the search. On a fresh connection, or once a response began, the
 // request did reach the server and an error is a failure.
-func (t *streamTransport) post(ctx context.Context, path string, body []byte) (status int, resp *streamBody, resent int, err error) {
+func (t *streamTransport) post(ctx context.Context, path string, body []byte, onRead func()) (status int, resp *streamBody, resent int, err error) {
 	for ; ; resent++ {
 		c, reused, err := t.conn(ctx)
 		if err != nil {
@@ -112,7 +125,9 @@ func (t *streamTransport) post(ctx context.Context, path string, body []byte) (s
 		}
 		// A cancelled or expired ctx ends any read or write at once.
 		stop := context.AfterFunc(ctx, func() { c.nc.SetDeadline(time.Unix(1, 0)) })
+		c.onRead = onRead
 		status, r, started, err := t.exchange(c, path, body)
+		c.onRead = nil
 		if err == nil {
 			r.t, r.c, r.stop = t, c, stop
 			return status, r, resent, nil
