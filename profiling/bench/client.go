@@ -468,7 +468,7 @@ func (c *Client) readStream(ctx context.Context, out *Output, sse *SSEReader) {
 		}
 		if f.usage {
 			out.OutputTokens, out.UsageOutput, total = f.output, true, f.output
-			if f.prompt > 0 {
+			if f.prompt != 0 {
 				out.PromptTokens, out.UsagePrompt = f.prompt, true
 			}
 		}
@@ -477,7 +477,7 @@ func (c *Client) readStream(ctx context.Context, out *Output, sse *SSEReader) {
 	if c.tok != nil {
 		count = func(s string) int { return c.tok.Count(s) - c.special }
 	}
-	total = out.checkUsage(total, log.text, log.empty)
+	total = out.checkUsage(total, log.text, log.empty, log.bytes)
 	log.split(out, total, count)
 	if !out.UsageOutput {
 		out.OutputTokens = out.FrameTokens

@@ -234,8 +234,8 @@ func TestDefaultBounds(t *testing.T) {
 }
 
 // TestStallCountsHeadBytes: a server that sends its response head a byte
-// every 20 ms is slow, not silent: with a stall timeout of 200 ms (the head
-// takes seconds) the request succeeds, through the client's own transport
+// every 25 ms is slow, not silent: with a stall timeout of 1 s (the head
+// takes more than 2 s) the request succeeds, through the client's own transport
 // and through net/http.
 func TestStallCountsHeadBytes(t *testing.T) {
 	t.Parallel()
@@ -263,7 +263,7 @@ func TestStallCountsHeadBytes(t *testing.T) {
 					if _, err := nc.Write([]byte{resp[i]}); err != nil {
 						return
 					}
-					time.Sleep(20 * time.Millisecond)
+					time.Sleep(25 * time.Millisecond)
 				}
 				nc.Write([]byte(resp[len(head)+4:]))
 			}()
@@ -271,7 +271,7 @@ func TestStallCountsHeadBytes(t *testing.T) {
 	}()
 	for _, viaHTTP := range []bool{false, true} {
 		c := NewClient("http://"+ln.Addr().String(), "m", 4)
-		c.Stall = 200 * time.Millisecond
+		c.Stall = time.Second
 		if viaHTTP {
 			c.stream = nil
 		}

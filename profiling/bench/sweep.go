@@ -493,7 +493,9 @@ func runLevel(ctx context.Context, cfg *SweepConfig, c *Client, s Shaper, conc i
 		lv.Warnings = append(lv.Warnings, diag.New(diag.Usage, w))
 	}
 	if n := lv.Metrics.UsageRejected; n > 0 {
-		lv.Warnings = append(lv.Warnings, diag.New(diag.UsageImplausible, fmt.Sprintf("%d requests reported usage that contradicts what was streamed (first: %s): their streamed token counts, and requested prompt lengths, were used instead", n, lv.Metrics.UsageRejectedFirst)))
+		w := diag.New(diag.UsageImplausible, fmt.Sprintf("%d requests reported usage that contradicts what was streamed (first: %s): their streamed token counts, and requested prompt lengths, were used instead", n, lv.Metrics.UsageRejectedFirst))
+		lv.Warnings = append(lv.Warnings, w)
+		fmt.Fprintf(cfg.Warn, "warning: concurrency %d: %s\n", conc, w.Message)
 	}
 	if n := lv.Metrics.PromptRequested; n > 0 {
 		lv.Warnings = append(lv.Warnings, diag.New(diag.Usage, fmt.Sprintf("%d requests had no usage.prompt_tokens: their input lengths are the requested lengths", n)))

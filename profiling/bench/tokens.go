@@ -49,8 +49,8 @@ type frameLog struct {
 	b    []byte // per frame: uvarint gap, uvarint flags|len(text)<<logShift, text
 	last time.Time
 	// Frames with text, and with empty text (a token whose text the
-	// detokenizer held back).
-	text, empty int
+	// detokenizer held back); bytes of text in all.
+	text, empty, bytes int
 }
 
 // Frame flags, in the low bits of each frame's second varint.
@@ -70,6 +70,7 @@ func (l *frameLog) add(start, now time.Time, text []byte, reasoning bool) {
 	l.b = binary.AppendUvarint(l.b, uint64(max(now.Sub(from), 0)))
 	l.last = now
 	v := uint64(len(text)) << logShift
+	l.bytes += len(text)
 	if len(text) == 0 {
 		v |= logEmpty
 		l.empty++
@@ -95,7 +96,7 @@ func (l *frameLog) next(p int) (gap time.Duration, flags uint64, text []byte, q 
 
 func (l *frameLog) reset() {
 	l.b, l.last = l.b[:0], time.Time{}
-	l.text, l.empty = 0, 0
+	l.text, l.empty, l.bytes = 0, 0, 0
 }
 
 // split decides how many tokens each logged frame carried and fills out's
