@@ -9,7 +9,6 @@ import (
 	"math"
 	"os"
 	"runtime/debug"
-	"strconv"
 	"strings"
 	"time"
 
@@ -90,8 +89,8 @@ func (f *sweepFlags) config(cmd string) (bench.SweepConfig, error) {
 	}
 	rps := math.Inf(1)
 	if *f.rate != "inf" {
-		if rps, err = strconv.ParseFloat(*f.rate, 64); err != nil || rps <= 0 {
-			return cfg, usageError{fmt.Sprintf("%s: --request-rate %q: want a positive number or inf", cmd, *f.rate)}
+		if rps, err = parseFloatIn("--request-rate", *f.rate, bounds{1e-9, 1e9}); err != nil {
+			return cfg, usageError{fmt.Sprintf("%s: %v (a number of requests a second, or inf)", cmd, err)}
 		}
 	}
 	if *f.mul < 1 || *f.warmups < 0 || *f.burstiness <= 0 {
@@ -154,7 +153,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			"for and listed; the benchmark duration never includes the trace export.\n\nflags:")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}
@@ -202,9 +201,9 @@ func concurrencies(list string, start, end int) ([]int, error) {
 	if list != "" {
 		var out []int
 		for _, f := range strings.Split(list, ",") {
-			n, err := strconv.Atoi(strings.TrimSpace(f))
-			if err != nil || n < 1 {
-				return nil, fmt.Errorf("--conc %q: want positive integers separated by commas", list)
+			n, err := parseIntIn("--conc", f, flagRanges["conc-start"])
+			if err != nil {
+				return nil, fmt.Errorf("%w: want positive integers separated by commas", err)
 			}
 			out = append(out, n)
 		}
@@ -223,9 +222,9 @@ func concurrencies(list string, start, end int) ([]int, error) {
 func floatList(s string) ([]float64, error) {
 	var out []float64
 	for _, f := range strings.Split(s, ",") {
-		v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		v, err := parseFloatIn("", f, bounds{0, 100})
 		if err != nil || v <= 0 || v >= 100 {
-			return nil, fmt.Errorf("%q: want numbers between 0 and 100 separated by commas", s)
+			return nil, fmt.Errorf("%q: want numbers between 0 and 100 (exclusive) separated by commas", s)
 		}
 		out = append(out, v)
 	}
@@ -237,9 +236,12 @@ func parseSLO(s string) (bench.SLO, error) {
 	var slo bench.SLO
 	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' }) {
 		k, v, ok := strings.Cut(f, ":")
-		ms, err := strconv.ParseFloat(v, 64)
-		if !ok || err != nil || ms <= 0 {
+		if !ok {
 			return slo, fmt.Errorf("%q: want NAME:MS pairs with NAME ttft, tpot or e2el", f)
+		}
+		ms, err := parseFloatIn(k, v, bounds{1e-9, 1e12})
+		if err != nil {
+			return slo, fmt.Errorf("%w: want NAME:MS pairs, MS a positive number of milliseconds", err)
 		}
 		switch k {
 		case "ttft":

@@ -31,7 +31,7 @@ func runDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	var paths []string
 	for {
-		if err := fs.Parse(args); err != nil {
+		if err := parseFlags(fs, args); err != nil {
 			return usageError{err.Error()}
 		}
 		if fs.NArg() == 0 {

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
+	"strings"
 	"time"
 )
 
@@ -36,12 +36,15 @@ func parseWindow(s string) (time.Duration, error) {
 		}
 		return d, nil
 	}
-	sec, err := strconv.ParseFloat(s, 64)
+	if durationOverflows(s) {
+		return 0, fmt.Errorf("%q: out of range (want 0s to 2562047h)", s)
+	}
+	sec, err := parseFloatIn("", s, bounds{0, 1e9})
 	switch {
-	case err != nil || sec != sec || sec > 1e9:
+	case err != nil && strings.Contains(err.Error(), "out of range"):
+		return 0, fmt.Errorf("%q: out of range (want 0 to 1000000000 seconds)", s)
+	case err != nil:
 		return 0, fmt.Errorf("%q is not a duration (30s, 250ms, 1.5m) or a number of seconds", s)
-	case sec < 0:
-		return 0, fmt.Errorf("%q is negative", s)
 	}
 	return time.Duration(sec * float64(time.Second)), nil
 }

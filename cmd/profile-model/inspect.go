@@ -32,7 +32,7 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	// Accept flags after the trace names too.
 	var files []string
 	for {
-		if err := fs.Parse(args); err != nil {
+		if err := parseFlags(fs, args); err != nil {
 			return usageError{err.Error()}
 		}
 		if fs.NArg() == 0 {

@@ -15,7 +15,7 @@ import (
 func parseTraces(fs *flag.FlagSet, args []string, cmd string) ([]string, error) {
 	var given []string
 	for {
-		if err := fs.Parse(args); err != nil {
+		if err := parseFlags(fs, args); err != nil {
 			return nil, usageError{err.Error()}
 		}
 		if fs.NArg() == 0 {
@@ -85,7 +85,7 @@ func writeRanksText(w io.Writer, rep *analysis.RankReport, chosen string) {
 func parseOneTrace(fs *flag.FlagSet, args []string, cmd string) (string, error) {
 	var files []string
 	for {
-		if err := fs.Parse(args); err != nil {
+		if err := parseFlags(fs, args); err != nil {
 			return "", usageError{err.Error()}
 		}
 		if fs.NArg() == 0 {

@@ -26,7 +26,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	var dirs []string
 	for {
-		if err := fs.Parse(args); err != nil {
+		if err := parseFlags(fs, args); err != nil {
 			return usageError{err.Error()}
 		}
 		if fs.NArg() == 0 {

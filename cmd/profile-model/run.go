@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"strconv"
 	"strings"
 
 	"github.com/profile-model/profile-model/internal/results"
@@ -66,7 +65,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			"in a new run directory under --out. With --plan it sweeps server settings instead.\n\nflags:")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}
@@ -115,9 +114,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return usageError{"run: --time-scale applies to --engine sim only"}
 	}
 	if *level != "" {
-		n, err := strconv.Atoi(*level)
-		if err != nil || n < 0 {
-			return usageError{fmt.Sprintf("run: --level %q: want a compilation level such as 0 or 3", *level)}
+		n, err := parseIntIn("--level", *level, bounds{0, 3})
+		if err != nil {
+			return usageError{fmt.Sprintf("run: %v: want a compilation level such as 0 or 3", err)}
 		}
 		spec.Level = &n
 	}
@@ -188,9 +187,9 @@ func intList(s string) ([]int, error) {
 	s = strings.Trim(strings.TrimSpace(s), "[]")
 	var out []int
 	for _, f := range strings.Split(s, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < 1 {
-			return nil, fmt.Errorf("%q: want positive integers, e.g. [1,2,4,8]", s)
+		n, err := parseIntIn("size", f, bounds{1, 1 << 20})
+		if err != nil {
+			return nil, fmt.Errorf("%q: %w: want positive integers, e.g. [1,2,4,8]", s, err)
 		}
 		out = append(out, n)
 	}

@@ -85,7 +85,7 @@ func runServeSim(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	for _, name := range []string{"trust-remote-code"} {
 		fs.Bool(name, false, "ignored (ATOM compatibility)")
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}
@@ -98,9 +98,9 @@ func runServeSim(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return usageError{"serve-sim: --model NAME is required"}
 	}
 	for _, f := range strings.FieldsFunc(*capture, func(r rune) bool { return r == '[' || r == ']' || r == ',' || r == ' ' }) {
-		n, err := strconv.Atoi(f)
+		n, err := parseIntIn("size", f, bounds{1, 1 << 20})
 		if err != nil {
-			return usageError{fmt.Sprintf("serve-sim: --cudagraph-capture-sizes %q: %q is not an integer", *capture, f)}
+			return usageError{fmt.Sprintf("serve-sim: --cudagraph-capture-sizes %q: %v", *capture, err)}
 		}
 		cfg.CudagraphCaptureSizes = append(cfg.CudagraphCaptureSizes, n)
 	}
@@ -122,17 +122,17 @@ func runServeSim(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	cfg.Release = rel
 	cfg.ProfilerTimeout = *profTimeout
 	if v := os.Getenv("ATOM_PROFILER_TIMEOUT"); v != "" && cfg.ProfilerTimeout == 0 {
-		secs, err := strconv.ParseFloat(v, 64)
-		if err != nil || secs <= 0 {
-			return usageError{fmt.Sprintf("serve-sim: ATOM_PROFILER_TIMEOUT=%q: want a number of seconds", v)}
+		secs, err := parseFloatIn("ATOM_PROFILER_TIMEOUT", v, bounds{1e-3, 1e9})
+		if err != nil {
+			return usageError{fmt.Sprintf("serve-sim: %v: want a positive number of seconds", err)}
 		}
 		cfg.ProfilerTimeout = time.Duration(secs * float64(time.Second))
 	}
 	cfg.ProfilerBufferMB = *bufMB
 	if v := os.Getenv("KINETO_BUFFER_SIZE_MB"); v != "" && cfg.ProfilerBufferMB == 0 {
-		mb, err := strconv.Atoi(v)
-		if err != nil || mb <= 0 {
-			return usageError{fmt.Sprintf("serve-sim: KINETO_BUFFER_SIZE_MB=%q: want a positive number of megabytes", v)}
+		mb, err := parseIntIn("KINETO_BUFFER_SIZE_MB", v, bounds{1, 1 << 20})
+		if err != nil {
+			return usageError{fmt.Sprintf("serve-sim: %v: want a positive number of megabytes", err)}
 		}
 		cfg.ProfilerBufferMB = mb
 	}

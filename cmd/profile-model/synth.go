@@ -63,7 +63,7 @@ func runSynth(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintln(stderr, "usage: profile-model synth --out FILE [flags]\n\nWrites a synthetic ATOM-style Kineto trace and, with --truth, what it holds.\n\nflags:")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}

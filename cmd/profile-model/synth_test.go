@@ -104,11 +104,11 @@ func TestSynthCommandErrors(t *testing.T) {
 		{"both outputs", []string{"synth", "--out", "a.json", "--atom-dir", dir}, true, "exactly one"},
 		{"bad flag", []string{"synth", "--bogus"}, true, "bogus"},
 		{"stray argument", []string{"synth", "--out", "a.json", "extra"}, true, "extra"},
-		{"negative window", []string{"synth", "--out", "a.json", "--gpu-window", "-1"}, true, "negative"},
+		{"negative window", []string{"synth", "--out", "a.json", "--gpu-window", "-1"}, true, "out of range"},
 		{"negative window duration", []string{"synth", "--out", "a.json", "--gpu-window", "-1s"}, true, "negative"},
 		{"window not a time", []string{"synth", "--out", "a.json", "--gpu-window", "soon"}, true, "not a duration"},
 		{"truth over the trace", []string{"synth", "--out", filepath.Join(dir, "t.json"), "--truth", filepath.Join(dir, ".", "t.json")}, true, "--out and --truth are the same file"},
-		{"zero batch", []string{"synth", "--out", filepath.Join(dir, "z.json"), "--bs", "0"}, false, "batch size"},
+		{"zero batch", []string{"synth", "--out", filepath.Join(dir, "z.json"), "--bs", "0"}, true, "--bs 0: out of range (want 1 to"},
 		{"missing table", []string{"synth", "--out", filepath.Join(dir, "m.json"), "--layer-csv", filepath.Join(dir, "conc8_layer.csv")}, false, "conc8_layer.csv"},
 	}
 	for _, c := range cases {
