@@ -29,7 +29,11 @@ type backend interface {
 	// StartProfile begins recording into dir (the torch profiler directory)
 	// at trace time at.
 	StartProfile(dir string, at int64) error
-	// StopProfile ends recording at trace time at and exports the trace
-	// unless write is false; it returns the directories it wrote into.
-	StopProfile(ctx context.Context, at int64, write bool) ([]string, error)
+	// StopProfile ends recording at trace time at, on the engine's
+	// goroutine; the export it returns writes the trace (unless write is
+	// false) and returns the directories it wrote into. The export runs
+	// beside the engine, which keeps stepping and streaming while the file
+	// is written, as an engine's worker process does: it must not touch
+	// what a step changes.
+	StopProfile(at int64, write bool) (export func(ctx context.Context) ([]string, error))
 }

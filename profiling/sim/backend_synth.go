@@ -114,7 +114,7 @@ func (b *synthBackend) StartProfile(dir string, at int64) error {
 	return nil
 }
 
-func (b *synthBackend) StopProfile(ctx context.Context, at int64, write bool) ([]string, error) {
+func (b *synthBackend) StopProfile(at int64, write bool) func(ctx context.Context) ([]string, error) {
 	rec := b.rec
 	b.rec = nil
 	rec.Stop(at)
@@ -123,34 +123,39 @@ func (b *synthBackend) StopProfile(ctx context.Context, at int64, write bool) ([
 			b.cfg.ProfilerBufferMB, recs, steps)
 	}
 	if !write {
-		return nil, nil
+		return func(context.Context) ([]string, error) { return nil, nil }
 	}
-	// The export finishes even when the client that asked for it goes away.
-	ranks := max(b.cfg.TP, 1)
-	dirs := make([]string, 0, ranks)
-	for rank := range ranks {
-		rr := rec
-		if ranks > 1 {
-			rr = rec.ForRank(rank, synth.TP{Size: ranks, Skew: b.cfg.RankSkew})
+	// What the steps change is read now; the recorder is the export's alone.
+	dir, sizes := b.dir, b.captureSizes()
+	return func(ctx context.Context) ([]string, error) {
+		// The export finishes even when the client that asked for it goes away.
+		ctx = context.WithoutCancel(ctx)
+		ranks := max(b.cfg.TP, 1)
+		dirs := make([]string, 0, ranks)
+		for rank := range ranks {
+			rr := rec
+			if ranks > 1 {
+				rr = rec.ForRank(rank, synth.TP{Size: ranks, Skew: b.cfg.RankSkew})
+			}
+			path, err := b.export(ctx, dir, rr, rank)
+			if err != nil {
+				return nil, err
+			}
+			if err := b.writeCaptures(ctx, filepath.Dir(path), rank, sizes); err != nil {
+				return nil, err
+			}
+			dirs = append(dirs, filepath.Dir(path))
 		}
-		path, err := b.export(context.WithoutCancel(ctx), rr, rank)
-		if err != nil {
-			return nil, err
-		}
-		if err := b.writeCaptures(context.WithoutCancel(ctx), filepath.Dir(path), rank); err != nil {
-			return nil, err
-		}
-		dirs = append(dirs, filepath.Dir(path))
+		return dirs, nil
 	}
-	return dirs, nil
 }
 
 // export writes rank's trace into <dir>/rank_<r>/<name>.json.gz, gzipped
 // as it is written (the only temporary is the partial .gz). With
 // ExportDelay it writes the uncompressed .json first, as torch does, holds
 // it, then gzips it and removes the .json.
-func (b *synthBackend) export(ctx context.Context, rec *synth.Recorder, rank int) (string, error) {
-	rankDir := filepath.Join(b.dir, fmt.Sprintf("rank_%d", rank))
+func (b *synthBackend) export(ctx context.Context, dir string, rec *synth.Recorder, rank int) (string, error) {
+	rankDir := filepath.Join(dir, fmt.Sprintf("rank_%d", rank))
 	if err := os.MkdirAll(rankDir, 0o755); err != nil {
 		return "", fmt.Errorf("writing trace: %w", err)
 	}

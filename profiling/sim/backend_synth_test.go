@@ -30,7 +30,7 @@ func TestCaptureSizes(t *testing.T) {
 		at += int64(time.Millisecond)
 		b.Run(synth.Step{Kind: tracing.StepDecode, BS: bs, Tokens: bs, ContextTokens: 100 * bs, Start: at})
 	}
-	paths, err := b.StopProfile(context.Background(), at+int64(time.Second), true)
+	paths, err := b.StopProfile(at+int64(time.Second), true)(context.Background())
 	require.NoError(t, err)
 	files, err := filepath.Glob(filepath.Join(paths[0], "*.pt.trace.json.gz"))
 	require.NoError(t, err)

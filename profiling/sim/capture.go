@@ -48,7 +48,7 @@ func (b *synthBackend) captureSizes() []int {
 // writeCaptures writes, with MarkTrace, the capture trace of each graph
 // batch size into rankDir/capture_traces/ (a size written at an earlier
 // export is kept: graphs are captured once, at start).
-func (b *synthBackend) writeCaptures(ctx context.Context, rankDir string, rank int) error {
+func (b *synthBackend) writeCaptures(ctx context.Context, rankDir string, rank int, sizes []int) error {
 	if !b.cfg.MarkTrace || b.cfg.EnforceEager {
 		return nil
 	}
@@ -56,7 +56,7 @@ func (b *synthBackend) writeCaptures(ctx context.Context, rankDir string, rank i
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("writing capture traces: %w", err)
 	}
-	for _, bs := range b.captureSizes() {
+	for _, bs := range sizes {
 		path := filepath.Join(dir, tracing.CaptureFileName(bs, 1, rank))
 		if _, err := os.Stat(path); err == nil {
 			continue

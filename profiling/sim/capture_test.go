@@ -48,7 +48,7 @@ func TestMarkTrace(t *testing.T) {
 				at += int64(time.Millisecond)
 				b.Run(synth.Step{Kind: tracing.StepDecode, BS: bs, Tokens: bs, ContextTokens: 100 * bs, Start: at})
 			}
-			paths, err := b.StopProfile(context.Background(), at+int64(time.Second), true)
+			paths, err := b.StopProfile(at+int64(time.Second), true)(context.Background())
 			require.NoError(t, err)
 			require.Len(t, paths, tt.ranks)
 			for r, p := range paths {

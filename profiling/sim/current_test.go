@@ -77,9 +77,11 @@ func TestMetricsAndServerInfo(t *testing.T) {
 // blockingStop is a backend whose export never ends until its context does.
 type blockingStop struct{ recBackend }
 
-func (b *blockingStop) StopProfile(ctx context.Context, at int64, write bool) ([]string, error) {
-	<-ctx.Done()
-	return nil, ctx.Err()
+func (b *blockingStop) StopProfile(at int64, write bool) func(context.Context) ([]string, error) {
+	return func(ctx context.Context) ([]string, error) {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
 }
 
 func TestStopProfileTimeout(t *testing.T) {

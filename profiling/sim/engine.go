@@ -116,6 +116,8 @@ type engine struct {
 	clock   clock
 	submit  chan *request
 	cmds    chan profileCmd
+	// exported is closed when the last export ends; nil before any.
+	exported chan struct{}
 
 	waiting []*request
 	running []*request
@@ -215,6 +217,19 @@ var errNotProfiling = errors.New("the profiler is not running")
 
 func (e *engine) handle(c profileCmd) {
 	var rep profileReply
+	if c.start && e.exporting() {
+		// The profiler starts again once its last trace is written, as
+		// torch's does; the loop steps on meanwhile.
+		go func(done chan struct{}) {
+			<-done
+			select {
+			case e.cmds <- c:
+			case <-c.ctx.Done():
+				c.reply <- profileReply{err: c.ctx.Err()}
+			}
+		}(e.exported)
+		return
+	}
 	switch {
 	case c.start && e.profiling:
 		rep.err = errProfiling
@@ -234,10 +249,33 @@ func (e *engine) handle(c profileCmd) {
 	case !e.profiling:
 		rep.err = errNotProfiling
 	default:
+		// The export runs beside the loop: the streams go on while the
+		// trace is written.
 		e.profiling = false
-		rep.dirs, rep.err = e.backend.StopProfile(c.ctx, e.virt, c.write)
+		export := e.backend.StopProfile(e.virt, c.write)
+		done := make(chan struct{})
+		e.exported = done
+		go func() {
+			dirs, err := export(c.ctx)
+			close(done)
+			c.reply <- profileReply{dirs, err}
+		}()
+		return
 	}
 	c.reply <- rep
+}
+
+// exporting tells whether the last export is still being written.
+func (e *engine) exporting() bool {
+	if e.exported == nil {
+		return false
+	}
+	select {
+	case <-e.exported:
+		return false
+	default:
+		return true
+	}
 }
 
 // stepCounts returns a copy of the counters.

@@ -18,7 +18,9 @@ func (nopBackend) OutputLag() float64                                         { 
 func (nopBackend) Intake(int) units.Duration                                  { return 0 }
 func (nopBackend) Run(synth.Step) units.Duration                              { return units.FromTime(10 * time.Millisecond) }
 func (nopBackend) StartProfile(string, int64) error                           { return nil }
-func (nopBackend) StopProfile(context.Context, int64, bool) ([]string, error) { return nil, nil }
+func (nopBackend) StopProfile(int64, bool) func(context.Context) ([]string, error) {
+	return func(context.Context) ([]string, error) { return nil, nil }
+}
 
 // BenchmarkDecodeFanout measures the engine's own cost per decode token:
 // scheduling a step of bs running requests and waking each one's reader

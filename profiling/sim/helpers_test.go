@@ -76,12 +76,12 @@ func (b *recBackend) StartProfile(dir string, at int64) error {
 	return nil
 }
 
-func (b *recBackend) StopProfile(ctx context.Context, at int64, write bool) ([]string, error) {
+func (b *recBackend) StopProfile(at int64, write bool) func(context.Context) ([]string, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.profiling = false
 	b.stops = append(b.stops, write)
-	return []string{"rank_0"}, nil
+	return func(context.Context) ([]string, error) { return []string{"rank_0"}, nil }
 }
 
 func (b *recBackend) Steps() []synth.Step {

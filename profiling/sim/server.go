@@ -196,8 +196,8 @@ func (s *Server) handler() http.Handler {
 	mux.HandleFunc("GET /v1/models", s.ready(s.models))
 	mux.HandleFunc("POST /v1/completions", s.post(s.ready(s.completions)))
 	mux.HandleFunc("POST /v1/chat/completions", s.post(s.ready(s.chatCompletions)))
-	mux.HandleFunc("POST /start_profile", s.post(s.ready(s.startProfile)))
-	mux.HandleFunc("POST /stop_profile", s.post(s.ready(s.stopProfile)))
+	mux.HandleFunc("POST /start_profile", s.post(jsonOrEmpty(s.ready(s.startProfile))))
+	mux.HandleFunc("POST /stop_profile", s.post(jsonOrEmpty(s.ready(s.stopProfile))))
 	mux.HandleFunc("GET /metrics", s.ready(s.metrics))
 	mux.HandleFunc("GET /server_info", s.ready(s.serverInfo))
 	// FastAPI's replies to a wrong method and to an unknown path.
@@ -219,7 +219,10 @@ func (s *Server) handler() http.Handler {
 // post guards the POST endpoints against web pages: a request that names
 // the server by a foreign host name (DNS rebinding) or comes from a foreign
 // Origin is refused (403), and a body must be application/json (415), which
-// a browser cannot send cross-origin without asking first.
+// a browser cannot send cross-origin without asking first. The body is
+// read whole, within the connection's read deadline, and checked to be
+// JSON before h acts: a /start_profile whose chunked body never ends
+// starts nothing.
 func (s *Server) post(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if msg := foreign(r); msg != "" {
@@ -232,8 +235,53 @@ func (s *Server) post(h http.HandlerFunc) http.HandlerFunc {
 				return
 			}
 		}
+		body, ok := s.readBody(w, r)
+		if !ok {
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
 		h(w, r)
 	}
+}
+
+// jsonOrEmpty guards the endpoints that take no body: one that is sent
+// must be JSON (the completions parse theirs).
+func jsonOrEmpty(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body) // read whole by post
+		if len(bytes.TrimSpace(body)) > 0 && !json.Valid(body) {
+			writeError(w, http.StatusBadRequest, "the request body is not valid JSON", "BadRequestError")
+			return
+		}
+		h(w, r)
+	}
+}
+
+// readBody reads r's body, at most bodyLimit bytes, within the
+// connection's read deadline (Config's read timeout, from the request's
+// start); it answers the error itself.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	limit := s.bodyLimit()
+	tooLarge := func() {
+		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the request body is larger than %d bytes, more than a prompt of max_model_len %d tokens needs", limit, s.cfg.MaxModelLen), "BadRequestError")
+	}
+	if r.ContentLength > limit {
+		tooLarge()
+		return nil, false
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
+		tooLarge()
+		return nil, false
+	}
+	if err != nil {
+		if ne := net.Error(nil); errors.As(err, &ne) && ne.Timeout() {
+			err = fmt.Errorf("it did not end within %s of the request's start", s.cfg.timeouts.read)
+		}
+		writeError(w, http.StatusBadRequest, "reading the request body: "+err.Error(), "BadRequestError")
+		return nil, false
+	}
+	return body, true
 }
 
 // foreign says why r comes from somewhere other than this machine's
@@ -523,21 +571,8 @@ func (s *Server) bodyLimit() int64 { return 64<<10 + 24*int64(s.cfg.MaxModelLen)
 // parse reads the body and checks the fields both endpoints share.
 func (s *Server) parse(w http.ResponseWriter, r *http.Request) (genRequest, bool) {
 	var req genRequest
-	limit := s.bodyLimit()
-	tooLarge := func() {
-		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the request body is larger than %d bytes, more than a prompt of max_model_len %d tokens needs", limit, s.cfg.MaxModelLen), "BadRequestError")
-	}
-	if r.ContentLength > limit {
-		tooLarge()
-		return req, false
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
-	if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
-		tooLarge()
-		return req, false
-	}
-	if err != nil {
-		writeError(w, http.StatusBadRequest, "reading the request body: "+err.Error(), "BadRequestError")
+	body, ok := s.readBody(w, r)
+	if !ok {
 		return req, false
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
