@@ -13,11 +13,11 @@ import (
 // nopBackend prices every step at 10 ms and records nothing.
 type nopBackend struct{}
 
-func (nopBackend) HostGap() units.Duration                                    { return units.Micros(150) }
-func (nopBackend) OutputLag() float64                                         { return 0 }
-func (nopBackend) Intake(int) units.Duration                                  { return 0 }
-func (nopBackend) Run(synth.Step) units.Duration                              { return units.FromTime(10 * time.Millisecond) }
-func (nopBackend) StartProfile(string, int64) error                           { return nil }
+func (nopBackend) HostGap() units.Duration          { return units.Micros(150) }
+func (nopBackend) OutputLag() float64               { return 0 }
+func (nopBackend) Intake(int) units.Duration        { return 0 }
+func (nopBackend) Run(synth.Step) units.Duration    { return units.FromTime(10 * time.Millisecond) }
+func (nopBackend) StartProfile(string, int64) error { return nil }
 func (nopBackend) StopProfile(int64, bool) func(context.Context) ([]string, error) {
 	return func(context.Context) ([]string, error) { return nil, nil }
 }
