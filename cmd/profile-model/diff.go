@@ -61,7 +61,7 @@ func runDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	var oldPath, newPath string
 	if *benchDir != "" {
 		oldPath, newPath = filepath.Join(*benchDir, "old.txt"), filepath.Join(*benchDir, "new.txt")
-		if err := atomicfile.CheckNew(*force, oldPath, newPath); err != nil {
+		if err := atomicfile.CheckOutputs(*force, append([]string{*rulesPath}, paths...), oldPath, newPath); err != nil {
 			return err
 		}
 	}

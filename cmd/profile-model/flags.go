@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 )
@@ -47,20 +45,4 @@ func parseWindow(s string) (time.Duration, error) {
 		return 0, fmt.Errorf("%q is not a duration (30s, 250ms, 1.5m) or a number of seconds", s)
 	}
 	return time.Duration(sec * float64(time.Second)), nil
-}
-
-// samePath tells whether two output paths name one file: the same path
-// once cleaned, or (when both exist) the same file under two names.
-func samePath(a, b string) bool {
-	if filepath.Clean(a) == filepath.Clean(b) {
-		return true
-	}
-	if aa, err := filepath.Abs(a); err == nil {
-		if bb, err := filepath.Abs(b); err == nil && aa == bb {
-			return true
-		}
-	}
-	fa, errA := os.Stat(a)
-	fb, errB := os.Stat(b)
-	return errA == nil && errB == nil && os.SameFile(fa, fb)
 }

@@ -52,7 +52,7 @@ func runKernels(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	kPath := results.WithPrefix(cmp.Or(*csvPath, filepath.Join(outDirFor(*outDir, trace), "kernels.csv")), bs)
 	cPath := results.CategoriesOf(kPath)
-	if err := atomicfile.CheckNew(*force, kPath, cPath); err != nil {
+	if err := atomicfile.CheckOutputs(*force, append([]string{*rulesPath}, files...), kPath, cPath); err != nil {
 		return err
 	}
 	if _, err := res.Write(results.TraceFiles{Kernels: kPath, Categories: cPath}); err != nil {

@@ -89,7 +89,8 @@ func runLayers(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	} else {
 		files.Layer, files.PrefillLayer = main, results.PrefillOf(main, bs)
 	}
-	if err := atomicfile.CheckNew(*force, files.Layer, files.PrefillLayer, files.CompatLayer); err != nil {
+	inputs := append([]string{*config, *rulesPath, capPath}, traces...)
+	if err := atomicfile.CheckOutputs(*force, inputs, files.Layer, files.PrefillLayer, files.CompatLayer); err != nil {
 		return err
 	}
 	wrote, err := res.Write(files)

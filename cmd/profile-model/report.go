@@ -16,12 +16,15 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.SetOutput(stderr)
 	config := fs.String("config", "", "the model's config.json `FILE` (default: the copy in the run directory, config.json)")
 	peaks := fs.String("peaks", "", "GPU peaks `FILE` for the roofline (default: the built-in table; format: docs/roofline.md)")
+	force := fs.Bool("force", false, "replace readme.md and the charts even when edited since the last report wrote them (report.sha256)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: profile-model report RUN_DIR [--config config.json] [--peaks FILE]\n       profile-model report SWEEP_DIR\n\n"+
+		fmt.Fprintln(stderr, "usage: profile-model report RUN_DIR [--config config.json] [--peaks FILE] [--force]\n       profile-model report SWEEP_DIR\n\n"+
 			"Writes RUN_DIR/readme.md and its SVG charts from the run directory alone (level results,\n"+
 			"levels/conc{N}/analysis.json, run.json): the traces are not read again. Parts missing from\n"+
-			"the directory are said in the report's warnings. A sweep directory (run --plan) gets its readme.md:\n"+
-			"the pairs and levels, the Pareto frontier (pareto.svg) and the per-setting kernel diffs (diffs/).")
+			"the directory are said in the report's warnings. A readme.md or chart edited since the last\n"+
+			"report wrote it (report.sha256 keeps their hashes) is replaced only with --force. A sweep\n"+
+			"directory (run --plan) gets its readme.md: the pairs and levels, the Pareto frontier\n"+
+			"(pareto.svg) and the per-setting kernel diffs (diffs/).")
 		fs.PrintDefaults()
 	}
 	var dirs []string
@@ -43,7 +46,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if plan.IsSweep(dir) {
 		return reportSweep(ctx, dir, stdout)
 	}
-	rep, err := report.Build(dir, report.Options{ModelConfig: *config, Peaks: *peaks})
+	rep, err := report.Build(dir, report.Options{ModelConfig: *config, Peaks: *peaks, Force: *force})
 	if err != nil {
 		return err
 	}

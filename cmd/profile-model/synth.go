@@ -54,6 +54,7 @@ func runSynth(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		metaFirst    = fs.Bool("meta-first", false, "write baseTimeNanoseconds and the other trailing keys before traceEvents")
 		piecewise    = fs.Bool("piecewise", false, "variant: decode steps replayed as vLLM's piecewise graphs (a graph per piece, attention launched eagerly between them, no step annotations)")
 		tpAllReduce  = fs.Bool("tp-allreduce", false, "variant: a tensor-parallel rank's kernels (an all-reduce before each norm, an all-gather before the sampler)")
+		force        = fs.Bool("force", false, "replace --out and --truth when they exist (never a --layer-csv)")
 		exact        = fs.Bool("exact", false, "reproduce the one --layer-csv exactly: layers --mode compat on the trace writes that file back byte for byte (--layers and --decode-steps are chosen from its count)")
 	)
 	var gpuWindow time.Duration
@@ -78,8 +79,11 @@ func runSynth(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *targetMB < 0 {
 		return usageError{"synth: --target-mb must not be negative"}
 	}
-	if *out != "" && *truthPath != "" && samePath(*out, *truthPath) {
+	if *out != "" && *truthPath != "" && atomicfile.SameFile(*out, *truthPath) {
 		return usageError{fmt.Sprintf("synth: --out and --truth are the same file (%s): the truth would overwrite the trace; give the truth its own name, e.g. truth.json", *truthPath)}
+	}
+	if err := atomicfile.CheckOutputs(*force, layerCSVs, *out, *truthPath); err != nil {
+		return usageError{"synth: " + err.Error()}
 	}
 	opts := synth.GenerateOptions{
 		Layers: *layers, DecodeSteps: *decodeSteps, PrefillSteps: *prefillSteps, BS: *bs, Seed: *seed,

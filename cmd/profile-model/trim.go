@@ -68,7 +68,7 @@ func runTrim(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	start := time.Now()
 	res, err := trim.File(ctx, trace, *out, *force, opts)
 	if err != nil {
-		if errors.Is(err, trim.ErrExists) {
+		if errors.Is(err, trim.ErrExists) || errors.Is(err, trim.ErrInput) {
 			return usageError{err.Error()}
 		}
 		return err

@@ -73,6 +73,10 @@ func (r Run) RunInfo() string { return r.path("run.json") }
 // Readme is the report.
 func (r Run) Readme() string { return r.path("readme.md") }
 
+// ReportSums lists the SHA-256 of each file the report wrote, in
+// sha256sum's format: a later report replaces only files unchanged since.
+func (r Run) ReportSums() string { return r.path("report.sha256") }
+
 // Traces is the engine's profiler directory.
 func (r Run) Traces() string { return r.path("traces") }
 

@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"cmp"
+	"crypto/sha256"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -24,6 +25,9 @@ type Options struct {
 	// Peaks is a GPU peaks file for the roofline instead of the built-in
 	// table (the format of inventory/roofline/peaks.csv).
 	Peaks string
+	// Force replaces the report's files even when they were edited since
+	// the last report wrote them, or were not written by it.
+	Force bool
 }
 
 // Report is what Build wrote.
@@ -46,29 +50,57 @@ const (
 // from the files of the run alone. Missing parts of the run (no run.json,
 // no model config, a level without its analysis) are said in the report;
 // only a directory with no level at all is an error.
-func Build(dir string, opt Options) (*Report, error) {
+func Build(dir string, opt Options) (rep *Report, err error) {
 	r, err := loadRun(dir, opt)
 	if err != nil {
 		return nil, err
 	}
 	v := newView(r)
-	rep := &Report{Notes: r.notes}
-	for _, c := range v.charts() {
+	rep = &Report{Notes: r.notes}
+	charts := v.charts()
+	readme := results.Run(dir).Readme()
+	paths := []string{readme}
+	for _, c := range charts {
+		paths = append(paths, filepath.Join(dir, c.file))
+	}
+	owned, err := readSums(dir)
+	if err != nil {
+		return rep, err
+	}
+	if !opt.Force {
+		for _, p := range paths {
+			if err := owned.unchanged(p); err != nil {
+				return rep, err
+			}
+		}
+	}
+	write := func(path string, data []byte) error {
+		if err := atomicfile.Write(path, data); err != nil {
+			return err
+		}
+		owned[filepath.Base(path)] = sha256.Sum256(data)
+		rep.Files = append(rep.Files, path)
+		return nil
+	}
+	defer func() {
+		if len(rep.Files) > 0 {
+			if werr := owned.write(dir); err == nil {
+				err = werr
+			}
+		}
+	}()
+	for _, c := range charts {
 		data, err := c.draw()
 		if err != nil {
 			return rep, fmt.Errorf("drawing %s: %w", c.file, err)
 		}
-		path := filepath.Join(dir, c.file)
-		if err := atomicfile.Write(path, data); err != nil {
+		if err := write(filepath.Join(dir, c.file), data); err != nil {
 			return rep, err
 		}
-		rep.Files = append(rep.Files, path)
 	}
-	path := results.Run(dir).Readme()
-	if err := atomicfile.Write(path, v.markdown()); err != nil {
+	if err := write(readme, v.markdown()); err != nil {
 		return rep, err
 	}
-	rep.Files = append(rep.Files, path)
 	return rep, nil
 }
 

@@ -2,11 +2,8 @@ package trim
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
 	"strings"
 
 	"github.com/klauspost/compress/gzip"
@@ -16,18 +13,18 @@ import (
 )
 
 // ErrExists is returned by File when the output exists and force is off.
-var ErrExists = errors.New("output exists")
+var ErrExists = atomicfile.ErrExists
+
+// ErrInput is returned by File when the output is its input, force or not.
+var ErrInput = atomicfile.ErrInput
 
 // File trims the trace at in into out, gzip when out ends in ".gz". out
-// appears whole or not at all (a temporary file is renamed into place), and
-// an existing out is replaced only with force.
+// appears whole or not at all (a temporary file is renamed into place), an
+// existing out (or a symbolic link there) is replaced only with force, and
+// never when it is in.
 func File(ctx context.Context, in, out string, force bool, opts Options) (*Result, error) {
-	if !force {
-		if _, err := os.Lstat(out); err == nil {
-			return nil, fmt.Errorf("%s: %w: give another name, or --force to replace it", out, ErrExists)
-		} else if !errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("checking %s: %w", out, err)
-		}
+	if err := atomicfile.CheckOutputs(force, []string{in}, out); err != nil {
+		return nil, err
 	}
 	f, err := jsonscan.OpenFile(ctx, in)
 	if err != nil {
