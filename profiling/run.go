@@ -198,6 +198,8 @@ func (r *runner) newRunInfo(notes []string) *results.RunInfo {
 			Seed:          cfg.Seed,
 		},
 		Notes: notes,
+		PID:   os.Getpid(),
+		Host:  hostname(),
 	}
 }
 
@@ -303,7 +305,7 @@ func (r *runner) startEngine(ctx context.Context) (*engine.Server, error) {
 	kind, model := r.spec.Kind, r.spec.Model
 	r.say("starting %s: %s", kind, model)
 	started := time.Now()
-	srv, err := engine.Start(ctx, r.spec, engine.Options{RunDir: r.res.Dir, ReadyTimeout: r.p.ReadyTimeout})
+	srv, err := engine.Start(ctx, r.spec, engine.Options{RunDir: r.res.Dir, ReadyTimeout: r.p.ReadyTimeout, Started: r.recordGroup})
 	if err != nil {
 		return nil, err
 	}
@@ -313,6 +315,18 @@ func (r *runner) startEngine(ctx context.Context) (*engine.Server, error) {
 	r.info.Engine.URL = srv.URL()
 	r.say("%s serves %s at %s (ready in %.1f s; log %s)", kind, model, srv.URL(), time.Since(started).Seconds(), cmp.Or(srv.LogPath(), "none"))
 	return srv, r.saveInfo()
+}
+
+// recordGroup puts the engine's process group in run.json from its first
+// moment: a run killed while the engine loads leaves it findable
+// (engine.Abandoned).
+func (r *runner) recordGroup(pgid int) {
+	r.infoMu.Lock()
+	r.info.Engine.PGID = pgid
+	r.infoMu.Unlock()
+	if err := r.saveInfo(); err != nil {
+		r.say("recording the engine's process group: %v", err)
+	}
 }
 
 // stopEngine stops the engine, even when ctx is cancelled (Ctrl-C).
@@ -444,4 +458,11 @@ func findModelConfig(given, model, serverDir string) string {
 		}
 	}
 	return hubConfig(model)
+}
+
+// hostname names this machine in run.json ("" when unknown): a pid means
+// something only on the machine that recorded it.
+func hostname() string {
+	h, _ := os.Hostname()
+	return h
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/profile-model/profile-model/profiling/engine"
 	"github.com/profile-model/profile-model/profiling/plan"
 	"github.com/profile-model/profile-model/profiling/report"
 )
@@ -16,9 +17,10 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.SetOutput(stderr)
 	config := fs.String("config", "", "the model's config.json `FILE` (default: the copy in the run directory, config.json)")
 	peaks := fs.String("peaks", "", "GPU peaks `FILE` for the roofline (default: the built-in table; format: docs/roofline.md)")
+	cleanup := fs.Bool("cleanup", false, "when the run was killed and its engine still runs, stop the engine's process group")
 	force := fs.Bool("force", false, "replace readme.md and the charts even when edited since the last report wrote them (report.sha256)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: profile-model report RUN_DIR [--config config.json] [--peaks FILE] [--force]\n       profile-model report SWEEP_DIR\n\n"+
+		fmt.Fprintln(stderr, "usage: profile-model report RUN_DIR [--config config.json] [--peaks FILE] [--force] [--cleanup]\n       profile-model report SWEEP_DIR\n\n"+
 			"Writes RUN_DIR/readme.md and its SVG charts from the run directory alone (level results,\n"+
 			"levels/conc{N}/analysis.json, run.json): the traces are not read again. Parts missing from\n"+
 			"the directory are said in the report's warnings. A readme.md or chart edited since the last\n"+
@@ -46,6 +48,9 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if plan.IsSweep(dir) {
 		return reportSweep(ctx, dir, stdout)
 	}
+	if err := checkAbandoned(ctx, stderr, *cleanup, dir); err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
 	rep, err := report.Build(dir, report.Options{ModelConfig: *config, Peaks: *peaks, Force: *force})
 	if err != nil {
 		return err
@@ -55,6 +60,22 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	for _, f := range rep.Files {
 		fmt.Fprintf(stdout, "wrote %s\n", f)
+	}
+	return nil
+}
+
+// checkAbandoned notes the run directories among dirs that a killed run
+// left "running" (marking them abandoned) and the engines they left
+// behind, stopping those with cleanup.
+func checkAbandoned(ctx context.Context, stderr io.Writer, cleanup bool, dirs ...string) error {
+	for _, d := range dirs {
+		msg, err := engine.Abandoned(ctx, d, cleanup)
+		if err != nil {
+			return err
+		}
+		if msg != "" {
+			fmt.Fprintf(stderr, "note: %s\n", msg)
+		}
 	}
 	return nil
 }

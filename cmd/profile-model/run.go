@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/profile-model/profile-model/internal/results"
@@ -51,6 +53,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		force        = fs.Bool("force", false, "start even when another process holds GPU memory")
 		configPath   = fs.String("config", "", "the model's `config.json` (default: found in the model's directory when it is a local path)")
 		out          = fs.String("out", "runs", "`DIR` that receives one new run directory, <model>-<UTC time>")
+		cleanup      = fs.Bool("cleanup", false, "stop the engines that killed runs in --out left behind (without it, run says how)")
 	)
 	// Read before parsing (isPlanRun); defined here for -h.
 	fs.String("plan", "", "run the sweep plan `FILE` instead: server × bench variants into one sweep directory (run --plan FILE -h lists its flags; docs/sweeps.md)")
@@ -147,6 +150,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if _, err := spec.Check(); err != nil {
 		return fmt.Errorf("run: %w", err)
 	}
+	if err := checkAbandoned(ctx, stderr, *cleanup, runDirsIn(*out)...); err != nil {
+		return fmt.Errorf("run: %w", err)
+	}
 	cfg.Log, cfg.Progress = stdout, progress(stderr)
 	cfg.Warn = stderr
 	res, err := profiling.Run(ctx, profiling.Plan{
@@ -194,4 +200,17 @@ func intList(s string) ([]int, error) {
 		out = append(out, n)
 	}
 	return out, nil
+}
+
+// runDirsIn lists the run directories in out (those with a run.json).
+func runDirsIn(out string) []string {
+	ents, _ := os.ReadDir(out)
+	var dirs []string
+	for _, e := range ents {
+		d := filepath.Join(out, e.Name())
+		if _, err := os.Stat(results.Run(d).RunInfo()); e.IsDir() && err == nil {
+			dirs = append(dirs, d)
+		}
+	}
+	return dirs
 }

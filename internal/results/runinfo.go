@@ -19,6 +19,10 @@ type RunInfo struct {
 	Error         string `json:"error,omitempty"`
 	Start         string `json:"start"`         // UTC, RFC 3339
 	End           string `json:"end,omitempty"` // UTC, RFC 3339
+	// PID and Host are the profile-model process that runs the run: a run
+	// still "running" whose process is gone was killed (abandoned).
+	PID  int    `json:"pid,omitempty"`
+	Host string `json:"host,omitempty"`
 
 	Engine EngineInfo `json:"engine"`
 	Sweep  SweepInfo  `json:"sweep"`
@@ -53,6 +57,9 @@ type EngineInfo struct {
 	Env          []string `json:"env,omitempty"`     // the variables the tool set, K=V
 	Dir          string   `json:"dir,omitempty"`
 	TimeScale    float64  `json:"time_scale,omitempty"` // simulated engine: its clock runs this many times faster than the trace's
+	// PGID is the engine's process group (its main process leads it),
+	// recorded as soon as it starts; 0 for engine none.
+	PGID int `json:"pgid,omitempty"`
 }
 
 // SweepInfo is the client side of the run.

@@ -13,11 +13,6 @@ import (
 // checkGroups says whether engine processes can be started here.
 func checkGroups() error { return nil }
 
-// groupAttr starts the engine as the leader of a new process group, so that
-// it and every process it spawns (workers, compile servers) can be signalled
-// together.
-func groupAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
-
 // signalGroup sends sig to every process of group pgid; a group that is
 // already gone is not an error.
 func signalGroup(pgid int, sig syscall.Signal) error {
@@ -25,6 +20,42 @@ func signalGroup(pgid int, sig syscall.Signal) error {
 		return err
 	}
 	return nil
+}
+
+// GroupAlive tells whether a process of group pgid still runs.
+func GroupAlive(pgid int) bool { return pgid > 0 && len(groupMembers(pgid)) > 0 }
+
+// processAlive tells whether pid runs (not a zombie) and, where /proc
+// says, runs a command whose line holds name: a pid reused by another
+// program is not the process that was recorded.
+func processAlive(pid int, name string) bool {
+	if pid <= 0 {
+		return false
+	}
+	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
+		return false
+	}
+	if _, state, ok := procGroup(pid); ok && (state == 'Z' || state == 'X') {
+		return false
+	}
+	if cmd, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline"); err == nil {
+		return strings.Contains(string(cmd), name)
+	}
+	return true
+}
+
+// groupNames tells whether a running process of group pgid has name in
+// its command line (true where /proc cannot say).
+func groupNames(pgid int, name string) bool {
+	if _, err := os.Stat("/proc/self/cmdline"); err != nil {
+		return true
+	}
+	for _, pid := range groupMembers(pgid) {
+		if cmd, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline"); err == nil && strings.Contains(string(cmd), name) {
+			return true
+		}
+	}
+	return false
 }
 
 // groupMembers lists the processes of group pgid that still run. Zombies

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -56,6 +57,10 @@ type Options struct {
 	// HTTPClient sends the readiness probes; nil: a client without proxy
 	// or keep-alive (each probe has its own short deadline).
 	HTTPClient *http.Client
+	// Started, when set, is told the engine's process group as soon as
+	// its process runs, before it is ready: the caller records it, so that
+	// a later run can find an engine this process left behind.
+	Started func(pgid int)
 }
 
 func (o Options) withDefaults(k Kind) Options {
@@ -199,14 +204,16 @@ func Start(ctx context.Context, spec Spec, opts Options) (*Server, error) {
 	// the engine exits, which must not keep anything here waiting.
 	s.proc.Stdout, s.proc.Stderr = s.log, s.log
 	s.proc.SysProcAttr = groupAttr()
-	if err := s.proc.Start(); err != nil {
+	if err := s.startProc(); err != nil {
 		fmt.Fprintf(s.log, "# profile-model: the %s engine could not start: %v\n", spec.Kind, err)
 		s.log.Close()
 		return nil, &Error{Kind: spec.Kind, Msg: "could not start " + shellQuote(s.cmd.Path) + " (set the engine's executable, or PATH)",
 			Err: err, LogPath: s.logPath, Tail: readTail(s.logPath, tailLines)}
 	}
 	s.pgid = s.proc.Process.Pid
-	go s.reap()
+	if opts.Started != nil {
+		opts.Started(s.pgid)
+	}
 	go func() {
 		select {
 		case <-ctx.Done():
@@ -324,6 +331,24 @@ func (s *Server) beginStop() { s.stopOnce.Do(func() { go s.shutdown() }) }
 
 // reap waits for the main process; an exit nobody asked for is a crash,
 // and whatever it left in its group is stopped.
+// startProc starts the engine's process and reaps it when it exits. Where
+// the engine dies with this process (Linux's parent-death signal), the
+// signal follows the thread that started it, not the process: the start
+// and the wait share one goroutine locked to its thread until the engine
+// has exited.
+func (s *Server) startProc() error {
+	started := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine, after the engine
+		err := s.proc.Start()
+		started <- err
+		if err == nil {
+			s.reap()
+		}
+	}()
+	return <-started
+}
+
 func (s *Server) reap() {
 	err := s.proc.Wait()
 	s.mu.Lock()
