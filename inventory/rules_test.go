@@ -139,3 +139,27 @@ func TestDocumentedRulesColumns(t *testing.T) {
 	_, err = ParseRules(strings.NewReader("pattern,category,provider,short_name,priority\n"), "other.csv")
 	require.Error(t, err, "another order is refused")
 }
+
+// TestRequiredLiterals: the literals that filter names before a rule's
+// regular expression runs are ones every match contains; a name without
+// them is no match, with or without the filter.
+func TestRequiredLiterals(t *testing.T) {
+	t.Parallel()
+	for expr, want := range map[string][]string{
+		`kernel_gemm_xdl_cshuffle_v3.*(blockscale|f8|fp8)`: {"kernel_gemm_xdl_cshuffle_v3"},
+		`^Cijk_A[a-z]+_B[a-z]+_(F8|B8)`:                    {"Cijk_A"},
+		`[Ff]mha`:                                          {"mha"},
+		`flash_fwd|flash::|pytorch_flash|flash_attn`:       {"flash", "pytorch_flash", "flash_attn"}, // the parser factors out adjacent common prefixes
+		`sm\d+_xmma_gemm`:                                  {"_xmma_gemm"},
+		`(?i)gemm`:                                         nil,
+		`a*`:                                               nil,
+		`x|y*`:                                             nil,
+	} {
+		require.Equal(t, want, requiredLiterals(expr), expr)
+	}
+	rs, err := ParseRules(strings.NewReader("priority,pattern,category,provider,short_name\n90,re:sm\\d+_xmma_gemm,G,P,\n"), "t.csv")
+	require.NoError(t, err)
+	for name, want := range map[string]bool{"sm90_xmma_gemm_bf16": true, "sm_xmma_gemm": false, "xmma_gemm": false} {
+		require.Equal(t, want, rs.Match(name) != nil, name)
+	}
+}
