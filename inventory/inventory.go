@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/csv"
+	"io"
 	"math"
 	"slices"
 	"strconv"
@@ -239,14 +240,25 @@ func f2(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }
 // KernelsCSV renders the inventory (sorted by total time, fixed formats).
 func (inv *Inventory) KernelsCSV() []byte {
 	var buf bytes.Buffer
-	w := csv.NewWriter(&buf)
+	_ = inv.WriteKernelsCSV(&buf)
+	return buf.Bytes()
+}
+
+// WriteKernelsCSV streams KernelsCSV to out, a row at a time: with a
+// million distinct kernels the whole text is 170 MB.
+func (inv *Inventory) WriteKernelsCSV(out io.Writer) error {
+	w := csv.NewWriter(out)
 	_ = w.Write(KernelsHeader)
+	rec := make([]string, len(KernelsHeader))
 	for _, r := range inv.Kernels {
-		_ = w.Write([]string{r.Kernel, r.ShortName, r.Category, r.Provider, strconv.Itoa(r.Count), r.Total.String(),
-			f3(r.AvgUS), f3(r.MinUS), f3(r.MaxUS), f3(r.StdUS), f2(r.Pct), string(r.Source)})
+		rec = append(rec[:0], r.Kernel, r.ShortName, r.Category, r.Provider, strconv.Itoa(r.Count), r.Total.String(),
+			f3(r.AvgUS), f3(r.MinUS), f3(r.MaxUS), f3(r.StdUS), f2(r.Pct), string(r.Source))
+		if err := w.Write(rec); err != nil {
+			return err
+		}
 	}
 	w.Flush()
-	return buf.Bytes()
+	return w.Error()
 }
 
 // CategoriesCSV renders the category totals.

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"cmp"
+	"encoding/json"
 	"context"
 	"flag"
 	"fmt"
@@ -47,8 +50,7 @@ func runKernels(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	bs := res.DecodeBS()
 	writeTraceWarnings(stderr, res)
 	if *csvPath == "-" {
-		_, err := stdout.Write(res.Inventory.KernelsCSV())
-		return err
+		return res.Inventory.WriteKernelsCSV(stdout)
 	}
 	kPath := results.WithPrefix(cmp.Or(*csvPath, filepath.Join(outDirFor(*outDir, trace), "kernels.csv")), bs)
 	cPath := results.CategoriesOf(kPath)
@@ -60,14 +62,16 @@ func runKernels(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	inv := res.Inventory
 	if *asJSON {
-		return writeJSON(stdout, struct {
-			Trace         string `json:"trace"`
-			DecodeBS      int    `json:"decode_bs"`
-			KernelsCSV    string `json:"kernels_csv"`
-			CategoriesCSV string `json:"categories_csv"`
-			*inventory.Inventory
-			Ranks *analysis.RankReport `json:"ranks,omitempty"`
-		}{trace, bs, kPath, cPath, inv, ranks})
+		return writeKernelsJSON(stdout, inv, func(inv *inventory.Inventory) any {
+			return struct {
+				Trace         string `json:"trace"`
+				DecodeBS      int    `json:"decode_bs"`
+				KernelsCSV    string `json:"kernels_csv"`
+				CategoriesCSV string `json:"categories_csv"`
+				*inventory.Inventory
+				Ranks *analysis.RankReport `json:"ranks,omitempty"`
+			}{trace, bs, kPath, cPath, inv, ranks}
+		})
 	}
 	analysis.WriteKernelsText(stdout, trace, inv, *top, kPath)
 	fmt.Fprintf(stdout, "\nwrote %s and %s\n", kPath, cPath)
@@ -75,4 +79,45 @@ func runKernels(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		writeRanksText(stdout, ranks, trace)
 	}
 	return nil
+}
+
+// writeKernelsJSON writes doc(inv) as writeJSON does, byte for byte, but
+// streams the kernel rows one at a time: encoding/json builds and indents
+// a whole document in memory, twice the size of a million rows.
+func writeKernelsJSON(w io.Writer, inv *inventory.Inventory, doc func(*inventory.Inventory) any) error {
+	if len(inv.Kernels) == 0 {
+		return writeJSON(w, doc(inv))
+	}
+	head := *inv
+	head.Kernels = []inventory.KernelRow{}
+	var buf bytes.Buffer
+	if err := writeJSON(&buf, doc(&head)); err != nil {
+		return err
+	}
+	const marker = "\n  \"kernels\": ["
+	before, after, ok := bytes.Cut(buf.Bytes(), []byte(marker+"]"))
+	if !ok {
+		return writeJSON(w, doc(inv))
+	}
+	bw := bufio.NewWriterSize(w, 64<<10)
+	bw.Write(before)
+	bw.WriteString(marker)
+	var row bytes.Buffer
+	enc := json.NewEncoder(&row)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("    ", "  ")
+	for i := range inv.Kernels {
+		row.Reset()
+		if err := enc.Encode(&inv.Kernels[i]); err != nil {
+			return fmt.Errorf("writing JSON: %w", err)
+		}
+		if i > 0 {
+			bw.WriteByte(',')
+		}
+		bw.WriteString("\n    ")
+		bw.Write(bytes.TrimSuffix(row.Bytes(), []byte("\n")))
+	}
+	bw.WriteString("\n  ]")
+	bw.Write(after)
+	return bw.Flush()
 }

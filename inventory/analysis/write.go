@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -41,14 +42,18 @@ func (r *Result) Write(f results.TraceFiles) ([]string, error) {
 		}
 	}
 	if r.Inventory != nil {
+		categories := func(w io.Writer) error { _, err := w.Write(r.Inventory.CategoriesCSV()); return err }
 		for _, c := range []struct {
 			path string
-			data func() []byte
-		}{{f.Kernels, r.Inventory.KernelsCSV}, {f.Categories, r.Inventory.CategoriesCSV}} {
+			data func(io.Writer) error
+		}{{f.Kernels, r.Inventory.WriteKernelsCSV}, {f.Categories, categories}} {
 			if c.path == "" {
 				continue
 			}
-			if err := write(c.path, c.data()); err != nil {
+			if err := os.MkdirAll(filepath.Dir(c.path), 0o755); err != nil {
+				return wrote, fmt.Errorf("creating the output directory: %w", err)
+			}
+			if err := atomicfile.WriteFunc(c.path, c.data); err != nil {
 				return wrote, err
 			}
 			wrote = append(wrote, c.path)
