@@ -20,36 +20,36 @@ func TestClientWrongAnswers(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		handler  http.HandlerFunc
-		wantKind FailureKind
+		wantKind failureKind
 		wantMsg  string
 	}{
 		{"JSON instead of a stream", func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "application/json")
 			io.WriteString(w, `{"id":"cmpl-1","choices":[{"text":"hello"}]}`)
-		}, FailStream, `/v1/completions: HTTP 200 but not an event stream: Content-Type application/json, it began "{\"id\":\"cmpl-1\",\"choices\":[{\"text\":\"hello\"}]}" (event 0: stream ended in the middle of an event)`},
+		}, failStream, `/v1/completions: HTTP 200 but not an event stream: Content-Type application/json, it began "{\"id\":\"cmpl-1\",\"choices\":[{\"text\":\"hello\"}]}" (event 0: stream ended in the middle of an event)`},
 		{"an HTML page", func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "text/html; charset=utf-8")
 			io.WriteString(w, "<html><body>Sign in</body></html>")
-		}, FailStream, `HTTP 200 but not an event stream: Content-Type text/html; charset=utf-8, it began "<html><body>Sign in</body></html>"`},
-		{"an empty 200", func(w http.ResponseWriter, r *http.Request) {}, FailStream, "HTTP 200 but not an event stream: Content-Type none, its body was empty"},
+		}, failStream, `HTTP 200 but not an event stream: Content-Type text/html; charset=utf-8, it began "<html><body>Sign in</body></html>"`},
+		{"an empty 200", func(w http.ResponseWriter, r *http.Request) {}, failStream, "HTTP 200 but not an event stream: Content-Type none, its body was empty"},
 		{"an event stream without events", func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "text/event-stream")
 			io.WriteString(w, `{"id":"cmpl-1"}`+"\n\n")
-		}, FailStream, `an event stream without any event: it began "{\"id\":\"cmpl-1\"}\n\n"`},
+		}, failStream, `an event stream without any event: it began "{\"id\":\"cmpl-1\"}\n\n"`},
 		{"a redirect", func(w http.ResponseWriter, r *http.Request) {
 			http.Redirect(w, r, "https://gateway.example/v1/completions", http.StatusMovedPermanently)
-		}, FailHTTP5xx, "/v1/completions: HTTP 301 redirect to https://gateway.example/v1/completions: the client does not follow redirects (a POST would be resent as a GET); pass the server's own URL as --url"},
+		}, failHTTP5xx, "/v1/completions: HTTP 301 redirect to https://gateway.example/v1/completions: the client does not follow redirects (a POST would be resent as a GET); pass the server's own URL as --url"},
 	} {
 		for _, transport := range []string{"own", "net/http"} {
 			t.Run(tc.name+"/"+transport, func(t *testing.T) {
 				t.Parallel()
 				srv := httptest.NewServer(tc.handler)
 				defer srv.Close()
-				c := NewClient(srv.URL, "m", 4)
+				c := newClient(srv.URL, "m", 4)
 				if transport == "net/http" {
 					c.stream = nil
 				}
-				o := c.Do(context.Background(), Request{Prompt: "hi", PromptLen: 1, MaxTokens: 4})
+				o := c.Do(context.Background(), request{Prompt: "hi", PromptLen: 1, MaxTokens: 4})
 				require.Equal(t, tc.wantKind, o.Failure, o.Error)
 				require.Contains(t, o.Error, tc.wantMsg)
 			})
@@ -63,7 +63,7 @@ func TestFetchModelRedirect(t *testing.T) {
 		http.Redirect(w, r, "/login", http.StatusFound)
 	}))
 	defer srv.Close()
-	_, err := FetchModel(context.Background(), NewClient(srv.URL, "", 1).HTTP, srv.URL)
+	_, err := fetchModel(context.Background(), newClient(srv.URL, "", 1).HTTP, srv.URL)
 	require.ErrorContains(t, err, "GET "+srv.URL+"/v1/models: HTTP 302 redirect to /login: the client does not follow redirects")
 }
 
@@ -78,7 +78,7 @@ func TestProfilingLeftOn(t *testing.T) {
 	resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	_, err = Sweep(context.Background(), SweepConfig{
-		URL: url, Model: simModel, Shaper: &Shaper{PerWord: 1}, ISL: 8, OSL: 4, Concurrencies: []int{1},
+		URL: url, Model: simModel, Shaper: &shaper{PerWord: 1}, ISL: 8, OSL: 4, Concurrencies: []int{1},
 		Profile: true, TraceDir: traceDir, ExportTimeout: 10 * time.Second, OutDir: t.TempDir(),
 	})
 	require.ErrorContains(t, err, "POST "+url+"/start_profile: the server is already profiling (HTTP 500: ")

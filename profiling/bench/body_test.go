@@ -28,7 +28,7 @@ type requestBody struct {
 	StreamOptions streamOptions `json:"stream_options"`
 }
 
-func marshalBody(c *Client, req Request) ([]byte, error) {
+func marshalBody(c *client, req request) ([]byte, error) {
 	body := requestBody{
 		Model:         c.Model,
 		MaxTokens:     req.MaxTokens,
@@ -45,11 +45,11 @@ func marshalBody(c *Client, req Request) ([]byte, error) {
 }
 
 func checkBody(t *testing.T, model, prompt string, maxTokens int, ignoreEOS, chat bool) {
-	c := &Client{Model: model, IgnoreEOS: ignoreEOS, Endpoint: "/v1/completions"}
+	c := &client{Model: model, IgnoreEOS: ignoreEOS, Endpoint: "/v1/completions"}
 	if chat {
 		c.Endpoint = "/v1/chat/completions"
 	}
-	req := Request{Prompt: prompt, MaxTokens: maxTokens}
+	req := request{Prompt: prompt, MaxTokens: maxTokens}
 	want, wantErr := marshalBody(c, req)
 	got, err := c.appendBody(nil, req)
 	require.Equal(t, wantErr != nil, err != nil, "errors: %v, %v", wantErr, err)

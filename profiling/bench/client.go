@@ -24,26 +24,26 @@ import (
 	"github.com/profile-model/profile-model/profiling/tokenizer"
 )
 
-// FailureKind says why a request failed.
-type FailureKind string
+// failureKind says why a request failed.
+type failureKind string
 
 // The failure kinds a level counts.
 const (
-	FailTimeout    FailureKind = "timeout"      // the request's deadline passed
-	FailStall      FailureKind = "stall"        // no byte from the server for the stall timeout
-	FailConnection FailureKind = "connection"   // no response: refused, reset, DNS, dial
-	FailHTTP4xx    FailureKind = "http_4xx"     // the server answered 4xx
-	FailHTTP5xx    FailureKind = "http_5xx"     // the server answered 5xx (or another non-200)
-	FailStream     FailureKind = "stream_error" // malformed frame, in-stream error, cut stream
-	FailNoTokens   FailureKind = "no_tokens"    // a clean stream without any token
-	FailCancelled  FailureKind = "cancelled"    // the run was interrupted, or the level's deadline passed
+	failTimeout    failureKind = "timeout"      // the request's deadline passed
+	failStall      failureKind = "stall"        // no byte from the server for the stall timeout
+	failConnection failureKind = "connection"   // no response: refused, reset, DNS, dial
+	failHTTP4xx    failureKind = "http_4xx"     // the server answered 4xx
+	failHTTP5xx    failureKind = "http_5xx"     // the server answered 5xx (or another non-200)
+	failStream     failureKind = "stream_error" // malformed frame, in-stream error, cut stream
+	failNoTokens   failureKind = "no_tokens"    // a clean stream without any token
+	failCancelled  failureKind = "cancelled"    // the run was interrupted, or the level's deadline passed
 )
 
 // FailureKinds lists the kinds in report order.
-var FailureKinds = []FailureKind{FailTimeout, FailStall, FailConnection, FailHTTP4xx, FailHTTP5xx, FailStream, FailNoTokens, FailCancelled}
+var FailureKinds = []failureKind{failTimeout, failStall, failConnection, failHTTP4xx, failHTTP5xx, failStream, failNoTokens, failCancelled}
 
-// Request is one prompt to send.
-type Request struct {
+// request is one prompt to send.
+type request struct {
 	Index     int
 	Prompt    string
 	PromptLen int // requested prompt tokens (the fallback when usage is absent)
@@ -52,13 +52,13 @@ type Request struct {
 	body []byte // the JSON body, when encoded ahead (Prompt is then dropped)
 }
 
-// Output is what one request measured. Durations are from the moment the
+// output is what one request measured. Durations are from the moment the
 // request was handed to the transport.
-type Output struct {
+type output struct {
 	Index        int
 	Start        time.Time
 	TTFT         time.Duration
-	ITL          Gaps // gaps between consecutive tokens
+	ITL          gaps // gaps between consecutive tokens
 	E2EL         time.Duration
 	TokenEvents  int    // frames that carried tokens (text, or a token sent as empty text)
 	OutputTokens int    // usage.completion_tokens, else FrameTokens
@@ -67,7 +67,7 @@ type Output struct {
 	Text         string // the generated text, when Client.KeepText
 	UsageOutput  bool
 	UsagePrompt  bool
-	Failure      FailureKind // "" on success
+	Failure      failureKind // "" on success
 	Error        string
 
 	// How the tokens came in frames: FrameTokens is what the frames carried
@@ -75,7 +75,7 @@ type Output struct {
 	// ReasoningTokens came as reasoning_content or reasoning deltas.
 	FrameTokens     int
 	ReasoningTokens int
-	Split           TokenSplit
+	Split           tokenSplit
 
 	// Resent: kept-alive connections the server had closed that the request
 	// went past before it was sent on a live one (not failures).
@@ -93,17 +93,17 @@ type Output struct {
 	SendLag time.Duration
 }
 
-// Gaps are the gaps between a stream's consecutive tokens, held as varint
+// gaps are the gaps between a stream's consecutive tokens, held as varint
 // nanoseconds: about 4 bytes a token instead of 8, which at thousands of
 // requests of hundreds of tokens each is megabytes.
-type Gaps struct {
+type gaps struct {
 	b []byte
 	n int
 }
 
 // gapsOf returns the gaps ds.
-func gapsOf(ds ...time.Duration) Gaps {
-	var g Gaps
+func gapsOf(ds ...time.Duration) gaps {
+	var g gaps
 	for _, d := range ds {
 		g.add(d)
 	}
@@ -111,16 +111,16 @@ func gapsOf(ds ...time.Duration) Gaps {
 }
 
 // add appends a gap.
-func (g *Gaps) add(d time.Duration) {
+func (g *gaps) add(d time.Duration) {
 	g.b = binary.AppendVarint(g.b, int64(d))
 	g.n++
 }
 
 // Len is the number of gaps.
-func (g Gaps) Len() int { return g.n }
+func (g gaps) Len() int { return g.n }
 
 // All yields the gaps in order.
-func (g Gaps) All() iter.Seq[time.Duration] {
+func (g gaps) All() iter.Seq[time.Duration] {
 	return func(yield func(time.Duration) bool) {
 		for i := 0; i < len(g.b); {
 			v, n := binary.Varint(g.b[i:])
@@ -133,10 +133,10 @@ func (g Gaps) All() iter.Seq[time.Duration] {
 }
 
 // OK reports whether the request succeeded.
-func (o *Output) OK() bool { return o.Failure == "" }
+func (o *output) OK() bool { return o.Failure == "" }
 
-// Client sends streaming completion requests to one OpenAI-compatible server.
-type Client struct {
+// client sends streaming completion requests to one OpenAI-compatible server.
+type client struct {
 	BaseURL   string // e.g. http://localhost:8000
 	Endpoint  string // /v1/completions (default) or /v1/chat/completions
 	Model     string
@@ -157,14 +157,14 @@ type Client struct {
 	readers sync.Pool
 }
 
-// NewTransport returns a transport tuned for many concurrent long-lived
+// newTransport returns a transport tuned for many concurrent long-lived
 // streams to one host: enough idle connections to reuse every stream's
 // connection, no compression, HTTP/1.1 (as the engines speak), and buffers
 // sized to what flows. A token frame is a few hundred bytes, so 2 KB holds
 // a burst of them; a request is written once per stream (a larger body
 // goes past the buffer), so 1 KB is enough. At a thousand streams the
 // buffers of larger sizes were most of the client's memory.
-func NewTransport(maxConns int) *http.Transport {
+func newTransport(maxConns int) *http.Transport {
 	if maxConns < 100 {
 		maxConns = 100
 	}
@@ -186,27 +186,27 @@ func NewTransport(maxConns int) *http.Transport {
 // connection's, and the event reader's above the chunked body).
 const streamBuf = 2 << 10
 
-// NewClient returns a client of baseURL whose transport holds maxConns
+// newClient returns a client of baseURL whose transport holds maxConns
 // connections.
-func NewClient(baseURL, model string, maxConns int) *Client {
-	return &Client{
+func newClient(baseURL, model string, maxConns int) *client {
+	return &client{
 		BaseURL:   strings.TrimRight(baseURL, "/"),
 		Endpoint:  "/v1/completions",
 		Model:     model,
 		IgnoreEOS: true,
 		Stall:     DefaultStallTimeout,
-		HTTP:      &http.Client{Transport: NewTransport(maxConns), CheckRedirect: noRedirects},
+		HTTP:      &http.Client{Transport: newTransport(maxConns), CheckRedirect: noRedirects},
 		stream:    newStreamTransport(strings.TrimRight(baseURL, "/"), 2*max(maxConns, 100), http.ProxyFromEnvironment),
 	}
 }
 
-func (c *Client) chat() bool { return strings.Contains(c.Endpoint, "chat/completions") }
+func (c *client) chat() bool { return strings.Contains(c.Endpoint, "chat/completions") }
 
 // appendBody appends the JSON body of req: what json.Marshal makes of the
 // request's fields (TestRequestBody holds it to that), byte for byte, written out directly (a request is a few KB
 // of prompt, and a thousand streams start at once: reflection there cost
 // both time and stack).
-func (c *Client) appendBody(b []byte, req Request) ([]byte, error) {
+func (c *client) appendBody(b []byte, req request) ([]byte, error) {
 	var err error
 	b = append(b, `{"model":`...)
 	if b, err = jsontext.AppendQuote(b, c.Model); err != nil {
@@ -235,7 +235,7 @@ func (c *Client) appendBody(b []byte, req Request) ([]byte, error) {
 // encode encodes req's body ahead of sending, and drops the prompt it was
 // made from: a request waiting to be sent holds its text once. A request
 // that cannot be encoded is left as it is (Do reports why).
-func (c *Client) encode(req Request) Request {
+func (c *client) encode(req request) request {
 	if b, err := c.appendBody(nil, req); err == nil {
 		req.body, req.Prompt = b, ""
 	}
@@ -244,14 +244,14 @@ func (c *Client) encode(req Request) Request {
 
 // Do sends req and reads its stream to the end. It never returns an error:
 // a failure is recorded in the Output with its kind.
-func (c *Client) Do(ctx context.Context, req Request) Output {
-	out := Output{Index: req.Index, PromptTokens: req.PromptLen, PromptLen: req.PromptLen, MaxTokens: req.MaxTokens}
+func (c *client) Do(ctx context.Context, req request) output {
+	out := output{Index: req.Index, PromptTokens: req.PromptLen, PromptLen: req.PromptLen, MaxTokens: req.MaxTokens}
 	payload, err := req.body, error(nil)
 	if payload == nil {
 		payload, err = c.appendBody(nil, req)
 	}
 	if err != nil {
-		out.fail(FailStream, fmt.Errorf("encoding request: %w", err))
+		out.fail(failStream, fmt.Errorf("encoding request: %w", err))
 		return out
 	}
 	ctx, cancel := withBound(ctx, c.Timeout, errRequestBound, "--timeout")
@@ -266,7 +266,7 @@ func (c *Client) Do(ctx context.Context, req Request) Output {
 		if b := boundOf(ctx); b != nil {
 			err = fmt.Errorf("POST %s: %v, waiting for the response to begin", url, b)
 		}
-		out.fail(classify(ctx, err, FailConnection), err) // a *url.Error names the method and URL
+		out.fail(classify(ctx, err, failConnection), err) // a *url.Error names the method and URL
 		return out
 	}
 	wd.touch()
@@ -275,9 +275,9 @@ func (c *Client) Do(ctx context.Context, req Request) Output {
 	defer body.Close()
 	if status != http.StatusOK {
 		msg, _ := io.ReadAll(io.LimitReader(body, 2048))
-		kind := FailHTTP5xx
+		kind := failHTTP5xx
 		if status >= 400 && status < 500 {
-			kind = FailHTTP4xx
+			kind = failHTTP4xx
 		}
 		if err := redirectError("POST", url, status, headerOf(raw, "location")); err != nil {
 			out.fail(kind, err)
@@ -298,10 +298,10 @@ func (c *Client) Do(ctx context.Context, req Request) Output {
 		br.Reset(nil)
 		c.readers.Put(br)
 	}()
-	sse := NewSSEReader(br)
+	sse := newSSEReader(br)
 	c.readStream(ctx, &out, sse)
-	if out.Failure == FailStream && sse.Events() == 0 {
-		out.fail(FailStream, notAStream(url, headerOf(raw, "content-type"), first.b, out.Error))
+	if out.Failure == failStream && sse.Events() == 0 {
+		out.fail(failStream, notAStream(url, headerOf(raw, "content-type"), first.b, out.Error))
 	}
 	if out.OK() {
 		// Drain the end of the chunked body so the connection is reused;
@@ -322,7 +322,7 @@ var errDrained = errors.New("the body did not end within a second of data: [DONE
 // post sends the request and returns the response's status and body;
 // out.Start is the moment it is handed to the transport. Every byte of the
 // response head touches wd: only silence is a stall.
-func (c *Client) post(ctx context.Context, out *Output, u string, payload []byte, wd *watchdog) (int, io.ReadCloser, error) {
+func (c *client) post(ctx context.Context, out *output, u string, payload []byte, wd *watchdog) (int, io.ReadCloser, error) {
 	if t := c.stream; t != nil && t.base == c.BaseURL {
 		out.Start = c.clock()
 		var onRead func()
@@ -402,7 +402,7 @@ func (r *payloadReader) Read(q []byte) (int, error) {
 func (r *payloadReader) Close() error { return nil }
 
 // readStream consumes the events of one response into out.
-func (c *Client) readStream(ctx context.Context, out *Output, sse *SSEReader) {
+func (c *client) readStream(ctx context.Context, out *output, sse *sseReader) {
 	var ch chunk
 	var text strings.Builder
 	if c.KeepText {
@@ -423,13 +423,13 @@ func (c *Client) readStream(ctx context.Context, out *Output, sse *SSEReader) {
 		if err != nil {
 			switch {
 			case err == io.EOF:
-				out.fail(FailStream, fmt.Errorf("stream ended after %d events without data: [DONE]", sse.Events()))
-			case errors.Is(err, ErrCutMidEvent):
-				out.fail(FailStream, err)
+				out.fail(failStream, fmt.Errorf("stream ended after %d events without data: [DONE]", sse.Events()))
+			case errors.Is(err, errCutMidEvent):
+				out.fail(failStream, err)
 			case boundOf(ctx) != nil:
-				out.fail(classify(ctx, err, FailStream), fmt.Errorf("%v, waiting for event %d of the stream", boundOf(ctx), sse.Events()+1))
+				out.fail(classify(ctx, err, failStream), fmt.Errorf("%v, waiting for event %d of the stream", boundOf(ctx), sse.Events()+1))
 			default:
-				out.fail(classify(ctx, err, FailStream), fmt.Errorf("reading stream after %d events: %w", sse.Events(), err))
+				out.fail(classify(ctx, err, failStream), fmt.Errorf("reading stream after %d events: %w", sse.Events(), err))
 			}
 			return
 		}
@@ -439,11 +439,11 @@ func (c *Client) readStream(ctx context.Context, out *Output, sse *SSEReader) {
 		}
 		f, err := parseFrame(data, &ch)
 		if err != nil {
-			out.fail(FailStream, fmt.Errorf("event %d: malformed JSON frame %.80q: %w", sse.Events()-1, data, err))
+			out.fail(failStream, fmt.Errorf("event %d: malformed JSON frame %.80q: %w", sse.Events()-1, data, err))
 			return
 		}
 		if f.failed {
-			out.fail(FailStream, fmt.Errorf("event %d: server error in stream: %.300s", sse.Events()-1, f.message))
+			out.fail(failStream, fmt.Errorf("event %d: server error in stream: %.300s", sse.Events()-1, f.message))
 			return
 		}
 		if f.choices {
@@ -483,12 +483,12 @@ func (c *Client) readStream(ctx context.Context, out *Output, sse *SSEReader) {
 		out.OutputTokens = out.FrameTokens
 	}
 	if out.TokenEvents == 0 || out.OutputTokens == 0 {
-		out.fail(FailNoTokens, fmt.Errorf("stream finished without any token (%d events)", sse.Events()))
+		out.fail(failNoTokens, fmt.Errorf("stream finished without any token (%d events)", sse.Events()))
 	}
 }
 
 // clock is the time now.
-func (c *Client) clock() time.Time {
+func (c *client) clock() time.Time {
 	if c.now != nil {
 		return c.now()
 	}
@@ -498,33 +498,33 @@ func (c *Client) clock() time.Time {
 // SetTokenizer makes the client count each frame's tokens with t (the
 // served model's tokenizer), so that a frame carrying several tokens is
 // split by what its text holds; nil: none.
-func (c *Client) SetTokenizer(t tokenizer.Counter) {
+func (c *client) SetTokenizer(t tokenizer.Counter) {
 	c.tok, c.special = t, 0
 	if t != nil {
 		c.special = t.Count("")
 	}
 }
 
-func (o *Output) fail(kind FailureKind, err error) {
+func (o *output) fail(kind failureKind, err error) {
 	o.Failure = kind
 	o.Error = err.Error()
 }
 
 // classify maps a transport error to a failure kind; other is the kind when
 // it is neither a timeout nor a cancellation.
-func classify(ctx context.Context, err error, other FailureKind) FailureKind {
+func classify(ctx context.Context, err error, other failureKind) failureKind {
 	if b := boundOf(ctx); b != nil {
 		return b.kind()
 	}
 	switch {
 	case errors.Is(ctx.Err(), context.Canceled):
-		return FailCancelled
+		return failCancelled
 	case errors.Is(ctx.Err(), context.DeadlineExceeded), errors.Is(err, context.DeadlineExceeded):
-		return FailTimeout
+		return failTimeout
 	}
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
-		return FailTimeout
+		return failTimeout
 	}
 	return other
 }

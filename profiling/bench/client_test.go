@@ -50,7 +50,7 @@ func TestClientOutcomes(t *testing.T) {
 		name     string
 		handler  http.HandlerFunc
 		timeout  time.Duration
-		wantKind FailureKind
+		wantKind failureKind
 		wantMsg  string
 		tokens   int
 		usage    bool
@@ -63,41 +63,41 @@ func TestClientOutcomes(t *testing.T) {
 			": keep-alive\n\ndata: {\"choices\":[{\"text\":\"a\"}]}\n\ndata: {\"choices\":[{\"text\":\"b\"}]}\n\ndata: {\"choices\":[{\"text\":\"\",\"finish_reason\":\"length\"}]}\n\ndata: [DONE]\n\n"),
 			tokens: 2, usage: false},
 		{name: "malformed frame", handler: streamHandler("data: {\"choices\":[{\"text\":\"a\"}]}\n\ndata: {not json\n\ndata: [DONE]\n\n"),
-			wantKind: FailStream, wantMsg: "malformed JSON"},
+			wantKind: failStream, wantMsg: "malformed JSON"},
 		{name: "cut mid-event, clean close", handler: streamHandler("data: {\"choices\":[{\"text\":\"a\"}]}\n\ndata: {\"choi"),
-			wantKind: FailStream, wantMsg: "middle of an event"},
-		{name: "cut mid-event, connection dropped", handler: cutAbruptly, wantKind: FailStream},
+			wantKind: failStream, wantMsg: "middle of an event"},
+		{name: "cut mid-event, connection dropped", handler: cutAbruptly, wantKind: failStream},
 		{name: "ended without [DONE]", handler: streamHandler("data: {\"choices\":[{\"text\":\"a\"}]}\n\n"),
-			wantKind: FailStream, wantMsg: "without data: [DONE]"},
+			wantKind: failStream, wantMsg: "without data: [DONE]"},
 		{name: "in-stream error frame with HTTP 200", handler: streamHandler(
 			"data: {\"choices\":[{\"text\":\"a\"}]}\n\ndata: {\"error\":{\"message\":\"engine died\",\"type\":\"InternalServerError\",\"code\":500}}\n\ndata: [DONE]\n\n"),
-			wantKind: FailStream, wantMsg: "engine died"},
+			wantKind: failStream, wantMsg: "engine died"},
 		{name: "vLLM-style in-stream error object", handler: streamHandler(
 			"data: {\"object\":\"error\",\"message\":\"out of blocks\",\"code\":500}\n\ndata: [DONE]\n\n"),
-			wantKind: FailStream, wantMsg: "out of blocks"},
+			wantKind: failStream, wantMsg: "out of blocks"},
 		{name: "no tokens", handler: streamHandler(
 			"data: {\"choices\":[{\"text\":\"\",\"finish_reason\":\"stop\"}]}\n\ndata: {\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":0}}\n\ndata: [DONE]\n\n"),
-			wantKind: FailNoTokens},
+			wantKind: failNoTokens},
 		{name: "HTTP 400 wrong model", handler: func(w http.ResponseWriter, r *http.Request) {
 			w.WriteHeader(http.StatusBadRequest)
 			io.WriteString(w, `{"error":{"message":"model 'x' not found","type":"invalid_request_error","code":400}}`)
-		}, wantKind: FailHTTP4xx, wantMsg: "not found"},
+		}, wantKind: failHTTP4xx, wantMsg: "not found"},
 		{name: "HTTP 500", handler: func(w http.ResponseWriter, r *http.Request) {
 			w.WriteHeader(http.StatusInternalServerError)
-		}, wantKind: FailHTTP5xx, wantMsg: "HTTP 500"},
+		}, wantKind: failHTTP5xx, wantMsg: "HTTP 500"},
 		{name: "timeout", handler: func(w http.ResponseWriter, r *http.Request) {
 			io.Copy(io.Discard, r.Body) // then the server notices the client leaving
 			<-r.Context().Done()        // never answers
-		}, timeout: 100 * time.Millisecond, wantKind: FailTimeout},
+		}, timeout: 100 * time.Millisecond, wantKind: failTimeout},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			srv := httptest.NewServer(tc.handler)
 			defer srv.Close()
-			c := NewClient(srv.URL, "m", 4)
+			c := newClient(srv.URL, "m", 4)
 			c.Timeout = tc.timeout
-			o := c.Do(context.Background(), Request{Prompt: "hi", PromptLen: 1, MaxTokens: 5})
+			o := c.Do(context.Background(), request{Prompt: "hi", PromptLen: 1, MaxTokens: 5})
 			require.Equal(t, tc.wantKind, o.Failure, "error: %s", o.Error)
 			require.Contains(t, o.Error, tc.wantMsg)
 			if tc.wantKind != "" {
@@ -118,9 +118,9 @@ func TestClientConnectionRefused(t *testing.T) {
 	require.NoError(t, err)
 	addr := ln.Addr().String()
 	ln.Close()
-	c := NewClient("http://"+addr, "m", 4)
-	o := c.Do(context.Background(), Request{Prompt: "hi", MaxTokens: 1})
-	require.Equal(t, FailConnection, o.Failure, o.Error)
+	c := newClient("http://"+addr, "m", 4)
+	o := c.Do(context.Background(), request{Prompt: "hi", MaxTokens: 1})
+	require.Equal(t, failConnection, o.Failure, o.Error)
 	require.Contains(t, o.Error, addr)
 }
 
@@ -132,12 +132,12 @@ func TestClientCancelled(t *testing.T) {
 	}))
 	defer srv.Close()
 	ctx, cancel := context.WithCancel(context.Background())
-	c := NewClient(srv.URL, "m", 4)
-	done := make(chan Output)
-	go func() { done <- c.Do(ctx, Request{Prompt: "hi", MaxTokens: 1}) }()
+	c := newClient(srv.URL, "m", 4)
+	done := make(chan output)
+	go func() { done <- c.Do(ctx, request{Prompt: "hi", MaxTokens: 1}) }()
 	cancel()
 	o := <-done
-	require.Equal(t, FailCancelled, o.Failure, o.Error)
+	require.Equal(t, failCancelled, o.Failure, o.Error)
 }
 
 func TestClientRequestBody(t *testing.T) {
@@ -160,9 +160,9 @@ func TestClientRequestBody(t *testing.T) {
 				io.WriteString(w, atomFrames(2, 4))
 			}))
 			defer srv.Close()
-			c := NewClient(srv.URL, "MiniMaxAI/MiniMax-M2.5", 4)
+			c := newClient(srv.URL, "MiniMaxAI/MiniMax-M2.5", 4)
 			c.Endpoint = endpoint
-			o := c.Do(context.Background(), Request{Prompt: "one two three", PromptLen: 3, MaxTokens: 7})
+			o := c.Do(context.Background(), request{Prompt: "one two three", PromptLen: 3, MaxTokens: 7})
 			require.True(t, o.OK(), o.Error)
 			require.Equal(t, 2, o.OutputTokens)
 			require.Equal(t, endpoint, path)

@@ -8,13 +8,13 @@ import (
 	"github.com/profile-model/profile-model/internal/diag"
 )
 
-// LagShareBound is the share of its streams' time a level may lose to the
+// lagShareBound is the share of its streams' time a level may lose to the
 // client's own lag (Output.SendLag: requests handed to the transport after
 // they were due, because the machine running bench was too busy to send
 // them) before it is warned about: past it the server saw less load than
 // was asked for, and latencies look better than the server's. A ramp of a
 // few milliseconds while a thousand streams start is well under it.
-const LagShareBound = 0.05
+const lagShareBound = 0.05
 
 // lagFloor is the mean send lag below which no level is warned about,
 // whatever its share: microseconds of lag on requests of microseconds
@@ -23,14 +23,14 @@ const lagFloor = time.Millisecond
 
 // lagShare is the share of the successful requests' stream time (send lag
 // plus end-to-end latency) that was send lag.
-func lagShare(outs []Output) float64 {
+func lagShare(outs []output) float64 {
 	share, _ := lagFigures(outs)
 	return share
 }
 
 // lagFigures are lagShare and the mean send lag of the successful
 // requests.
-func lagFigures(outs []Output) (share float64, mean time.Duration) {
+func lagFigures(outs []output) (share float64, mean time.Duration) {
 	var lag, busy time.Duration
 	n := 0
 	for i := range outs {
@@ -48,7 +48,7 @@ func lagFigures(outs []Output) (share float64, mean time.Duration) {
 
 // lagP99 is the 99th percentile (nearest rank below) of the send lags of
 // the requests that were sent.
-func lagP99(outs []Output) time.Duration {
+func lagP99(outs []output) time.Duration {
 	lags := make([]time.Duration, 0, len(outs))
 	for i := range outs {
 		if !outs[i].Start.IsZero() {
@@ -65,7 +65,7 @@ func lagP99(outs []Output) time.Duration {
 // lagWarning is the client_lag warning of a level's outputs, when their
 // send lag took more than bound of their streams' time (and more than
 // lagFloor on average).
-func lagWarning(outs []Output, bound float64) (diag.Warning, bool) {
+func lagWarning(outs []output, bound float64) (diag.Warning, bool) {
 	share, mean := lagFigures(outs)
 	if share <= bound || mean <= lagFloor {
 		return diag.Warning{}, false

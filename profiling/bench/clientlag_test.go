@@ -14,24 +14,24 @@ import (
 
 func TestLagWarning(t *testing.T) {
 	t.Parallel()
-	ok := func(lag, e2el time.Duration) Output {
-		return Output{Start: time.Unix(1, 0), SendLag: lag, E2EL: e2el}
+	ok := func(lag, e2el time.Duration) output {
+		return output{Start: time.Unix(1, 0), SendLag: lag, E2EL: e2el}
 	}
 	for _, tc := range []struct {
 		name string
-		outs []Output
+		outs []output
 		want string // "" no warning
 	}{
-		{"keeps up", []Output{ok(time.Millisecond, time.Second), ok(0, time.Second)}, ""},
-		{"a start-up ramp", []Output{ok(40*time.Millisecond, time.Second), ok(0, time.Second)}, ""},
-		{"falls behind", []Output{ok(100*time.Millisecond, 900*time.Millisecond), ok(100*time.Millisecond, 900*time.Millisecond)},
+		{"keeps up", []output{ok(time.Millisecond, time.Second), ok(0, time.Second)}, ""},
+		{"a start-up ramp", []output{ok(40*time.Millisecond, time.Second), ok(0, time.Second)}, ""},
+		{"falls behind", []output{ok(100*time.Millisecond, 900*time.Millisecond), ok(100*time.Millisecond, 900*time.Millisecond)},
 			"its streams spent 10.0% of their time waiting for it to send (bound 5%; send lag p99 100ms)"},
-		{"microseconds on requests of microseconds", []Output{ok(60*time.Microsecond, 200*time.Microsecond)}, ""},
-		{"failed requests do not count", []Output{ok(0, time.Second), {Start: time.Unix(1, 0), SendLag: time.Second, Failure: FailStall}}, ""},
+		{"microseconds on requests of microseconds", []output{ok(60*time.Microsecond, 200*time.Microsecond)}, ""},
+		{"failed requests do not count", []output{ok(0, time.Second), {Start: time.Unix(1, 0), SendLag: time.Second, Failure: failStall}}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			w, warned := lagWarning(tc.outs, LagShareBound)
+			w, warned := lagWarning(tc.outs, lagShareBound)
 			require.Equal(t, tc.want != "", warned, w.Message)
 			if warned {
 				require.Equal(t, diag.ClientLag, w.Code)
@@ -51,13 +51,13 @@ type slowSource struct {
 
 func (s *slowSource) Len() int { return s.n }
 
-func (s *slowSource) Next() Request {
+func (s *slowSource) Next() request {
 	if s.i > 0 {
 		<-s.finished
 		time.Sleep(s.slow) // the lag being measured, not synchronisation
 	}
 	s.i++
-	return Request{Index: s.i - 1, Prompt: "x", PromptLen: 1, MaxTokens: 2}
+	return request{Index: s.i - 1, Prompt: "x", PromptLen: 1, MaxTokens: 2}
 }
 
 // TestRunMeasuresSendLag: a request built late, after its stream came
@@ -69,7 +69,7 @@ func TestRunMeasuresSendLag(t *testing.T) {
 	defer srv.Close()
 	const slow = 100 * time.Millisecond
 	src := &slowSource{n: 3, finished: make(chan struct{}, 3), slow: slow}
-	outs, _, _ := Run(context.Background(), NewClient(srv.URL, "m", 1), src, Load{
+	outs, _, _ := runLoad(context.Background(), newClient(srv.URL, "m", 1), src, load{
 		MaxConcurrency: 1,
 		// Called once the stream is free again: the next request is due.
 		Progress: func(int) { src.finished <- struct{}{} },
@@ -81,7 +81,7 @@ func TestRunMeasuresSendLag(t *testing.T) {
 			require.GreaterOrEqual(t, o.SendLag, slow, "request %d was built %v after its stream came free", i, slow)
 		}
 	}
-	w, warned := lagWarning(outs, LagShareBound)
+	w, warned := lagWarning(outs, lagShareBound)
 	require.True(t, warned, "a client this late warns")
 	require.True(t, strings.HasPrefix(w.Message, "the client could not keep up"), w.Message)
 }

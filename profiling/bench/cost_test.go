@@ -81,19 +81,19 @@ func BenchmarkClientCost(b *testing.B) {
 			if bc.gap > 0 {
 				osl = 100
 			}
-			c := NewClient(url, "MiniMaxAI/MiniMax-M2.5", conc)
-			reqs := make([]Request, conc*2)
+			c := newClient(url, "MiniMaxAI/MiniMax-M2.5", conc)
+			reqs := make([]request, conc*2)
 			for i := range reqs {
-				reqs[i] = Request{Index: i, Prompt: "gap:" + bc.gap.String(), PromptLen: 4, MaxTokens: osl}
+				reqs[i] = request{Index: i, Prompt: "gap:" + bc.gap.String(), PromptLen: 4, MaxTokens: osl}
 			}
-			Run(context.Background(), c, fromSlice(reqs[:conc]), Load{MaxConcurrency: conc}) // open the connections
+			runLoad(context.Background(), c, fromSlice(reqs[:conc]), load{MaxConcurrency: conc}) // open the connections
 			var tokens int
 			var wall, cpu time.Duration
-			var all []Output
+			var all []output
 			b.ResetTimer()
 			for range b.N {
 				cpu0, t0 := cpuTime(), time.Now()
-				outs, _, _ := Run(context.Background(), c, fromSlice(reqs), Load{MaxConcurrency: conc})
+				outs, _, _ := runLoad(context.Background(), c, fromSlice(reqs), load{MaxConcurrency: conc})
 				wall += time.Since(t0)
 				cpu += cpuTime() - cpu0
 				all = append(all, outs...)
@@ -107,7 +107,7 @@ func BenchmarkClientCost(b *testing.B) {
 			b.ReportMetric(float64(cpu.Microseconds())/float64(tokens), "cpu-us/token")
 			b.ReportMetric(float64(tokens)/wall.Seconds(), "tok/s")
 			b.ReportMetric(cpu.Seconds()/wall.Seconds(), "client-cores")
-			m := Aggregate(all, len(all), wall, []float64{50, 99}, SLO{})
+			m := aggregate(all, len(all), wall, []float64{50, 99}, SLO{})
 			b.ReportMetric(m.TPOT.Median, "tpot-p50-ms")
 			b.ReportMetric(m.TTFT.Median, "ttft-p50-ms")
 			b.ReportMetric(lagP99(all).Seconds()*1e3, "send-lag-p99-ms")

@@ -18,7 +18,7 @@ import (
 // is a hung server or a dead connection.
 const DefaultStallTimeout = 60 * time.Second
 
-// DefaultLevelTimeout is the deadline of a level of numPrompts requests
+// defaultLevelTimeout is the deadline of a level of numPrompts requests
 // (warmups included) of at most osl output tokens, conc at a time, sent at
 // rate requests per second (0 or +Inf: all at once): five minutes, plus for
 // each wave of conc requests 30 s of queueing and prefill and 250 ms a
@@ -26,7 +26,7 @@ const DefaultStallTimeout = 60 * time.Second
 // the schedule takes to send them. It bounds a server that trickles bytes
 // or never ends a stream, which the stall timeout cannot see, without
 // cutting a slow engine short.
-func DefaultLevelTimeout(numPrompts, conc, osl int, rate float64) time.Duration {
+func defaultLevelTimeout(numPrompts, conc, osl int, rate float64) time.Duration {
 	conc = max(conc, 1)
 	waves := (max(numPrompts, 1) + conc - 1) / conc
 	d := 5*time.Minute + time.Duration(waves)*(30*time.Second+time.Duration(osl)*250*time.Millisecond)
@@ -40,45 +40,45 @@ func DefaultLevelTimeout(numPrompts, conc, osl int, rate float64) time.Duration 
 // request's context ending at one of the client's bounds; errors.Is finds
 // them in a *BoundError.
 var (
-	ErrStall         = errors.New("stalled")
-	ErrLevelDeadline = errors.New("level deadline passed")
-	ErrProbeDeadline = errors.New("probe deadline passed")
+	errStall         = errors.New("stalled")
+	errLevelDeadline = errors.New("level deadline passed")
+	errProbeDeadline = errors.New("probe deadline passed")
 	errRequestBound  = errors.New("request timeout passed")
 )
 
-// BoundError says which of the client's bounds ended a request, and its
+// boundError says which of the client's bounds ended a request, and its
 // flag.
-type BoundError struct {
+type boundError struct {
 	Cause error         // ErrStall, ErrLevelDeadline, ErrProbeDeadline or the request timeout
 	Limit time.Duration // the bound
 	Flag  string        // the flag that sets it
 }
 
-func (e *BoundError) Error() string {
+func (e *boundError) Error() string {
 	switch e.Cause {
-	case ErrStall:
+	case errStall:
 		return fmt.Sprintf("stalled: no byte from the server for %v (%s)", e.Limit, e.Flag)
-	case ErrLevelDeadline:
+	case errLevelDeadline:
 		return fmt.Sprintf("the level's deadline of %v passed (%s)", e.Limit, e.Flag)
-	case ErrProbeDeadline:
+	case errProbeDeadline:
 		return fmt.Sprintf("the probes' deadline of %v passed (%s)", e.Limit, e.Flag)
 	}
 	return fmt.Sprintf("the request timeout of %v passed (%s)", e.Limit, e.Flag)
 }
 
-func (e *BoundError) Unwrap() error { return e.Cause }
+func (e *boundError) Unwrap() error { return e.Cause }
 
 // kind is the failure kind of a request ended by the bound: a stall is its
 // own kind; requests a level or probe deadline cut are cancelled (they did
 // nothing wrong themselves); the per-request timeout is a timeout.
-func (e *BoundError) kind() FailureKind {
+func (e *boundError) kind() failureKind {
 	switch e.Cause {
-	case ErrStall:
-		return FailStall
-	case ErrLevelDeadline, ErrProbeDeadline:
-		return FailCancelled
+	case errStall:
+		return failStall
+	case errLevelDeadline, errProbeDeadline:
+		return failCancelled
 	}
-	return FailTimeout
+	return failTimeout
 }
 
 // withBound returns ctx ending after d with a BoundError as its cause; d
@@ -87,12 +87,12 @@ func withBound(ctx context.Context, d time.Duration, cause error, flag string) (
 	if d <= 0 {
 		return ctx, func() {}
 	}
-	return context.WithTimeoutCause(ctx, d, &BoundError{Cause: cause, Limit: d, Flag: flag})
+	return context.WithTimeoutCause(ctx, d, &boundError{Cause: cause, Limit: d, Flag: flag})
 }
 
 // boundOf is the client bound that ended ctx, nil when none did (yet).
-func boundOf(ctx context.Context) *BoundError {
-	var b *BoundError
+func boundOf(ctx context.Context) *boundError {
+	var b *boundError
 	if ctx.Err() != nil && errors.As(context.Cause(ctx), &b) {
 		return b
 	}
@@ -129,7 +129,7 @@ func (w *watchdog) check() {
 	}
 	idle := time.Since(w.base) - time.Duration(w.last.Load())
 	if idle >= w.limit {
-		w.cancel(&BoundError{Cause: ErrStall, Limit: w.limit, Flag: "--stall-timeout"})
+		w.cancel(&boundError{Cause: errStall, Limit: w.limit, Flag: "--stall-timeout"})
 		return
 	}
 	w.timer.Reset(w.limit - idle)

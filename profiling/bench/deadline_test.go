@@ -103,21 +103,21 @@ func TestClientStall(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		handler  http.HandlerFunc
-		wantKind FailureKind
+		wantKind failureKind
 		wantMsg  string
 	}{
-		{"never answers", neverAnswers, FailStall, "no byte from the server for 200ms (--stall-timeout), waiting for the response to begin"},
-		{"answers, then nothing", answersThenHangs, FailStall, "no byte from the server for 200ms (--stall-timeout), waiting for event 2 of the stream"},
+		{"never answers", neverAnswers, failStall, "no byte from the server for 200ms (--stall-timeout), waiting for the response to begin"},
+		{"answers, then nothing", answersThenHangs, failStall, "no byte from the server for 200ms (--stall-timeout), waiting for event 2 of the stream"},
 		{"[DONE], body kept open", doneButOpen, "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			srv := httptest.NewServer(tc.handler)
 			defer srv.Close()
-			c := NewClient(srv.URL, "m", 4)
+			c := newClient(srv.URL, "m", 4)
 			require.Equal(t, DefaultStallTimeout, c.Stall, "a client has a stall timeout by default")
 			c.Stall = 200 * time.Millisecond
-			o := finishes(t, func() Output { return c.Do(context.Background(), Request{Prompt: "hi", PromptLen: 1, MaxTokens: 5}) })
+			o := finishes(t, func() output { return c.Do(context.Background(), request{Prompt: "hi", PromptLen: 1, MaxTokens: 5}) })
 			require.Equal(t, tc.wantKind, o.Failure, o.Error)
 			require.Contains(t, o.Error, tc.wantMsg)
 			if tc.wantKind == "" {
@@ -136,14 +136,14 @@ func TestSweepAbusiveServers(t *testing.T) {
 	for _, tc := range []struct {
 		name         string
 		handler      http.HandlerFunc
-		wantFailures map[FailureKind]int
+		wantFailures map[failureKind]int
 		deadline     bool // the level's deadline ended it
 	}{
 		// Each request stalls after 300 ms: all four fail before the level's deadline.
-		{"never answers", neverAnswers, map[FailureKind]int{FailStall: 4}, false},
+		{"never answers", neverAnswers, map[failureKind]int{failStall: 4}, false},
 		// Bytes keep coming, so only the level's deadline ends them.
-		{"never ends a stream", neverEnds, map[FailureKind]int{FailCancelled: 2}, true},
-		{"trickles a byte at a time", trickles, map[FailureKind]int{FailCancelled: 2}, true},
+		{"never ends a stream", neverEnds, map[failureKind]int{failCancelled: 2}, true},
+		{"trickles a byte at a time", trickles, map[failureKind]int{failCancelled: 2}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -156,7 +156,7 @@ func TestSweepAbusiveServers(t *testing.T) {
 			}
 			r := finishes(t, func() result {
 				res, err := Sweep(context.Background(), SweepConfig{
-					URL: srv.URL, Model: "m", Shaper: &Shaper{PerWord: 1}, ISL: 8, OSL: 4,
+					URL: srv.URL, Model: "m", Shaper: &shaper{PerWord: 1}, ISL: 8, OSL: 4,
 					Concurrencies: []int{2, 4}, NumPromptsMul: 2,
 					StallTimeout: 300 * time.Millisecond, LevelTimeout: 1500 * time.Millisecond,
 					OutDir: t.TempDir(), Log: &log,
@@ -168,8 +168,8 @@ func TestSweepAbusiveServers(t *testing.T) {
 			require.Len(t, r.res.Levels, 1)
 			require.Equal(t, []int{4}, r.res.Skipped)
 			lv := r.res.Levels[0]
-			require.Equal(t, StatusFailed, lv.Status)
-			got := map[FailureKind]int{}
+			require.Equal(t, statusFailed, lv.Status)
+			got := map[failureKind]int{}
 			for k, n := range lv.Metrics.Failures {
 				if n > 0 {
 					got[k] = n
@@ -209,7 +209,7 @@ func TestModelListTimeout(t *testing.T) {
 	defer srv.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
-	err := finishes(t, func() error { _, err := FetchModel(ctx, http.DefaultClient, srv.URL); return err })
+	err := finishes(t, func() error { _, err := fetchModel(ctx, http.DefaultClient, srv.URL); return err })
 	require.ErrorContains(t, err, "waiting for the list of served models")
 }
 
@@ -222,7 +222,7 @@ func TestDefaultBounds(t *testing.T) {
 	require.Equal(t, 5*time.Minute+11*(30*time.Second+32*time.Second), cfg.levelTimeout(4, 40))
 	require.Equal(t, 5*time.Minute+2*(30*time.Second+250*time.Millisecond), cfg.probeTimeout())
 	// At a request rate the schedule's length is added.
-	require.Equal(t, 5*time.Minute+10*(30*time.Second+time.Second)+20*time.Second, DefaultLevelTimeout(40, 4, 4, 2))
+	require.Equal(t, 5*time.Minute+10*(30*time.Second+time.Second)+20*time.Second, defaultLevelTimeout(40, 4, 4, 2))
 
 	cfg.StallTimeout, cfg.LevelTimeout = -1, -1
 	require.Zero(t, cfg.stall(), "negative: none")
@@ -270,12 +270,12 @@ func TestStallCountsHeadBytes(t *testing.T) {
 		}
 	}()
 	for _, viaHTTP := range []bool{false, true} {
-		c := NewClient("http://"+ln.Addr().String(), "m", 4)
+		c := newClient("http://"+ln.Addr().String(), "m", 4)
 		c.Stall = time.Second
 		if viaHTTP {
 			c.stream = nil
 		}
-		o := finishes(t, func() Output { return c.Do(context.Background(), Request{Prompt: "hi", PromptLen: 1, MaxTokens: 5}) })
+		o := finishes(t, func() output { return c.Do(context.Background(), request{Prompt: "hi", PromptLen: 1, MaxTokens: 5}) })
 		require.True(t, o.OK(), "net/http %v: %s: %s", viaHTTP, o.Failure, o.Error)
 		require.Equal(t, 3, o.OutputTokens)
 	}

@@ -18,7 +18,7 @@ import (
 
 // awaitIdleClosed blocks until the server has closed every idle
 // connection of c's transport (a read on each returns at the close).
-func awaitIdleClosed(t *testing.T, c *Client) {
+func awaitIdleClosed(t *testing.T, c *client) {
 	t.Helper()
 	c.stream.mu.Lock()
 	idle := append([]*streamConn(nil), c.stream.idle...)
@@ -39,8 +39,8 @@ func awaitIdleClosed(t *testing.T, c *Client) {
 func TestIdleCloseIsNotAFailure(t *testing.T) {
 	t.Parallel()
 	url, _ := startSim(t, sim.Config{TimeScale: 50, KeepAlive: 200 * time.Millisecond})
-	c := NewClient(url, simModel, 4)
-	req := Request{Prompt: "a b c", PromptLen: 3, MaxTokens: 4}
+	c := newClient(url, simModel, 4)
+	req := request{Prompt: "a b c", PromptLen: 3, MaxTokens: 4}
 	o := c.Do(context.Background(), req)
 	require.True(t, o.OK(), o.Error)
 	require.Zero(t, o.Resent)
@@ -51,7 +51,7 @@ func TestIdleCloseIsNotAFailure(t *testing.T) {
 	require.Equal(t, 1, o.Resent, "one dead connection passed")
 	require.Equal(t, 4, o.OutputTokens)
 
-	m := Aggregate([]Output{o}, 1, time.Second, []float64{50}, SLO{})
+	m := aggregate([]output{o}, 1, time.Second, []float64{50}, SLO{})
 	require.Equal(t, 1, m.Resent)
 	require.Zero(t, m.Failed)
 }
@@ -112,13 +112,13 @@ func (s *scriptServer) serve(nc net.Conn) {
 // cut after it began on a kept-alive one.
 func TestReachedServerIsAFailure(t *testing.T) {
 	t.Parallel()
-	req := Request{Prompt: "a", PromptLen: 1, MaxTokens: 2}
+	req := request{Prompt: "a", PromptLen: 1, MaxTokens: 2}
 	t.Run("fresh connection closed unanswered", func(t *testing.T) {
 		t.Parallel()
 		s := startScript(t, func(int32) string { return "close" })
-		c := NewClient("http://"+s.ln.Addr().String(), "m", 1)
+		c := newClient("http://"+s.ln.Addr().String(), "m", 1)
 		o := c.Do(context.Background(), req)
-		require.Equal(t, FailConnection, o.Failure, o.Error)
+		require.Equal(t, failConnection, o.Failure, o.Error)
 		require.Equal(t, int32(1), s.requests.Load(), "not sent again")
 		require.Zero(t, o.Resent)
 	})
@@ -130,7 +130,7 @@ func TestReachedServerIsAFailure(t *testing.T) {
 			}
 			return "ok"
 		})
-		c := NewClient("http://"+s.ln.Addr().String(), "m", 1)
+		c := newClient("http://"+s.ln.Addr().String(), "m", 1)
 		o := c.Do(context.Background(), req)
 		require.True(t, o.OK(), o.Error)
 		o = c.Do(context.Background(), req)

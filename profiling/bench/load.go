@@ -9,8 +9,8 @@ import (
 	"time"
 )
 
-// Load says how a level's requests are sent.
-type Load struct {
+// load says how a level's requests are sent.
+type load struct {
 	MaxConcurrency int     // in-flight limit; 0 = unlimited
 	RequestRate    float64 // requests per second; 0 or +Inf = all at once
 	Burstiness     float64 // gamma shape of the gaps: 1 = Poisson; 0 means 1
@@ -24,7 +24,7 @@ type Load struct {
 	InFlight *atomic.Int64
 }
 
-// Run sends the requests of src under load l and returns one Output per
+// runLoad sends the requests of src under load l and returns one Output per
 // sent request, in request order, with the wall-clock start and end of the
 // run. A cancelled ctx stops sending and cancels the requests in flight.
 //
@@ -32,7 +32,7 @@ type Load struct {
 // per stream) before the clock starts, then a goroutine keeps a few ready
 // ahead of the senders, so memory follows the concurrency, not the number
 // of prompts.
-func Run(ctx context.Context, c *Client, src Source, l Load) (outs []Output, start, end time.Time) {
+func runLoad(ctx context.Context, c *client, src requestSource, l load) (outs []output, start, end time.Time) {
 	sendCtx, stopSending := context.WithCancel(ctx)
 	defer stopSending()
 	n := src.Len()
@@ -40,12 +40,12 @@ func Run(ctx context.Context, c *Client, src Source, l Load) (outs []Output, sta
 	if conc <= 0 {
 		conc = n
 	}
-	first := make([]Request, min(n, conc))
+	first := make([]request, min(n, conc))
 	for i := range first {
 		first[i] = c.encode(src.Next())
 	}
 	const ahead = 64
-	pool := make(chan Request, ahead)
+	pool := make(chan request, ahead)
 	var making sync.WaitGroup
 	if n > len(first) {
 		making.Add(1)
@@ -63,7 +63,7 @@ func Run(ctx context.Context, c *Client, src Source, l Load) (outs []Output, sta
 	}
 	// A stream is a token holding the moment it came free.
 	streams := make(chan time.Time, max(conc, 1))
-	results := make([]Output, n)
+	results := make([]output, n)
 	sent := make([]bool, n)
 	var (
 		wg   sync.WaitGroup
@@ -103,9 +103,9 @@ loop:
 			release()
 			break
 		}
-		var req Request
+		var req request
 		if i < len(first) {
-			req, first[i] = first[i], Request{} // the prompt is the sender's now
+			req, first[i] = first[i], request{} // the prompt is the sender's now
 		} else {
 			select {
 			case req = <-pool:
@@ -119,7 +119,7 @@ loop:
 			l.InFlight.Add(1)
 		}
 		wg.Add(1)
-		go func(i int, req Request, due time.Time) {
+		go func(i int, req request, due time.Time) {
 			defer wg.Done()
 			o := c.Do(ctx, req)
 			if l.InFlight != nil {
@@ -130,7 +130,7 @@ loop:
 			}
 			release()
 			results[i] = o
-			if o.Failure == FailConnection && l.StopOnConnection {
+			if o.Failure == failConnection && l.StopOnConnection {
 				stopSending()
 			}
 			if l.Progress != nil {
@@ -180,7 +180,7 @@ type gapper struct {
 	shape, scale float64
 }
 
-func newGapper(l Load) *gapper {
+func newGapper(l load) *gapper {
 	if l.RequestRate <= 0 || math.IsInf(l.RequestRate, 1) {
 		return nil
 	}

@@ -8,8 +8,8 @@ import (
 	"github.com/profile-model/profile-model/internal/results"
 )
 
-// DefaultPercentiles are the percentiles reported when none are given.
-var DefaultPercentiles = []float64{50, 90, 95, 99}
+// defaultPercentiles are the percentiles reported when none are given.
+var defaultPercentiles = []float64{50, 90, 95, 99}
 
 // Summarize computes mean, median, population std (numpy's default) and
 // percentiles with linear interpolation (numpy's default) of vals; an empty
@@ -90,7 +90,7 @@ func percentileNS[T uint32 | time.Duration](sorted []T, p float64) float64 {
 }
 
 // itlStats summarises the inter-token gaps of the successful outputs.
-func itlStats(outs []Output, pcts []float64) results.Stats {
+func itlStats(outs []output, pcts []float64) results.Stats {
 	n, small := 0, true
 	for i := range outs {
 		if !outs[i].OK() {
@@ -150,12 +150,12 @@ type SLO struct {
 
 func (s SLO) set() bool { return s.TTFT > 0 || s.TPOT > 0 || s.E2EL > 0 }
 
-// Metrics is the aggregate of one level, with vLLM's definitions.
-type Metrics struct {
+// metrics is the aggregate of one level, with vLLM's definitions.
+type metrics struct {
 	Duration             time.Duration
 	Completed, Failed    int
 	NotSent              int // requests never sent (the level was stopped)
-	Failures             map[FailureKind]int
+	Failures             map[failureKind]int
 	TotalInput           int
 	TotalOutput          int
 	RequestThroughput    float64
@@ -175,12 +175,12 @@ type Metrics struct {
 	// its frames.
 	ReasoningTokens     int
 	FrameTokens, Frames int
-	Split               TokenSplit
+	Split               tokenSplit
 	// Resent counts the dead kept-alive connections requests went past
 	// (the server had closed them while idle): not failures.
 	Resent int
 	// UsageRejected counts the requests whose usage figures contradicted
-	// what was streamed (Output.UsageRejected); UsageRejectedFirst is the
+	// what was streamed (output.UsageRejected); UsageRejectedFirst is the
 	// first one's reason.
 	UsageRejected      int
 	UsageRejectedFirst string
@@ -188,17 +188,17 @@ type Metrics struct {
 
 // TokensPerFrame is the mean number of tokens a frame carried; 0 without
 // frames.
-func (m *Metrics) TokensPerFrame() float64 {
+func (m *metrics) TokensPerFrame() float64 {
 	if m.Frames == 0 {
 		return 0
 	}
 	return float64(m.FrameTokens) / float64(m.Frames)
 }
 
-// Aggregate computes a level's metrics from its outputs. total is the
+// aggregate computes a level's metrics from its outputs. total is the
 // number of requests the level meant to send.
-func Aggregate(outs []Output, total int, duration time.Duration, pcts []float64, slo SLO) Metrics {
-	m := Metrics{Duration: duration, Failures: map[FailureKind]int{}}
+func aggregate(outs []output, total int, duration time.Duration, pcts []float64, slo SLO) metrics {
+	m := metrics{Duration: duration, Failures: map[failureKind]int{}}
 	var ttfts, tpots, e2els []float64
 	good := 0
 	for i := range outs {

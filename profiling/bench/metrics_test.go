@@ -48,22 +48,22 @@ func TestSummarizeNS(t *testing.T) {
 			require.True(t, slices.IsSorted(ds))
 			// Through Aggregate: one output holding them all.
 			if len(ds) > 0 {
-				outs := []Output{{ITL: gapsOf(ds...), OutputTokens: len(ds) + 1, TokenEvents: len(ds) + 1}}
-				require.Equal(t, want, Aggregate(outs, 1, time.Second, pcts, SLO{}).ITL)
+				outs := []output{{ITL: gapsOf(ds...), OutputTokens: len(ds) + 1, TokenEvents: len(ds) + 1}}
+				require.Equal(t, want, aggregate(outs, 1, time.Second, pcts, SLO{}).ITL)
 			}
 		})
 	}
 }
 
-// Gaps hold durations exactly, in order, at every scale.
+// gaps hold durations exactly, in order, at every scale.
 func TestGaps(t *testing.T) {
 	t.Parallel()
 	want := []time.Duration{0, 1, 127, 128, 20 * time.Millisecond, 3 * time.Second, 90 * time.Minute, -5}
 	g := gapsOf(want...)
 	require.Equal(t, len(want), g.Len())
 	require.Equal(t, want, slices.Collect(g.All()))
-	require.Zero(t, Gaps{}.Len())
-	require.Empty(t, slices.Collect(Gaps{}.All()))
+	require.Zero(t, gaps{}.Len())
+	require.Empty(t, slices.Collect(gaps{}.All()))
 }
 
 // A request body reads whole, can be read again until it is let go, and

@@ -11,7 +11,7 @@ import (
 )
 
 // levelDoc is the result document of a level.
-func levelDoc(cfg *SweepConfig, model string, s Shaper, lv *LevelResult) *results.Level {
+func levelDoc(cfg *SweepConfig, model string, s shaper, lv *LevelResult) *results.Level {
 	m := &lv.Metrics
 	burst := cfg.Burstiness
 	if burst <= 0 {
@@ -122,7 +122,7 @@ func writeSummary(cfg *SweepConfig, res *SweepResult) error {
 // its requests all succeeded (a trace that lost events does not change
 // the client's figures).
 func inBench(status string) bool {
-	return status == StatusOK || status == StatusTraceIncomplete
+	return status == statusOK || status == statusTraceIncomplete
 }
 
 // benchNote is bench.txt's comment on a level that is not a plain result.
@@ -134,7 +134,7 @@ func benchNote(lv *LevelResult) string {
 			why = lv.Warnings[len(lv.Warnings)-1].Message // the requests succeeded: the traces failed
 		}
 		return fmt.Sprintf("conc=%d left out: %s (%s)", lv.Conc, lv.Status, why)
-	case lv.Status == StatusTraceIncomplete:
+	case lv.Status == statusTraceIncomplete:
 		return fmt.Sprintf("conc=%d: trace_incomplete: its trace lost events; the client's figures are complete", lv.Conc)
 	}
 	return ""
@@ -199,7 +199,7 @@ func printLevel(w io.Writer, cfg *SweepConfig, model string, lv *LevelResult) {
 		}
 	}
 	fmt.Fprintln(w, strings.Repeat("=", 50))
-	if lv.Status != StatusOK {
+	if lv.Status != statusOK {
 		fmt.Fprintf(w, "status: %s\n", lv.Status)
 	}
 	if lv.Server != nil {

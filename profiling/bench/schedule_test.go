@@ -216,25 +216,25 @@ var schedMetrics = [4]string{"ttft", "itl", "tpot", "e2el"}
 // fresh schedule server.
 func runSchedule(t *testing.T) scheduleRun {
 	url := startHelper(t, "TestHelperScheduleServer", scheduleServerEnv)
-	c := NewClient(url, "m", schedConc)
+	c := newClient(url, "m", schedConc)
 	ctx := context.Background()
 
 	// Warm up at full concurrency so every stream has an open connection,
 	// as a sweep's warmup does.
-	warm := make([]Request, schedConc)
+	warm := make([]request, schedConc)
 	for i := range warm {
-		warm[i] = Request{Index: i, Prompt: "w", MaxTokens: 2}
+		warm[i] = request{Index: i, Prompt: "w", MaxTokens: 2}
 	}
-	wouts, _, _ := Run(ctx, c, fromSlice(warm), Load{MaxConcurrency: schedConc})
+	wouts, _, _ := runLoad(ctx, c, fromSlice(warm), load{MaxConcurrency: schedConc})
 	for _, o := range wouts {
 		require.True(t, o.OK(), o.Error)
 	}
 
-	reqs := make([]Request, schedRequests)
+	reqs := make([]request, schedRequests)
 	var nominal [4][]float64
 	for i := range reqs {
 		n := schedTokens(i)
-		reqs[i] = Request{Index: i, Prompt: strconv.Itoa(i), PromptLen: 1, MaxTokens: n}
+		reqs[i] = request{Index: i, Prompt: strconv.Itoa(i), PromptLen: 1, MaxTokens: n}
 		ttft := ms(schedTTFT(i))
 		var sum float64
 		for k := 1; k < n; k++ {
@@ -254,7 +254,7 @@ func runSchedule(t *testing.T) scheduleRun {
 	stop := sync.OnceFunc(func() { close(stopProbe) })
 	defer stop() // a failed require below must not leave the sampler running
 	cpu0, cpuOK := processCPU()
-	outs, start, end := Run(ctx, c, fromSlice(reqs), Load{MaxConcurrency: schedConc, RequestRate: 1000, Burstiness: 50, Seed: 1})
+	outs, start, end := runLoad(ctx, c, fromSlice(reqs), load{MaxConcurrency: schedConc, RequestRate: 1000, Burstiness: 50, Seed: 1})
 	cpu1, _ := processCPU()
 	stop()
 	clientLate := <-probe
@@ -263,7 +263,7 @@ func runSchedule(t *testing.T) scheduleRun {
 		clientCores = (cpu1 - cpu0).Seconds() / end.Sub(start).Seconds()
 	}
 	pcts := []float64{50, 99}
-	got := Aggregate(outs, len(reqs), end.Sub(start), pcts, SLO{})
+	got := aggregate(outs, len(reqs), end.Sub(start), pcts, SLO{})
 	require.Equal(t, schedRequests, got.Completed, "failures: %v", got.Failures)
 	require.Zero(t, got.Failed)
 	require.Zero(t, got.OutputCounted, "usage frames carry the output lengths")
@@ -397,18 +397,18 @@ func TestMetricsMatchSchedule(t *testing.T) {
 // timestamps are given, independent of any clock.
 func TestAggregateFormulas(t *testing.T) {
 	t.Parallel()
-	o := Output{
+	o := output{
 		TTFT:        100 * time.Millisecond,
 		ITL:         gapsOf(10*time.Millisecond, 30*time.Millisecond),
 		E2EL:        140 * time.Millisecond,
 		TokenEvents: 3, OutputTokens: 3, PromptTokens: 10, UsageOutput: true, UsagePrompt: true,
 	}
-	bad := Output{Failure: FailHTTP5xx}
-	m := Aggregate([]Output{o, bad}, 3, 2*time.Second, []float64{50, 99}, SLO{TTFT: 150})
+	bad := output{Failure: failHTTP5xx}
+	m := aggregate([]output{o, bad}, 3, 2*time.Second, []float64{50, 99}, SLO{TTFT: 150})
 	require.Equal(t, 1, m.Completed)
 	require.Equal(t, 1, m.Failed)
 	require.Equal(t, 1, m.NotSent)
-	require.Equal(t, map[FailureKind]int{FailHTTP5xx: 1}, m.Failures)
+	require.Equal(t, map[failureKind]int{failHTTP5xx: 1}, m.Failures)
 	require.InDelta(t, 20.0, m.TPOT.Mean, 1e-9, "(140-100)/(3-1)")
 	require.InDelta(t, 20.0, m.ITL.Mean, 1e-9)
 	require.InDelta(t, 10.0, m.ITL.Std, 1e-9, "population std of {10, 30}")
@@ -417,7 +417,7 @@ func TestAggregateFormulas(t *testing.T) {
 	require.InDelta(t, 1.5, m.OutputThroughput, 1e-9)
 	require.InDelta(t, 6.5, m.TotalTokenThroughput, 1e-9)
 	require.InDelta(t, 0.5, m.RequestGoodput, 1e-9)
-	m = Aggregate([]Output{o}, 1, time.Second, nil, SLO{TTFT: 50})
+	m = aggregate([]output{o}, 1, time.Second, nil, SLO{TTFT: 50})
 	require.Zero(t, m.RequestGoodput, "TTFT 100 ms misses a 50 ms SLO")
 }
 

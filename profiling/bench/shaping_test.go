@@ -32,12 +32,12 @@ func (tt toyTokenizer) Count(text string) int {
 func TestTokenizerShaperExactLengths(t *testing.T) {
 	t.Parallel()
 	tok := toyTokenizer{per: 3}
-	s, err := NewTokenizerShaper(tok, "toy")
+	s, err := newTokenizerShaper(tok, "toy")
 	require.NoError(t, err)
 	for _, w := range s.fill {
 		require.LessOrEqual(t, len(w), 3, "fill word %q is one token", w)
 	}
-	reqs := Workload{ISL: 1024, OSL: 8, RangeRatio: 0.5, NumPrompts: 300, Seed: 5}.Requests(s)
+	reqs := workload{ISL: 1024, OSL: 8, RangeRatio: 0.5, NumPrompts: 300, Seed: 5}.Requests(s)
 	lens := map[int]bool{}
 	for _, r := range reqs {
 		require.Equal(t, r.PromptLen, tok.Count(r.Prompt), "request %d", r.Index)
@@ -57,7 +57,7 @@ func TestTokenizerShaperExactLengths(t *testing.T) {
 func TestTokenizerShaperRefusesAWordSplitter(t *testing.T) {
 	t.Parallel()
 	// Two tokens per byte: no word is a single token.
-	_, err := NewTokenizerShaper(toyTokenizer{per: 1}, "bytes.json")
+	_, err := newTokenizerShaper(toyTokenizer{per: 1}, "bytes.json")
 	require.ErrorContains(t, err, "bytes.json")
 	require.ErrorContains(t, err, "single tokens")
 }
@@ -117,7 +117,7 @@ func TestSweepWithTokenizer(t *testing.T) {
 			require.NoError(t, err, log.String())
 			require.Equal(t, tc.method, res.Shaper.Method(), log.String())
 			lv := res.Levels[0]
-			require.Equal(t, StatusOK, lv.Status)
+			require.Equal(t, statusOK, lv.Status)
 			if tc.method != "tokenizer" {
 				require.Contains(t, log.String(), "warning: the tokenizer disagrees with the server")
 				return

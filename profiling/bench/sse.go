@@ -8,12 +8,12 @@ import (
 	"io"
 )
 
-// SSEReader reads Server-Sent Events from a stream. Events are separated by
+// sseReader reads Server-Sent Events from a stream. Events are separated by
 // blank lines; "data:" lines are joined with "\n"; lines starting with ":"
 // are comments; other fields (event, id, retry) are ignored. Lines end in
 // LF, CRLF or CR. An event that is not terminated by a blank line when the
 // stream ends is incomplete and reported through Err as ErrCutMidEvent.
-type SSEReader struct {
+type sseReader struct {
 	r       *bufio.Reader
 	data    []byte
 	hasData bool
@@ -25,25 +25,25 @@ type SSEReader struct {
 	err     error
 }
 
-// ErrCutMidEvent reports a stream that ended inside an event.
-var ErrCutMidEvent = errors.New("stream ended in the middle of an event")
+// errCutMidEvent reports a stream that ended inside an event.
+var errCutMidEvent = errors.New("stream ended in the middle of an event")
 
 // maxEventBytes bounds one event so a broken server cannot exhaust memory.
 const maxEventBytes = 16 << 20
 
-// NewSSEReader returns a reader of the events in r.
-func NewSSEReader(r io.Reader) *SSEReader {
+// newSSEReader returns a reader of the events in r.
+func newSSEReader(r io.Reader) *sseReader {
 	br, ok := r.(*bufio.Reader)
 	if !ok {
 		br = bufio.NewReaderSize(r, 16<<10)
 	}
-	return &SSEReader{r: br}
+	return &sseReader{r: br}
 }
 
 // Next returns the data of the next event. The slice is valid until the next
 // call. It returns io.EOF at a clean end of stream, and another error when
 // reading failed or the stream was cut inside an event.
-func (s *SSEReader) Next() ([]byte, error) {
+func (s *sseReader) Next() ([]byte, error) {
 	if s.err != nil {
 		return nil, s.err
 	}
@@ -53,7 +53,7 @@ func (s *SSEReader) Next() ([]byte, error) {
 		line, err := s.line()
 		if err != nil {
 			if err == io.EOF && (s.hasData || s.partial) {
-				err = fmt.Errorf("event %d: %w", s.events, ErrCutMidEvent)
+				err = fmt.Errorf("event %d: %w", s.events, errCutMidEvent)
 			}
 			s.err = err
 			return nil, err
@@ -93,10 +93,10 @@ func (s *SSEReader) Next() ([]byte, error) {
 }
 
 // Events is how many events Next has returned.
-func (s *SSEReader) Events() int { return s.events }
+func (s *sseReader) Events() int { return s.events }
 
 // line returns the next line without its terminator.
-func (s *SSEReader) line() ([]byte, error) {
+func (s *sseReader) line() ([]byte, error) {
 	if len(s.pending) > 0 {
 		l := s.pending[0]
 		s.pending = s.pending[1:]

@@ -15,7 +15,7 @@ import (
 
 func readAll(t testing.TB, r io.Reader) ([]string, error) {
 	t.Helper()
-	s := NewSSEReader(r)
+	s := newSSEReader(r)
 	var got []string
 	for {
 		d, err := s.Next()
@@ -57,7 +57,7 @@ func TestSSEReader(t *testing.T) {
 				got, err := readAll(t, r)
 				require.Equal(t, tc.want, got)
 				if tc.cut {
-					require.ErrorIs(t, err, ErrCutMidEvent)
+					require.ErrorIs(t, err, errCutMidEvent)
 				} else {
 					require.NoError(t, err)
 				}
@@ -131,7 +131,7 @@ func FuzzSSEReader(f *testing.F) {
 		got, err := readAll(t, bytes.NewReader(in))
 		want, cut := refSSE(string(in))
 		if cut {
-			if !errors.Is(err, ErrCutMidEvent) {
+			if !errors.Is(err, errCutMidEvent) {
 				t.Fatalf("input %q: err = %v, want ErrCutMidEvent", in, err)
 			}
 		} else if err != nil {
@@ -156,10 +156,10 @@ func FuzzClientStream(f *testing.F) {
 	f.Add([]byte("data: {\"choices\":[{\"delta\":{\"content\":\"x\"}}]}\n\ndata: [DONE]\n\n"))
 	f.Add([]byte("data: {\"error\":{\"message\":\"x\"}}\n\n"))
 	f.Add([]byte("data: {\"choices\":[],\"usage\":{\"completion_tokens\":0}}\n\ndata: [DONE]\n\n"))
-	c := &Client{}
+	c := &client{}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		out := Output{Start: time.Now()}
-		c.readStream(context.Background(), &out, NewSSEReader(bytes.NewReader(body)))
+		out := output{Start: time.Now()}
+		c.readStream(context.Background(), &out, newSSEReader(bytes.NewReader(body)))
 		if out.OK() {
 			// A gap per token after the first frame: at least one per
 			// later frame, at most one per token but the first.
@@ -168,7 +168,7 @@ func FuzzClientStream(f *testing.F) {
 			}
 			return
 		}
-		if out.Failure != FailStream && out.Failure != FailNoTokens {
+		if out.Failure != failStream && out.Failure != failNoTokens {
 			t.Fatalf("failure kind %q for a body (%s)", out.Failure, out.Error)
 		}
 	})
@@ -179,12 +179,12 @@ func FuzzClientStream(f *testing.F) {
 func BenchmarkReadStream(b *testing.B) {
 	const n = 1000
 	body := []byte(atomFrames(n, 1024))
-	c := &Client{}
+	c := &client{}
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	for b.Loop() {
-		out := Output{Start: time.Now()}
-		c.readStream(context.Background(), &out, NewSSEReader(bytes.NewReader(body)))
+		out := output{Start: time.Now()}
+		c.readStream(context.Background(), &out, newSSEReader(bytes.NewReader(body)))
 		if !out.OK() || out.TokenEvents != n {
 			b.Fatalf("%s: %s", out.Failure, out.Error)
 		}

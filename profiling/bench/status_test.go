@@ -28,7 +28,7 @@ func TestLevelTraceIncomplete(t *testing.T) {
 	url, _ := startSim(t, sim.Config{ProfilerDir: traceDir, TimeScale: 50, PythonPerStep: -1})
 	lost := diag.New(diag.Coverage, "GPU kernels cover 61% of the profile window: the profiler buffer dropped events")
 	res, err := Sweep(context.Background(), SweepConfig{
-		URL: url, Model: simModel, Shaper: &Shaper{PerWord: 1}, ISL: 16, OSL: 8,
+		URL: url, Model: simModel, Shaper: &shaper{PerWord: 1}, ISL: 16, OSL: 8,
 		Concurrencies: []int{2, 4}, Profile: true, TraceDir: traceDir, PollInterval: 10 * time.Millisecond,
 		OutDir: t.TempDir(),
 		// The analysis's answer, made up: the level of 2 lost events.
@@ -41,9 +41,9 @@ func TestLevelTraceIncomplete(t *testing.T) {
 	})
 	require.NoError(t, err, "a trace that lost events does not fail the run")
 	require.Len(t, res.Levels, 2)
-	require.Equal(t, StatusTraceIncomplete, res.Levels[0].Status)
+	require.Equal(t, statusTraceIncomplete, res.Levels[0].Status)
 	require.Contains(t, res.Levels[0].Warnings, lost, "the trace's warning, with its code")
-	require.Equal(t, StatusOK, res.Levels[1].Status)
+	require.Equal(t, statusOK, res.Levels[1].Status)
 
 	doc, err := results.LoadLevel(res.Levels[0].ResultFile)
 	require.NoError(t, err)
@@ -67,7 +67,7 @@ func TestFailedCountsAgree(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(neverEnds))
 	defer srv.Close()
 	res, err := Sweep(context.Background(), SweepConfig{
-		URL: srv.URL, Model: "m", Shaper: &Shaper{PerWord: 1}, ISL: 8, OSL: 4,
+		URL: srv.URL, Model: "m", Shaper: &shaper{PerWord: 1}, ISL: 8, OSL: 4,
 		Concurrencies: []int{3}, NumPromptsMul: 3, LevelTimeout: 300 * time.Millisecond, OutDir: t.TempDir(),
 	})
 	require.Error(t, err)

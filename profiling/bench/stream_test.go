@@ -64,10 +64,10 @@ func TestStreamTransportKeepAlive(t *testing.T) {
 	}
 	srv.Start()
 	defer srv.Close()
-	c := NewClient(srv.URL+"/api/", "m", 4)
+	c := newClient(srv.URL+"/api/", "m", 4)
 	require.NotNil(t, c.stream)
 	for i := range 5 {
-		o := c.Do(context.Background(), Request{Prompt: "hi", PromptLen: 1, MaxTokens: 3})
+		o := c.Do(context.Background(), request{Prompt: "hi", PromptLen: 1, MaxTokens: 3})
 		require.True(t, o.OK(), "request %d: %s", i, o.Error)
 		require.Equal(t, 3, o.TokenEvents)
 	}
@@ -76,21 +76,21 @@ func TestStreamTransportKeepAlive(t *testing.T) {
 
 	// The server closes its idle connections: the next request dials anew.
 	srv.CloseClientConnections()
-	o := c.Do(context.Background(), Request{Prompt: "hi", PromptLen: 1, MaxTokens: 3})
+	o := c.Do(context.Background(), request{Prompt: "hi", PromptLen: 1, MaxTokens: 3})
 	require.True(t, o.OK(), o.Error)
 	require.Equal(t, int32(2), conns.Load())
 
 	// Several idle connections, all closed by the server (a restart): the
 	// next request goes past every one of them.
-	outs, _, _ := Run(context.Background(), c, fromSlice([]Request{
+	outs, _, _ := runLoad(context.Background(), c, fromSlice([]request{
 		{Prompt: "a", PromptLen: 1, MaxTokens: 3}, {Prompt: "b", PromptLen: 1, MaxTokens: 3}, {Prompt: "c", PromptLen: 1, MaxTokens: 3},
-	}), Load{MaxConcurrency: 3})
+	}), load{MaxConcurrency: 3})
 	for _, o := range outs {
 		require.True(t, o.OK(), o.Error)
 	}
 	require.GreaterOrEqual(t, len(c.stream.idle), 2, "idle connections kept")
 	srv.CloseClientConnections()
-	o = c.Do(context.Background(), Request{Prompt: "hi", PromptLen: 1, MaxTokens: 3})
+	o = c.Do(context.Background(), request{Prompt: "hi", PromptLen: 1, MaxTokens: 3})
 	require.True(t, o.OK(), o.Error)
 }
 
@@ -112,9 +112,9 @@ func TestStreamTransportBodies(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			url := rawServer(t, tc.response)
-			c := NewClient(url, "m", 4)
+			c := newClient(url, "m", 4)
 			require.NotNil(t, c.stream)
-			o := c.Do(context.Background(), Request{Prompt: "hi", PromptLen: 1, MaxTokens: 2})
+			o := c.Do(context.Background(), request{Prompt: "hi", PromptLen: 1, MaxTokens: 2})
 			require.True(t, o.OK(), o.Error)
 			require.Equal(t, 2, o.TokenEvents)
 			require.Equal(t, 4, o.PromptTokens)

@@ -67,8 +67,8 @@ type SweepConfig struct {
 	SLO         SLO
 	Details     bool // per-request lengths, latencies and generated texts in the result JSON
 
-	// Shaper skips the calibration probes when set.
-	Shaper *Shaper
+	// shaper skips the calibration probes when set.
+	Shaper *shaper
 	// Tokenizer, when set, builds every prompt to its exact length
 	// after two probes check it against the server's counts; a
 	// mismatch is an error. TokenizerSource names it (the tokenizer.json
@@ -117,10 +117,10 @@ type SweepConfig struct {
 
 // Level statuses.
 const (
-	StatusOK              = results.StatusOK
-	StatusTraceIncomplete = results.StatusTraceIncomplete
-	StatusFailed          = results.StatusFailed
-	StatusInterrupted     = results.StatusInterrupted
+	statusOK              = results.StatusOK
+	statusTraceIncomplete = results.StatusTraceIncomplete
+	statusFailed          = results.StatusFailed
+	statusInterrupted     = results.StatusInterrupted
 )
 
 // LevelResult is one concurrency level's outcome.
@@ -129,8 +129,8 @@ type LevelResult struct {
 	NumPrompts int
 	Status     string
 	Start, End time.Time // the measured window (export excluded)
-	Metrics    Metrics
-	Outputs    []Output
+	Metrics    metrics
+	Outputs    []output
 	TraceFiles []string // one per rank, when profiled
 	DecodeBS   int      // from the first trace; 0 when unknown
 	Warnings   []diag.Warning
@@ -143,7 +143,7 @@ type LevelResult struct {
 type SweepResult struct {
 	RunDir      string
 	Model       string
-	Shaper      Shaper
+	Shaper      shaper
 	Levels      []*LevelResult
 	Skipped     []int // concurrencies not run after a failed level
 	SummaryCSV  string
@@ -168,7 +168,7 @@ func (cfg *SweepConfig) levelTimeout(conc, prompts int) time.Duration {
 	case cfg.LevelTimeout < 0:
 		return 0
 	case cfg.LevelTimeout == 0:
-		return DefaultLevelTimeout(prompts+cfg.Warmups, conc, cfg.OSL, cfg.RequestRate)
+		return defaultLevelTimeout(prompts+cfg.Warmups, conc, cfg.OSL, cfg.RequestRate)
 	}
 	return cfg.LevelTimeout
 }
@@ -180,7 +180,7 @@ func (cfg *SweepConfig) probeTimeout() time.Duration {
 	case cfg.LevelTimeout < 0:
 		return 0
 	case cfg.LevelTimeout == 0:
-		return DefaultLevelTimeout(2, 1, 1, 0)
+		return defaultLevelTimeout(2, 1, 1, 0)
 	}
 	return cfg.LevelTimeout
 }
@@ -232,7 +232,7 @@ func (cfg *SweepConfig) defaults() error {
 		cfg.OutDir = "bench-results"
 	}
 	if cfg.Percentiles == nil {
-		cfg.Percentiles = DefaultPercentiles
+		cfg.Percentiles = defaultPercentiles
 	}
 	ps := slices.Clone(cfg.Percentiles)
 	for _, p := range ps {
@@ -278,13 +278,13 @@ func Sweep(ctx context.Context, cfg SweepConfig) (*SweepResult, error) {
 			return nil, err
 		}
 	}
-	c := NewClient(cfg.URL, cfg.Model, slices.Max(cfg.Concurrencies))
+	c := newClient(cfg.URL, cfg.Model, slices.Max(cfg.Concurrencies))
 	c.Endpoint = cfg.Endpoint
 	c.Timeout = cfg.RequestTimeout
 	c.Stall = cfg.stall()
 	c.KeepText = cfg.Details
 	if c.Model == "" {
-		m, err := FetchModel(ctx, c.HTTP, cfg.URL)
+		m, err := fetchModel(ctx, c.HTTP, cfg.URL)
 		if err != nil {
 			return nil, err
 		}
@@ -292,7 +292,7 @@ func Sweep(ctx context.Context, cfg SweepConfig) (*SweepResult, error) {
 		fmt.Fprintf(cfg.Log, "model: %s (from %s/v1/models)\n", m, cfg.URL)
 	}
 	res := &SweepResult{Model: c.Model, Percentiles: cfg.Percentiles}
-	probeCtx, cancelProbes := withBound(ctx, cfg.probeTimeout(), ErrProbeDeadline, "--level-timeout")
+	probeCtx, cancelProbes := withBound(ctx, cfg.probeTimeout(), errProbeDeadline, "--level-timeout")
 	s, err := cfg.shaper(probeCtx, c)
 	cancelProbes()
 	if err != nil {
@@ -332,7 +332,7 @@ func Sweep(ctx context.Context, cfg SweepConfig) (*SweepResult, error) {
 		printLevel(cfg.Log, &cfg, c.Model, lv)
 		if !inBench(lv.Status) {
 			res.Skipped = cfg.Concurrencies[i+1:]
-			if lv.Status == StatusInterrupted {
+			if lv.Status == statusInterrupted {
 				return res, fmt.Errorf("interrupted during concurrency %d; results of completed levels are in %s: %w", conc, dir, ctx.Err())
 			}
 			// The failed requests, and what else went wrong: a level can
@@ -357,7 +357,7 @@ func Sweep(ctx context.Context, cfg SweepConfig) (*SweepResult, error) {
 	return res, nil
 }
 
-func failureSummary(m *Metrics) string {
+func failureSummary(m *metrics) string {
 	var parts []string
 	for _, k := range FailureKinds {
 		if n := m.Failures[k]; n > 0 {
@@ -380,32 +380,32 @@ const warmupIndex = 500_000
 
 // runLevel runs one level: warmup, [start_profile], requests, end time,
 // [stop_profile, wait for the export], metrics.
-func runLevel(ctx context.Context, cfg *SweepConfig, c *Client, s Shaper, conc int) *LevelResult {
-	lv := &LevelResult{Conc: conc, NumPrompts: conc * cfg.NumPromptsMul, Status: StatusOK}
+func runLevel(ctx context.Context, cfg *SweepConfig, c *client, s shaper, conc int) *LevelResult {
+	lv := &LevelResult{Conc: conc, NumPrompts: conc * cfg.NumPromptsMul, Status: statusOK}
 	if cfg.NumPrompts > 0 {
 		lv.NumPrompts = cfg.NumPrompts
 	}
 	runCtx := ctx // the profiler calls and the export wait are not under the level's deadline
-	ctx, cancelLevel := withBound(ctx, cfg.levelTimeout(conc, lv.NumPrompts), ErrLevelDeadline, "--level-timeout")
+	ctx, cancelLevel := withBound(ctx, cfg.levelTimeout(conc, lv.NumPrompts), errLevelDeadline, "--level-timeout")
 	defer cancelLevel()
 	levelSeed := cfg.Seed*1_000_003 + uint64(conc)
-	reqs := Workload{ISL: cfg.ISL, OSL: cfg.OSL, RangeRatio: cfg.RangeRatio, NumPrompts: lv.NumPrompts, Seed: levelSeed}.Source(s)
+	reqs := workload{ISL: cfg.ISL, OSL: cfg.OSL, RangeRatio: cfg.RangeRatio, NumPrompts: lv.NumPrompts, Seed: levelSeed}.Source(s)
 	fail := func(msg string) *LevelResult {
-		lv.Status = StatusFailed
+		lv.Status = statusFailed
 		if runCtx.Err() != nil {
-			lv.Status = StatusInterrupted
+			lv.Status = statusInterrupted
 		}
 		lv.Warnings = append(lv.Warnings, diag.New(diag.Failures, msg))
-		lv.Metrics = Aggregate(nil, lv.NumPrompts, 0, cfg.Percentiles, cfg.SLO)
+		lv.Metrics = aggregate(nil, lv.NumPrompts, 0, cfg.Percentiles, cfg.SLO)
 		return lv
 	}
 
 	if cfg.Warmups > 0 {
 		// Numbered apart from the measured requests: their first words
 		// differ, so a token-granular prefix cache gets no hit either.
-		warm := Workload{ISL: cfg.ISL, OSL: cfg.OSL, RangeRatio: cfg.RangeRatio, NumPrompts: cfg.Warmups,
+		warm := workload{ISL: cfg.ISL, OSL: cfg.OSL, RangeRatio: cfg.RangeRatio, NumPrompts: cfg.Warmups,
 			Seed: levelSeed + 500_000, FirstIndex: warmupIndex}.Source(s)
-		outs, _, _ := Run(ctx, c, warm, Load{MaxConcurrency: min(cfg.Warmups, conc)})
+		outs, _, _ := runLoad(ctx, c, warm, load{MaxConcurrency: min(cfg.Warmups, conc)})
 		for _, o := range outs {
 			if !o.OK() {
 				return fail(fmt.Sprintf("warmup request failed (%s): %s", o.Failure, o.Error))
@@ -450,7 +450,7 @@ func runLevel(ctx context.Context, cfg *SweepConfig, c *Client, s Shaper, conc i
 		now := time.Now()
 		watch = startWindow(ctx, cfg, c, min(conc, lv.NumPrompts), &inFlight, now, profStart, stopProfile)
 	}
-	outs, start, end := Run(ctx, c, reqs, Load{
+	outs, start, end := runLoad(ctx, c, reqs, load{
 		InFlight:         &inFlight,
 		MaxConcurrency:   conc,
 		RequestRate:      cfg.RequestRate,
@@ -470,20 +470,20 @@ func runLevel(ctx context.Context, cfg *SweepConfig, c *Client, s Shaper, conc i
 		}
 		lv.Server = m
 	}
-	lv.Metrics = Aggregate(outs, lv.NumPrompts, end.Sub(start), cfg.Percentiles, cfg.SLO)
+	lv.Metrics = aggregate(outs, lv.NumPrompts, end.Sub(start), cfg.Percentiles, cfg.SLO)
 	if lv.Metrics.Failed > 0 || lv.Metrics.NotSent > 0 {
-		lv.Status = StatusFailed
+		lv.Status = statusFailed
 	}
-	if w, ok := lagWarning(outs, LagShareBound); ok {
+	if w, ok := lagWarning(outs, lagShareBound); ok {
 		lv.Warnings = append(lv.Warnings, w)
 		fmt.Fprintf(cfg.Warn, "warning: concurrency %d: %s\n", conc, w.Message)
 	}
 	if runCtx.Err() != nil {
-		lv.Status = StatusInterrupted
+		lv.Status = statusInterrupted
 	} else if b := boundOf(ctx); b != nil {
-		lv.Status = StatusFailed
+		lv.Status = statusFailed
 		lv.Warnings = append(lv.Warnings, diag.New(diag.Deadline, fmt.Sprintf("%v: %d requests still running were cancelled and %d not sent (a server that trickles bytes or never ends its streams; raise --level-timeout for a slow engine)",
-			b, lv.Metrics.Failures[FailCancelled], lv.Metrics.NotSent)))
+			b, lv.Metrics.Failures[failCancelled], lv.Metrics.NotSent)))
 	}
 	ctx = runCtx
 	if n := lv.Metrics.OutputCounted; n > 0 {
@@ -506,13 +506,13 @@ func runLevel(ctx context.Context, cfg *SweepConfig, c *Client, s Shaper, conc i
 		// cancelled run still stops the profiler so the server is not left
 		// recording.
 		stopLater, err := true, error(nil)
-		lv.Window = &results.ProfileWindow{StartS: profStart.Sub(start).Seconds(), StopS: end.Sub(start).Seconds(), StoppedBy: StopAtLevelEnd, SteadyS: -1}
+		lv.Window = &results.ProfileWindow{StartS: profStart.Sub(start).Seconds(), StopS: end.Sub(start).Seconds(), StoppedBy: stopAtLevelEnd, SteadyS: -1}
 		if watch != nil {
 			var w results.ProfileWindow
 			w, stopLater, err = watch.finish(start, end)
 			lv.Window = &w
 			switch {
-			case w.StoppedBy != StopAtLevelEnd:
+			case w.StoppedBy != stopAtLevelEnd:
 				fmt.Fprintf(cfg.Log, "profiler stopped after %.2f s of steady load, about %.0f decode steps (%s)\n", w.StopS-w.SteadyS, w.DecodeSteps, w.StepsFrom)
 			case w.SteadyS < 0:
 				fmt.Fprintf(cfg.Log, "the load never kept all %d slots busy: the profiler ran to the level's end\n", min(conc, lv.NumPrompts))
@@ -525,13 +525,13 @@ func runLevel(ctx context.Context, cfg *SweepConfig, c *Client, s Shaper, conc i
 		}
 		if err != nil {
 			lv.Warnings = append(lv.Warnings, diag.New(diag.Trace, err.Error()))
-			if lv.Status == StatusOK {
-				lv.Status = StatusFailed
+			if lv.Status == statusOK {
+				lv.Status = statusFailed
 			}
 			return lv
 		}
 		reported := stopReplyDirs(stopReply)
-		appear := cmp.Or(cfg.TraceAppearTimeout, TraceAppearTimeout)
+		appear := cmp.Or(cfg.TraceAppearTimeout, traceAppearTimeout)
 		if len(reported) > 0 {
 			appear = min(appear, traceAppearAfterDone) // the reply says the export is done
 		}
@@ -541,12 +541,12 @@ func runLevel(ctx context.Context, cfg *SweepConfig, c *Client, s Shaper, conc i
 			switch {
 			case ctx.Err() != nil:
 				// The requests are done and measured; only the wait was cut.
-				lv.Status = StatusInterrupted
+				lv.Status = statusInterrupted
 				lv.Warnings = append(lv.Warnings, diag.New(diag.Trace, fmt.Sprintf("interrupted while waiting for the trace export (the level's requests had finished; the server may still be exporting into %s): %v", cfg.TraceDir, err)))
 			default:
 				lv.Warnings = append(lv.Warnings, diag.New(diag.Trace, err.Error()))
-				if lv.Status == StatusOK {
-					lv.Status = StatusFailed
+				if lv.Status == statusOK {
+					lv.Status = statusFailed
 				}
 			}
 			return lv
@@ -562,8 +562,8 @@ func runLevel(ctx context.Context, cfg *SweepConfig, c *Client, s Shaper, conc i
 					lv.Warnings = append(lv.Warnings, diag.New(diag.BSMismatch, w))
 				}
 				lv.Warnings = append(lv.Warnings, warns...)
-				if lv.Status == StatusOK && (diag.Has(warns, diag.Coverage) || diag.Has(warns, diag.Truncated)) {
-					lv.Status = StatusTraceIncomplete
+				if lv.Status == statusOK && (diag.Has(warns, diag.Coverage) || diag.Has(warns, diag.Truncated)) {
+					lv.Status = statusTraceIncomplete
 				}
 			}
 		}
@@ -588,8 +588,8 @@ func batchWarning(conc, bs int) string {
 // modelListTimeout bounds GET /v1/models.
 const modelListTimeout = 30 * time.Second
 
-// FetchModel reads the served model's name from GET /v1/models.
-func FetchModel(ctx context.Context, hc *http.Client, baseURL string) (string, error) {
+// fetchModel reads the served model's name from GET /v1/models.
+func fetchModel(ctx context.Context, hc *http.Client, baseURL string) (string, error) {
 	url := strings.TrimRight(baseURL, "/") + "/v1/models"
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, modelListTimeout)
@@ -695,7 +695,7 @@ func levelFiles(run results.Run, concs []int) []string {
 // shaper decides how prompts are shaped: the given Shaper, the tokenizer
 // when the server agrees with it, or calibration. A tokenizer the user named
 // must work; one found by model name falls back to calibration.
-func (cfg *SweepConfig) shaper(ctx context.Context, c *Client) (Shaper, error) {
+func (cfg *SweepConfig) shaper(ctx context.Context, c *client) (shaper, error) {
 	if cfg.Shaper != nil {
 		return *cfg.Shaper, nil
 	}
@@ -712,9 +712,9 @@ func (cfg *SweepConfig) shaper(ctx context.Context, c *Client) (Shaper, error) {
 		}
 	}
 	if cfg.Tokenizer != nil {
-		s, err := NewTokenizerShaper(cfg.Tokenizer, cfg.TokenizerSource)
+		s, err := newTokenizerShaper(cfg.Tokenizer, cfg.TokenizerSource)
 		if err == nil {
-			s, err = CheckTokenizer(ctx, c, cfg.Seed, s)
+			s, err = checkTokenizer(ctx, c, cfg.Seed, s)
 		}
 		chat := strings.Contains(cfg.Endpoint, "chat")
 		switch {
@@ -736,17 +736,17 @@ func (cfg *SweepConfig) shaper(ctx context.Context, c *Client) (Shaper, error) {
 			}
 			fmt.Fprintf(cfg.Log, "prompts: exact lengths from %s (%s)\n", s.Tokenizer, msg)
 			return s, nil
-		case named && (errors.Is(err, ErrTokenizerMismatch) || s.Counter == nil):
-			return Shaper{}, fmt.Errorf("%w (pass the served model's tokenizer.json, or --tokenizer none to calibrate)", err)
-		case errors.Is(err, ErrTokenizerMismatch) || s.Counter == nil:
+		case named && (errors.Is(err, errTokenizerMismatch) || s.Counter == nil):
+			return shaper{}, fmt.Errorf("%w (pass the served model's tokenizer.json, or --tokenizer none to calibrate)", err)
+		case errors.Is(err, errTokenizerMismatch) || s.Counter == nil:
 			fmt.Fprintf(cfg.Log, "warning: %v; calibrating instead\n", err)
 		default:
-			return Shaper{}, fmt.Errorf("checking the tokenizer against %s: %w", cfg.URL, err)
+			return shaper{}, fmt.Errorf("checking the tokenizer against %s: %w", cfg.URL, err)
 		}
 	}
-	s, err := Calibrate(ctx, c, cfg.Seed)
+	s, err := calibrate(ctx, c, cfg.Seed)
 	if err != nil {
-		return Shaper{}, fmt.Errorf("calibrating prompt lengths against %s: %w", cfg.URL, err)
+		return shaper{}, fmt.Errorf("calibrating prompt lengths against %s: %w", cfg.URL, err)
 	}
 	if s.Calibrated {
 		fmt.Fprintf(cfg.Log, "prompt calibration: %.4f tokens per word + %.1f\n", s.PerWord, s.Base)

@@ -82,7 +82,7 @@ func TestProfiledSweepAgainstSim(t *testing.T) {
 			seen := map[string]bool{}
 			for i, lv := range res.Levels {
 				conc := []int{4, 8, 16}[i]
-				require.Equal(t, StatusOK, lv.Status, "level %d: %v", conc, lv.Warnings)
+				require.Equal(t, statusOK, lv.Status, "level %d: %v", conc, lv.Warnings)
 				require.Equal(t, conc*2, lv.Metrics.Completed)
 				require.Len(t, lv.TraceFiles, 1, "one rank")
 				tr := lv.TraceFiles[0]
@@ -197,13 +197,13 @@ func TestSweepServerDiesMidLevel(t *testing.T) {
 	require.True(t, errors.Is(wait(), sim.ErrCrashed))
 	require.Len(t, res.Levels, 1)
 	lv := res.Levels[0]
-	require.Equal(t, StatusFailed, lv.Status)
+	require.Equal(t, statusFailed, lv.Status)
 	require.Equal(t, []int{8}, res.Skipped)
 	require.Equal(t, 3, lv.Metrics.Completed, "the requests completed before the crash")
 	require.Positive(t, lv.Metrics.Failed)
 	require.Equal(t, 16, lv.Metrics.Completed+lv.Metrics.Failed+lv.Metrics.NotSent)
 	for k := range lv.Metrics.Failures {
-		require.Contains(t, []FailureKind{FailStream, FailConnection}, k, "a dead server cuts streams and refuses connections")
+		require.Contains(t, []failureKind{failStream, failConnection}, k, "a dead server cuts streams and refuses connections")
 	}
 	data, err := os.ReadFile(lv.ResultFile)
 	require.NoError(t, err)
@@ -242,8 +242,8 @@ func TestSweepInterrupted(t *testing.T) {
 	})
 	require.ErrorIs(t, err, context.Canceled)
 	require.Len(t, res.Levels, 2)
-	require.Equal(t, StatusOK, res.Levels[0].Status)
-	require.Equal(t, StatusInterrupted, res.Levels[1].Status)
+	require.Equal(t, statusOK, res.Levels[0].Status)
+	require.Equal(t, statusInterrupted, res.Levels[1].Status)
 	require.Equal(t, []int{8}, res.Skipped)
 	_, err = os.Stat(res.Levels[0].ResultFile)
 	require.NoError(t, err)
@@ -281,13 +281,13 @@ func TestResultDetails(t *testing.T) {
 	t.Parallel()
 	cfg := SweepConfig{URL: "http://x", ISL: 8, OSL: 4, Concurrencies: []int{1}, Details: true}
 	require.NoError(t, cfg.defaults())
-	lv := &LevelResult{Conc: 1, NumPrompts: 2, Status: StatusFailed, Outputs: []Output{
+	lv := &LevelResult{Conc: 1, NumPrompts: 2, Status: statusFailed, Outputs: []output{
 		{TTFT: 20 * time.Millisecond, ITL: gapsOf(5 * time.Millisecond), E2EL: 25 * time.Millisecond, PromptTokens: 8, OutputTokens: 2, TokenEvents: 2, UsageOutput: true, UsagePrompt: true},
-		{Failure: FailHTTP4xx, Error: "HTTP 400: wrong model", PromptTokens: 8},
+		{Failure: failHTTP4xx, Error: "HTTP 400: wrong model", PromptTokens: 8},
 	}}
-	lv.Metrics = Aggregate(lv.Outputs, 2, time.Second, cfg.Percentiles, cfg.SLO)
+	lv.Metrics = aggregate(lv.Outputs, 2, time.Second, cfg.Percentiles, cfg.SLO)
 	var buf bytes.Buffer
-	require.NoError(t, levelDoc(&cfg, "m", Shaper{PerWord: 1}, lv).Write(&buf))
+	require.NoError(t, levelDoc(&cfg, "m", shaper{PerWord: 1}, lv).Write(&buf))
 	data := buf.Bytes()
 	var doc map[string]any
 	require.NoError(t, json.Unmarshal(data, &doc))
@@ -318,7 +318,7 @@ func TestSweepThinkingModel(t *testing.T) {
 	})
 	require.NoError(t, err)
 	lv := res.Levels[0]
-	require.Equal(t, StatusOK, lv.Status)
+	require.Equal(t, statusOK, lv.Status)
 	for _, o := range lv.Outputs {
 		require.Equal(t, osl, o.OutputTokens)
 		// All 30 tokens are events, the 20 reasoning ones first: so TTFT,

@@ -6,30 +6,30 @@ import (
 	"time"
 )
 
-// TokenSplit says how a request's output tokens were shared among the
+// tokenSplit says how a request's output tokens were shared among the
 // frames that carried them.
-type TokenSplit string
+type tokenSplit string
 
 // The ways tokens are shared among frames.
 const (
 	// SplitOnePerFrame: every frame carried one token (the usage total
 	// equals the frames, or there was no usage and no tokenizer).
-	SplitOnePerFrame TokenSplit = "one_per_frame"
+	splitOnePerFrame tokenSplit = "one_per_frame"
 	// SplitTokenizer: frames carried several tokens, shared out in
 	// proportion to the model's tokenizer count of each frame's text.
-	SplitTokenizer TokenSplit = "tokenizer"
+	splitTokenizer tokenSplit = "tokenizer"
 	// SplitEven: frames carried several tokens and no tokenizer was at
 	// hand: the usage total is spread evenly over the frames.
-	SplitEven TokenSplit = "even"
+	splitEven tokenSplit = "even"
 )
 
 // rank orders splits from exact to estimated: a level reports its least
 // exact one.
-func (s TokenSplit) rank() int {
+func (s tokenSplit) rank() int {
 	switch s {
-	case SplitTokenizer:
+	case splitTokenizer:
 		return 1
-	case SplitEven:
+	case splitEven:
 		return 2
 	}
 	return 0
@@ -112,7 +112,7 @@ func (l *frameLog) reset() {
 // earliest empty frames are not tokens). Tokens beyond one per frame are
 // shared in proportion to the frames' tokenizer counts beyond one, else
 // evenly.
-func (l *frameLog) split(out *Output, total int, count func(string) int) {
+func (l *frameLog) split(out *output, total int, count func(string) int) {
 	kept := l.text + l.empty
 	drop := 0
 	if total >= 0 && total < kept {
@@ -147,11 +147,11 @@ func (l *frameLog) split(out *Output, total int, count func(string) int) {
 		sum = min(total, kept*maxTokensPerFrame)
 	}
 	extra := sum - kept
-	out.TokenEvents, out.FrameTokens, out.Split = kept, 0, SplitOnePerFrame
+	out.TokenEvents, out.FrameTokens, out.Split = kept, 0, splitOnePerFrame
 	if extra > 0 {
-		out.Split = SplitEven
+		out.Split = splitEven
 		if extraW > 0 {
-			out.Split = SplitTokenizer
+			out.Split = splitTokenizer
 		}
 	}
 	var (
@@ -172,7 +172,7 @@ func (l *frameLog) split(out *Output, total int, count func(string) int) {
 		k := 1
 		if extra > 0 {
 			var share int
-			if out.Split == SplitTokenizer {
+			if out.Split == splitTokenizer {
 				cumW += weights[f] - 1
 				share = extra * cumW / extraW
 			} else {
@@ -204,8 +204,8 @@ func (l *frameLog) split(out *Output, total int, count func(string) int) {
 
 // splitWarning says when a level's frames carried several tokens and
 // nothing told how many each: its per-token gaps are then estimates.
-func splitWarning(m *Metrics) string {
-	if m.Split != SplitEven {
+func splitWarning(m *metrics) string {
+	if m.Split != splitEven {
 		return ""
 	}
 	return fmt.Sprintf("frames carried %.2f tokens on average and no tokenizer was at hand: each request's usage total is spread evenly over its frames, so ITL divides a frame's gap evenly among its tokens (pass --tokenizer for counts per frame)", m.TokensPerFrame())

@@ -34,7 +34,7 @@ func repeat(v float64, n int) []float64 {
 	return out
 }
 
-func gapsList(g Gaps) []time.Duration {
+func gapsList(g gaps) []time.Duration {
 	var out []time.Duration
 	for d := range g.All() {
 		out = append(out, d)
@@ -63,51 +63,51 @@ func TestFrameLogSplit(t *testing.T) {
 		events    int
 		tokens    int
 		reasoning int
-		split     TokenSplit
+		split     tokenSplit
 	}{
 		{
 			name: "one token per frame", frames: []fr{{10, " a", false}, {15, " a", false}, {25, " a", false}},
-			total: 3, ttft: 10, itl: []float64{5, 10}, events: 3, tokens: 3, split: SplitOnePerFrame,
+			total: 3, ttft: 10, itl: []float64{5, 10}, events: 3, tokens: 3, split: splitOnePerFrame,
 		},
 		{
 			name: "merged frames without a tokenizer", why: "12 tokens spread evenly over 3 frames: each frame's gap is divided by 4",
 			frames: []fr{{40, " a", false}, {80, " a", false}, {120, " a", false}},
-			total:  12, ttft: 40, itl: []float64{10, 10, 10, 10, 10, 10, 10, 10}, events: 3, tokens: 12, split: SplitEven,
+			total:  12, ttft: 40, itl: []float64{10, 10, 10, 10, 10, 10, 10, 10}, events: 3, tokens: 12, split: splitEven,
 		},
 		{
 			name: "merged frames with a tokenizer", why: "weights 3, 1, 2 share the 6 tokens exactly",
 			frames: []fr{{30, " a b c", true}, {40, " a", true}, {60, " a b", false}}, total: 6, tokenizer: true,
-			ttft: 30, itl: []float64{10, 10, 10}, events: 3, tokens: 6, reasoning: 4, split: SplitTokenizer,
+			ttft: 30, itl: []float64{10, 10, 10}, events: 3, tokens: 6, reasoning: 4, split: splitTokenizer,
 		},
 		{
 			name: "an empty-text token counts", why: "usage says 3 tokens in 3 frames, one of them with empty text",
 			frames: []fr{{10, " a", false}, {20, "", false}, {30, " a", false}},
-			total:  3, ttft: 10, itl: []float64{10, 10}, events: 3, tokens: 3, split: SplitOnePerFrame,
+			total:  3, ttft: 10, itl: []float64{10, 10}, events: 3, tokens: 3, split: splitOnePerFrame,
 		},
 		{
 			name: "an empty frame the usage has no room for", why: "the earliest empty frame is not a token; its gap joins the next frame's",
 			frames: []fr{{5, "", false}, {10, " a", false}, {20, "", false}, {30, " a", false}},
-			total:  3, ttft: 10, itl: []float64{10, 10}, events: 3, tokens: 3, split: SplitOnePerFrame,
+			total:  3, ttft: 10, itl: []float64{10, 10}, events: 3, tokens: 3, split: splitOnePerFrame,
 		},
 		{
 			name: "no usage", why: "every frame is a token, the empty one too",
 			frames: []fr{{10, " a", false}, {20, "", false}}, total: -1,
-			ttft: 10, itl: []float64{10}, events: 2, tokens: 2, split: SplitOnePerFrame,
+			ttft: 10, itl: []float64{10}, events: 2, tokens: 2, split: splitOnePerFrame,
 		},
 		{
 			name: "no usage, with a tokenizer", why: "the tokenizer's counts are the tokens",
 			frames: []fr{{10, " a b", false}, {20, " a b c", false}}, total: -1, tokenizer: true,
-			ttft: 10, itl: []float64{10.0 / 3, 10.0 / 3, 10.0 / 3}, events: 2, tokens: 5, split: SplitTokenizer,
+			ttft: 10, itl: []float64{10.0 / 3, 10.0 / 3, 10.0 / 3}, events: 2, tokens: 5, split: splitTokenizer,
 		},
 		{
 			name: "an implausible usage total", why: "a billion tokens in two frames: each frame is taken to carry at most 64",
 			frames: []fr{{10, " a", false}, {20, " a", false}}, total: 1e9,
-			ttft: 10, itl: repeat(10.0/64, 64), events: 2, tokens: 128, split: SplitEven,
+			ttft: 10, itl: repeat(10.0/64, 64), events: 2, tokens: 128, split: splitEven,
 		},
 		{
 			name: "usage above the tokenizer's counts", why: "the tokenizer says one each: the rest is spread evenly",
 			frames: []fr{{10, " a", false}, {30, " a", false}}, total: 4, tokenizer: true,
-			ttft: 10, itl: []float64{10, 10}, events: 2, tokens: 4, split: SplitEven,
+			ttft: 10, itl: []float64{10, 10}, events: 2, tokens: 4, split: splitEven,
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -116,7 +116,7 @@ func TestFrameLogSplit(t *testing.T) {
 			for _, f := range tc.frames {
 				l.add(start, start.Add(msd(f.at)), []byte(f.text), f.reasoning)
 			}
-			var out Output
+			var out output
 			var count func(string) int
 			if tc.tokenizer {
 				count = wordCounter{}.Count
@@ -148,7 +148,7 @@ func TestFrameLogSplitExactSum(t *testing.T) {
 	var l frameLog
 	l.add(start, start.Add(7), []byte(" a"), false)
 	l.add(start, start.Add(7+1000), []byte(" b"), false)
-	var out Output
+	var out output
 	l.split(&out, 8, nil) // 4 and 4 tokens: 1000 ns in 4 gaps
 	var sum time.Duration
 	for d := range out.ITL.All() {
@@ -252,7 +252,7 @@ func atomStream(rel string, chat bool, frames []dialectFrame, usage int) (body s
 
 // readScheduled reads body as a response whose events arrive at the given
 // times, on a fake clock.
-func readScheduled(c *Client, body string, at []time.Duration) Output {
+func readScheduled(c *client, body string, at []time.Duration) output {
 	start := time.Unix(1000, 0)
 	i := 0
 	c.now = func() time.Time {
@@ -260,8 +260,8 @@ func readScheduled(c *Client, body string, at []time.Duration) Output {
 		i++
 		return start.Add(d)
 	}
-	out := Output{Start: start}
-	c.readStream(context.Background(), &out, NewSSEReader(bufio.NewReader(strings.NewReader(body))))
+	out := output{Start: start}
+	c.readStream(context.Background(), &out, newSSEReader(bufio.NewReader(strings.NewReader(body))))
 	return out
 }
 
@@ -281,9 +281,9 @@ func TestDialectsMeasureAlike(t *testing.T) {
 			name := fmt.Sprintf("chat=%v/tokenizer=%v", chat, tok)
 			t.Run(name, func(t *testing.T) {
 				t.Parallel()
-				var outs []Output
+				var outs []output
 				for _, rel := range []string{"legacy", "current"} {
-					c := &Client{Endpoint: "/v1/completions"}
+					c := &client{Endpoint: "/v1/completions"}
 					if chat {
 						c.Endpoint = "/v1/chat/completions"
 					}
@@ -295,7 +295,7 @@ func TestDialectsMeasureAlike(t *testing.T) {
 					require.True(t, o.OK(), "%s: %s", rel, o.Error)
 					outs = append(outs, o)
 				}
-				if d := cmp.Diff(outs[0], outs[1], cmp.AllowUnexported(Gaps{})); d != "" {
+				if d := cmp.Diff(outs[0], outs[1], cmp.AllowUnexported(gaps{})); d != "" {
 					t.Fatalf("legacy and current differ (-legacy +current):\n%s", d)
 				}
 				o := outs[0]
@@ -310,11 +310,11 @@ func TestDialectsMeasureAlike(t *testing.T) {
 				}
 				require.Equal(t, msd(130-40), sum, "the gaps cover first to last frame")
 				if !tok {
-					require.Equal(t, SplitEven, o.Split)
+					require.Equal(t, splitEven, o.Split)
 					return
 				}
 				// With the tokenizer every frame's count is known.
-				require.Equal(t, SplitTokenizer, o.Split)
+				require.Equal(t, splitTokenizer, o.Split)
 				want := []time.Duration{msd(7.5), msd(7.5), msd(7.5), msd(7.5), 13333334, 13333333, 13333333, msd(10), msd(5), msd(5)}
 				require.Equal(t, want, gapsList(o.ITL))
 				if chat {
@@ -332,13 +332,13 @@ func TestDialectsMeasureAlike(t *testing.T) {
 func TestEmptyFirstToken(t *testing.T) {
 	t.Parallel()
 	for _, rel := range []string{"legacy", "current"} {
-		c := &Client{Endpoint: "/v1/chat/completions"}
+		c := &client{Endpoint: "/v1/chat/completions"}
 		body, at := atomStream(rel, true, []dialectFrame{{30, "", false}, {40, " a", false}}, 2)
 		o := readScheduled(c, body, at)
 		require.True(t, o.OK(), o.Error)
 		require.Equal(t, msd(30), o.TTFT, rel)
 		require.Equal(t, 2, o.TokenEvents, rel)
-		require.Equal(t, SplitOnePerFrame, o.Split, rel)
+		require.Equal(t, splitOnePerFrame, o.Split, rel)
 	}
 }
 
@@ -375,7 +375,7 @@ func sweepSim(t *testing.T, cfg sim.Config, sc SweepConfig) (*LevelResult, *resu
 	res, err := Sweep(context.Background(), sc)
 	require.NoError(t, err)
 	lv := res.Levels[0]
-	require.Equal(t, StatusOK, lv.Status, "%v", lv.Warnings)
+	require.Equal(t, statusOK, lv.Status, "%v", lv.Warnings)
 	doc, err := results.LoadLevel(lv.ResultFile)
 	require.NoError(t, err)
 	return lv, doc
@@ -410,9 +410,9 @@ func TestSweepMergedFrames(t *testing.T) {
 	})
 	one, four := runs[1], runs[4]
 	require.InDelta(t, 1.0, one.doc.TokensPerFrame, 1e-9)
-	require.Equal(t, string(SplitOnePerFrame), one.doc.TokensPerFrameMethod)
+	require.Equal(t, string(splitOnePerFrame), one.doc.TokensPerFrameMethod)
 	require.InDelta(t, 4.0, four.doc.TokensPerFrame, 1e-9, "64 tokens in 16 frames of 4")
-	require.Equal(t, string(SplitEven), four.doc.TokensPerFrameMethod)
+	require.Equal(t, string(splitEven), four.doc.TokensPerFrameMethod)
 	require.Equal(t, osl*conc*2, four.doc.TotalOutputTokens)
 	require.Contains(t, strings.Join(diagMessages(four.lv), "\n"), "spread evenly")
 	for _, o := range four.lv.Outputs {
@@ -483,7 +483,7 @@ func TestSweepDialectsAlike(t *testing.T) {
 	})
 	l, c := docs[sim.ReleaseLegacy], docs[sim.ReleaseCurrent]
 	for _, d := range []*results.Level{l, c} {
-		require.Equal(t, string(SplitTokenizer), d.TokensPerFrameMethod)
+		require.Equal(t, string(splitTokenizer), d.TokensPerFrameMethod)
 		require.Equal(t, osl*conc*2, d.TotalOutputTokens)
 		require.Equal(t, 10*conc*2, d.ReasoningTokens)
 	}
@@ -509,13 +509,13 @@ func BenchmarkReadStreamTokenizer(b *testing.B) {
 	require.NoError(b, err)
 	const n = 1000
 	body := []byte(atomFrames(n, 1024))
-	c := &Client{}
+	c := &client{}
 	c.SetTokenizer(tok)
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	for b.Loop() {
-		out := Output{Start: time.Now()}
-		c.readStream(context.Background(), &out, NewSSEReader(bytes.NewReader(body)))
+		out := output{Start: time.Now()}
+		c.readStream(context.Background(), &out, newSSEReader(bytes.NewReader(body)))
 		if !out.OK() || out.TokenEvents != n {
 			b.Fatalf("%s: %s", out.Failure, out.Error)
 		}

@@ -12,12 +12,12 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 )
 
-// TraceAppearTimeout is how long after /stop_profile replied the client
+// traceAppearTimeout is how long after /stop_profile replied the client
 // waits for the first sign of an export (a new .json or .json.gz in the
 // trace directory or its rank directories) before it says the directory
 // is probably not the server's. Engines write their trace file as the
 // export starts; only its end takes the export's whole time.
-const TraceAppearTimeout = 30 * time.Second
+const traceAppearTimeout = 30 * time.Second
 
 // traceAppearAfterDone replaces TraceAppearTimeout when the reply listed
 // its traces: the export is done, so its files are there already.
@@ -34,7 +34,7 @@ func checkTraceDir(dir string, log io.Writer) error {
 	info, err := os.Stat(dir)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		fmt.Fprintf(log, "trace directory %s does not exist yet: the server makes it at its first export (if no trace appears there within %v of /stop_profile, it is not the server's profiler directory)\n", dir, TraceAppearTimeout)
+		fmt.Fprintf(log, "trace directory %s does not exist yet: the server makes it at its first export (if no trace appears there within %v of /stop_profile, it is not the server's profiler directory)\n", dir, traceAppearTimeout)
 		return nil
 	case err != nil:
 		return fmt.Errorf("--trace-dir %s: %w", dir, err)

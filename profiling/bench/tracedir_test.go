@@ -84,7 +84,7 @@ func TestWrongTraceDir(t *testing.T) {
 			url, _ := startSim(t, sim.Config{ProfilerDir: serverDir, TimeScale: 50, AsyncStop: async})
 			res, err := finishes(t, func() sweepOutcome {
 				res, err := Sweep(context.Background(), SweepConfig{
-					URL: url, Model: simModel, Shaper: &Shaper{PerWord: 1}, ISL: 8, OSL: 4, Concurrencies: []int{1, 2},
+					URL: url, Model: simModel, Shaper: &shaper{PerWord: 1}, ISL: 8, OSL: 4, Concurrencies: []int{1, 2},
 					Profile: true, TraceDir: t.TempDir(), ExportTimeout: 10 * time.Minute, PollInterval: 10 * time.Millisecond,
 					TraceAppearTimeout: 300 * time.Millisecond, OutDir: t.TempDir(),
 				})
@@ -93,7 +93,7 @@ func TestWrongTraceDir(t *testing.T) {
 			require.ErrorContains(t, err, "it is probably not the server's profiler directory")
 			require.Len(t, res.Levels, 1)
 			lv := res.Levels[0]
-			require.Equal(t, StatusFailed, lv.Status)
+			require.Equal(t, statusFailed, lv.Status)
 			require.Equal(t, 1, lv.Metrics.Completed, "the requests succeeded; the traces are missing")
 			require.True(t, diag.Has(lv.Warnings, diag.Trace))
 			if !async {
@@ -126,7 +126,7 @@ func TestExportWaitInterrupted(t *testing.T) {
 	defer srv.Close()
 	res, err := finishes(t, func() sweepOutcome {
 		res, err := Sweep(ctx, SweepConfig{
-			URL: srv.URL, Model: "m", Shaper: &Shaper{PerWord: 1}, ISL: 8, OSL: 4, RangeRatio: 1, Concurrencies: []int{2, 4},
+			URL: srv.URL, Model: "m", Shaper: &shaper{PerWord: 1}, ISL: 8, OSL: 4, RangeRatio: 1, Concurrencies: []int{2, 4},
 			Profile: true, TraceDir: traceDir, PollInterval: 10 * time.Millisecond, OutDir: t.TempDir(),
 		})
 		return sweepOutcome{res, err}
@@ -134,7 +134,7 @@ func TestExportWaitInterrupted(t *testing.T) {
 	require.ErrorIs(t, err, context.Canceled)
 	require.Len(t, res.Levels, 1)
 	lv := res.Levels[0]
-	require.Equal(t, StatusInterrupted, lv.Status)
+	require.Equal(t, statusInterrupted, lv.Status)
 	require.Equal(t, 2, lv.Metrics.Completed)
 	require.Zero(t, lv.Metrics.Failed)
 	var msgs []string

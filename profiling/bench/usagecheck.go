@@ -18,7 +18,7 @@ import (
 // figure is dropped as if the server had sent none (the frames are counted
 // instead), a prompt figure is replaced by the requested length, and the
 // reason is kept. It returns the total to share out (-1: none).
-func (o *Output) checkUsage(total, text, empty, textBytes int) int {
+func (o *output) checkUsage(total, text, empty, textBytes int) int {
 	var why []string
 	if !o.UsageOutput {
 		total = -1

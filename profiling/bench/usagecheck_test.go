@@ -48,7 +48,7 @@ func TestCheckUsage(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			o := Output{MaxTokens: tc.max, PromptLen: tc.promL, PromptTokens: tc.promL}
+			o := output{MaxTokens: tc.max, PromptLen: tc.promL, PromptTokens: tc.promL}
 			if !tc.noUsage {
 				o.OutputTokens, o.UsageOutput = tc.usageOut, true
 			}
@@ -83,12 +83,12 @@ func TestSweepImplausibleUsage(t *testing.T) {
 			defer srv.Close()
 			var warn strings.Builder
 			res, err := Sweep(context.Background(), SweepConfig{
-				URL: srv.URL, Model: "m", Shaper: &Shaper{PerWord: 1}, ISL: 8, OSL: tokens, RangeRatio: 1,
+				URL: srv.URL, Model: "m", Shaper: &shaper{PerWord: 1}, ISL: 8, OSL: tokens, RangeRatio: 1,
 				Concurrencies: []int{2}, NumPromptsMul: 2, OutDir: t.TempDir(), Warn: &warn,
 			})
 			require.NoError(t, err)
 			lv := res.Levels[0]
-			require.Equal(t, StatusOK, lv.Status)
+			require.Equal(t, statusOK, lv.Status)
 			require.Equal(t, 4*tokens, lv.Metrics.TotalOutput, "the streamed tokens")
 			require.Positive(t, lv.Metrics.OutputThroughput)
 			require.InDelta(t, float64(4*tokens)/lv.Metrics.Duration.Seconds(), lv.Metrics.OutputThroughput, 1e-6)

@@ -10,9 +10,9 @@ import (
 
 // How a profiled level's window ended (results.ProfileWindow.StoppedBy).
 const (
-	StopAtSteps    = "steps"     // after about ProfileSteps decode steps of steady load
-	StopAtSeconds  = "seconds"   // after ProfileFor of steady load
-	StopAtLevelEnd = "level_end" // at the level's end (no window asked, or it was not reached)
+	stopAtSteps    = "steps"     // after about ProfileSteps decode steps of steady load
+	stopAtSeconds  = "seconds"   // after ProfileFor of steady load
+	stopAtLevelEnd = "level_end" // at the level's end (no window asked, or it was not reached)
 )
 
 // stepsSource says how decode steps are counted while a level runs.
@@ -54,10 +54,10 @@ type windowWatch struct {
 
 // startWindow watches the load of a level that starts at levelStart with
 // the profiler started at profStart; stop stops the profiler.
-func startWindow(ctx context.Context, cfg *SweepConfig, c *Client, conc int, inFlight *atomic.Int64,
+func startWindow(ctx context.Context, cfg *SweepConfig, c *client, conc int, inFlight *atomic.Int64,
 	levelStart, profStart time.Time, stop func(context.Context) error) *windowWatch {
 	w := &windowWatch{done: make(chan struct{}), levelRef: levelStart}
-	w.win = results.ProfileWindow{StartS: profStart.Sub(levelStart).Seconds(), SteadyS: -1, StoppedBy: StopAtLevelEnd, StepsFrom: stepsSource}
+	w.win = results.ProfileWindow{StartS: profStart.Sub(levelStart).Seconds(), SteadyS: -1, StoppedBy: stopAtLevelEnd, StepsFrom: stepsSource}
 	wctx, cancel := context.WithCancel(ctx)
 	w.cancel = cancel
 	go func() {
@@ -87,9 +87,9 @@ func startWindow(ctx context.Context, cfg *SweepConfig, c *Client, conc int, inF
 			by := ""
 			switch {
 			case cfg.ProfileSteps > 0 && steps >= float64(cfg.ProfileSteps):
-				by = StopAtSteps
+				by = stopAtSteps
 			case cfg.ProfileFor > 0 && now.Sub(steadyAt) >= cfg.ProfileFor:
-				by = StopAtSeconds
+				by = stopAtSeconds
 			}
 			if by == "" {
 				continue

@@ -41,9 +41,9 @@ func TestProfileWindow(t *testing.T) {
 		seconds time.Duration
 		by      string
 	}{
-		{"steps", 30, 0, StopAtSteps},
-		{"seconds", 0, 150 * time.Millisecond, StopAtSeconds},
-		{"not reached", 100000, 0, StopAtLevelEnd},
+		{"steps", 30, 0, stopAtSteps},
+		{"seconds", 0, 150 * time.Millisecond, stopAtSeconds},
+		{"not reached", 100000, 0, stopAtLevelEnd},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			traceDir := t.TempDir()
@@ -64,18 +64,18 @@ func TestProfileWindow(t *testing.T) {
 			t.Logf("window %.3f–%.3f s of a %.3f s level (steady from %.3f s; stop took %.3f s); about %.1f decode steps estimated, %d in the trace",
 				w.StartS, w.StopS, doc.DurationS, w.SteadyS, w.StopWaitS, w.DecodeSteps, steps)
 			switch tc.by {
-			case StopAtSteps:
+			case stopAtSteps:
 				require.GreaterOrEqual(t, w.DecodeSteps, float64(tc.steps))
 				require.GreaterOrEqual(t, steps, tc.steps-2, "the trace holds the steps counted")
 				// A few more for the stop's round trip; a loaded machine
 				// that starves the watch adds more.
 				require.LessOrEqual(t, steps, osl/2, "a part of the level's %d steps", osl)
 				require.Less(t, w.StopS, doc.DurationS)
-			case StopAtSeconds:
+			case stopAtSeconds:
 				require.GreaterOrEqual(t, w.StopS-w.SteadyS, tc.seconds.Seconds())
 				require.Less(t, w.StopS, doc.DurationS)
 				require.Less(t, steps, osl*3/4, "the trace holds a part of the level")
-			case StopAtLevelEnd:
+			case stopAtLevelEnd:
 				require.InDelta(t, doc.DurationS, w.StopS, 1e-6, "stopped at the level's end")
 				require.GreaterOrEqual(t, steps, osl-2, "every decode step is in the trace")
 			}

@@ -60,11 +60,11 @@ func Lengths(rng *rand.Rand, n, l int, r float64) []int {
 	return out
 }
 
-// Shaper makes prompt text of a token count. With the served model's
+// shaper makes prompt text of a token count. With the served model's
 // tokenizer (Counter) every prompt is built to its exact length; otherwise a
 // word count is estimated as tokens ≈ Base + PerWord·words, calibrated from
 // the server's usage.prompt_tokens.
-type Shaper struct {
+type shaper struct {
 	Base, PerWord float64
 	Calibrated    bool // false: one token per word was assumed
 
@@ -82,9 +82,9 @@ type Shaper struct {
 	fill []string // words that are exactly one token after a space
 }
 
-// NewTokenizerShaper shapes prompts with a tokenizer. It fails when too few
+// newTokenizerShaper shapes prompts with a tokenizer. It fails when too few
 // of the prompt words are single tokens for lengths to be hit exactly.
-func NewTokenizerShaper(c tokenizer.Counter, source string) (Shaper, error) {
+func newTokenizerShaper(c tokenizer.Counter, source string) (shaper, error) {
 	base := c.Count("a")
 	var fill []string
 	for _, w := range words {
@@ -93,13 +93,13 @@ func NewTokenizerShaper(c tokenizer.Counter, source string) (Shaper, error) {
 		}
 	}
 	if len(fill) < 32 {
-		return Shaper{}, fmt.Errorf("tokenizer %s: only %d of %d common English words are single tokens after a space; it cannot shape exact prompts", source, len(fill), len(words))
+		return shaper{}, fmt.Errorf("tokenizer %s: only %d of %d common English words are single tokens after a space; it cannot shape exact prompts", source, len(fill), len(words))
 	}
-	return Shaper{Counter: c, Tokenizer: source, fill: fill, PerWord: 1}, nil
+	return shaper{Counter: c, Tokenizer: source, fill: fill, PerWord: 1}, nil
 }
 
 // Method says how prompts are shaped, for results and logs.
-func (s Shaper) Method() string {
+func (s shaper) Method() string {
 	switch {
 	case s.Counter != nil:
 		return "tokenizer"
@@ -110,11 +110,11 @@ func (s Shaper) Method() string {
 	}
 }
 
-// Prompt builds request index's prompt of about tokens tokens (exactly, with
+// promptText builds request index's prompt of about tokens tokens (exactly, with
 // a tokenizer, unless tokens is below what the distinct first word takes).
-func (s Shaper) Prompt(rng *rand.Rand, seed uint64, index, tokens int) string {
+func (s shaper) Prompt(rng *rand.Rand, seed uint64, index, tokens int) string {
 	if s.Counter == nil || len(s.fill) == 0 {
-		return Prompt(rng, seed, index, s.Words(tokens))
+		return promptText(rng, seed, index, s.Words(tokens))
 	}
 	target := tokens - s.Offset
 	ws := []string{prefixWord(seed, index)}
@@ -158,16 +158,16 @@ func prefixWord(seed uint64, index int) string {
 }
 
 // Words is the number of words that makes a prompt of about tokens tokens.
-func (s Shaper) Words(tokens int) int {
+func (s shaper) Words(tokens int) int {
 	if s.PerWord <= 0 {
 		return max(tokens, 1)
 	}
 	return max(int(math.Round((float64(tokens)-s.Base)/s.PerWord)), 1)
 }
 
-// Prompt builds request index's prompt of n words: a distinct first word
+// promptText builds request index's prompt of n words: a distinct first word
 // (so no two prompts share a prefix-cache block) then random common words.
-func Prompt(rng *rand.Rand, seed uint64, index, n int) string {
+func promptText(rng *rand.Rand, seed uint64, index, n int) string {
 	var b strings.Builder
 	b.Grow(n * 6)
 	b.WriteString(prefixWord(seed, index))
@@ -178,8 +178,8 @@ func Prompt(rng *rand.Rand, seed uint64, index, n int) string {
 	return b.String()
 }
 
-// Workload is the random dataset of one level.
-type Workload struct {
+// workload is the random dataset of one level.
+type workload struct {
 	ISL, OSL   int
 	RangeRatio float64
 	NumPrompts int
@@ -190,19 +190,19 @@ type Workload struct {
 }
 
 // Requests builds the level's requests at once; prompts are shaped with s.
-func (w Workload) Requests(s Shaper) []Request {
+func (w workload) Requests(s shaper) []request {
 	src := w.Source(s)
-	reqs := make([]Request, src.Len())
+	reqs := make([]request, src.Len())
 	for i := range reqs {
 		reqs[i] = src.Next()
 	}
 	return reqs
 }
 
-// Source makes the level's requests one at a time, the same ones in the
+// requestSource makes the level's requests one at a time, the same ones in the
 // same order as Requests: a level of thousands of prompts holds only the
 // few built ahead of its senders.
-func (w Workload) Source(s Shaper) Source {
+func (w workload) Source(s shaper) requestSource {
 	rng := rand.New(rand.NewPCG(w.Seed, 0x9e3779b97f4a7c15))
 	return &workloadSource{
 		w:   w,
@@ -213,16 +213,16 @@ func (w Workload) Source(s Shaper) Source {
 	}
 }
 
-// Source yields a level's requests in order: Next is called Len times, from
+// requestSource yields a level's requests in order: Next is called Len times, from
 // one goroutine.
-type Source interface {
+type requestSource interface {
 	Len() int
-	Next() Request
+	Next() request
 }
 
 type workloadSource struct {
-	w       Workload
-	s       Shaper
+	w       workload
+	s       shaper
 	rng     *rand.Rand
 	in, out []int
 	i       int
@@ -230,11 +230,11 @@ type workloadSource struct {
 
 func (src *workloadSource) Len() int { return src.w.NumPrompts }
 
-func (src *workloadSource) Next() Request {
+func (src *workloadSource) Next() request {
 	i := src.i
 	src.i++
 	index := src.w.FirstIndex + i
-	return Request{
+	return request{
 		Index:     index,
 		Prompt:    src.s.Prompt(src.rng, src.w.Seed, index, src.in[i]),
 		PromptLen: src.in[i],
@@ -243,29 +243,29 @@ func (src *workloadSource) Next() Request {
 }
 
 // fromSlice is a Source of requests built beforehand.
-func fromSlice(reqs []Request) Source { return &sliceSource{reqs: reqs} }
+func fromSlice(reqs []request) requestSource { return &sliceSource{reqs: reqs} }
 
 type sliceSource struct {
-	reqs []Request
+	reqs []request
 	i    int
 }
 
 func (src *sliceSource) Len() int { return len(src.reqs) }
 
-func (src *sliceSource) Next() Request {
+func (src *sliceSource) Next() request {
 	r := src.reqs[src.i]
 	src.i++
 	return r
 }
 
-// Calibrate sends two short probe requests (one output token each) and fits
+// calibrate sends two short probe requests (one output token each) and fits
 // tokens = Base + PerWord·words from their usage.prompt_tokens. When the
 // server reports no usage it returns one token per word, uncalibrated.
-func Calibrate(ctx context.Context, c *Client, seed uint64) (Shaper, error) {
+func calibrate(ctx context.Context, c *client, seed uint64) (shaper, error) {
 	rng := rand.New(rand.NewPCG(seed, 1))
 	probe := func(n int) (int, error) {
 		// Indexes beyond any level's keep probes distinct from requests.
-		o := c.Do(ctx, Request{Index: 900_000 + n, Prompt: Prompt(rng, seed, 900_000+n, n), PromptLen: n, MaxTokens: 1})
+		o := c.Do(ctx, request{Index: 900_000 + n, Prompt: promptText(rng, seed, 900_000+n, n), PromptLen: n, MaxTokens: 1})
 		if !o.OK() {
 			return 0, fmt.Errorf("calibration probe of %d words: %s: %s", n, o.Failure, o.Error)
 		}
@@ -277,20 +277,20 @@ func Calibrate(ctx context.Context, c *Client, seed uint64) (Shaper, error) {
 	const n1, n2 = 64, 512
 	t1, err := probe(n1)
 	if err != nil {
-		return Shaper{}, err
+		return shaper{}, err
 	}
 	t2, err := probe(n2)
 	if err != nil {
-		return Shaper{}, err
+		return shaper{}, err
 	}
 	if t1 == 0 || t2 <= t1 {
-		return Shaper{Base: 0, PerWord: 1}, nil
+		return shaper{Base: 0, PerWord: 1}, nil
 	}
 	per := float64(t2-t1) / float64(n2-n1)
-	return Shaper{Base: float64(t1) - per*n1, PerWord: per, Calibrated: true}, nil
+	return shaper{Base: float64(t1) - per*n1, PerWord: per, Calibrated: true}, nil
 }
 
-// CheckTokenizer sends two probe prompts built with s's tokenizer and
+// checkTokenizer sends two probe prompts built with s's tokenizer and
 // compares the server's usage.prompt_tokens with the tokenizer's counts. A
 // difference that is the same for both is what the server adds (a chat
 // template, or a BOS the tokenizer files do not declare) and becomes
@@ -298,13 +298,13 @@ func Calibrate(ctx context.Context, c *Client, seed uint64) (Shaper, error) {
 // changes with length means it is not the served model's tokenizer,
 // reported as ErrTokenizerMismatch. A server without usage leaves s
 // unverified.
-func CheckTokenizer(ctx context.Context, c *Client, seed uint64, s Shaper) (Shaper, error) {
+func checkTokenizer(ctx context.Context, c *client, seed uint64, s shaper) (shaper, error) {
 	rng := rand.New(rand.NewPCG(seed, 2))
 	var counted, served [2]int
 	for i, n := range [2]int{64, 512} {
 		text := s.Prompt(rng, seed, 910_000+i, n)
 		counted[i] = s.Counter.Count(text)
-		o := c.Do(ctx, Request{Index: 910_000 + i, Prompt: text, PromptLen: counted[i], MaxTokens: 1})
+		o := c.Do(ctx, request{Index: 910_000 + i, Prompt: text, PromptLen: counted[i], MaxTokens: 1})
 		if !o.OK() {
 			return s, fmt.Errorf("tokenizer probe of %d tokens: %s: %s", n, o.Failure, o.Error)
 		}
@@ -315,11 +315,11 @@ func CheckTokenizer(ctx context.Context, c *Client, seed uint64, s Shaper) (Shap
 	}
 	if served[0]-counted[0] != served[1]-counted[1] {
 		return s, fmt.Errorf("%w: tokenizer %s counts %d and %d tokens for two probes, the server %d and %d",
-			ErrTokenizerMismatch, s.Tokenizer, counted[0], counted[1], served[0], served[1])
+			errTokenizerMismatch, s.Tokenizer, counted[0], counted[1], served[0], served[1])
 	}
 	s.Offset, s.Verified = served[0]-counted[0], true
 	return s, nil
 }
 
 // ErrTokenizerMismatch: the tokenizer is not the one the server counts with.
-var ErrTokenizerMismatch = errors.New("the tokenizer disagrees with the server")
+var errTokenizerMismatch = errors.New("the tokenizer disagrees with the server")

@@ -41,7 +41,7 @@ func TestPromptsHitTokenCounts(t *testing.T) {
 	t.Parallel()
 	// With the simulated engine's stand-in tokenizer one word is one token,
 	// so a calibrated shaper (1 per word, base 0) must hit every length.
-	reqs := Workload{ISL: 1024, OSL: 50, RangeRatio: 0.8, NumPrompts: 200, Seed: 3}.Requests(Shaper{PerWord: 1, Calibrated: true})
+	reqs := workload{ISL: 1024, OSL: 50, RangeRatio: 0.8, NumPrompts: 200, Seed: 3}.Requests(shaper{PerWord: 1, Calibrated: true})
 	first := map[string]bool{}
 	for _, r := range reqs {
 		require.Equal(t, r.PromptLen, sim.CountTokens(r.Prompt))
@@ -52,14 +52,14 @@ func TestPromptsHitTokenCounts(t *testing.T) {
 		require.LessOrEqual(t, r.MaxTokens, 50)
 	}
 	// The same seed gives the same workload; another seed another one.
-	again := Workload{ISL: 1024, OSL: 50, RangeRatio: 0.8, NumPrompts: 200, Seed: 3}.Requests(Shaper{PerWord: 1})
+	again := workload{ISL: 1024, OSL: 50, RangeRatio: 0.8, NumPrompts: 200, Seed: 3}.Requests(shaper{PerWord: 1})
 	require.Equal(t, reqs, again)
-	other := Workload{ISL: 1024, OSL: 50, RangeRatio: 0.8, NumPrompts: 200, Seed: 4}.Requests(Shaper{PerWord: 1})
+	other := workload{ISL: 1024, OSL: 50, RangeRatio: 0.8, NumPrompts: 200, Seed: 4}.Requests(shaper{PerWord: 1})
 	require.NotEqual(t, reqs[0].Prompt, other[0].Prompt)
 
 	// Warmups, numbered apart, never share a first word with the measured
 	// requests, even at a seed whose last three digits are the level's.
-	warm := Workload{ISL: 1024, OSL: 50, RangeRatio: 0.8, NumPrompts: 200, Seed: 3 + 500_000, FirstIndex: warmupIndex}.Requests(Shaper{PerWord: 1})
+	warm := workload{ISL: 1024, OSL: 50, RangeRatio: 0.8, NumPrompts: 200, Seed: 3 + 500_000, FirstIndex: warmupIndex}.Requests(shaper{PerWord: 1})
 	for _, r := range warm {
 		w, _, _ := strings.Cut(r.Prompt, " ")
 		require.False(t, first[w], "warmup %d shares its first word %q with a measured request", r.Index, w)
@@ -70,10 +70,10 @@ func TestPromptsHitTokenCounts(t *testing.T) {
 func TestShaperWords(t *testing.T) {
 	t.Parallel()
 	// A tokenizer that spends 1.25 tokens per word plus 3 (BOS and the prefix word).
-	s := Shaper{Base: 3, PerWord: 1.25, Calibrated: true}
+	s := shaper{Base: 3, PerWord: 1.25, Calibrated: true}
 	require.Equal(t, 800, s.Words(1003))
 	require.Equal(t, 1, s.Words(1), "at least one word")
-	require.Equal(t, 10, Shaper{}.Words(10), "uncalibrated: one word per token")
+	require.Equal(t, 10, shaper{}.Words(10), "uncalibrated: one word per token")
 }
 
 func TestCalibrateAgainstSim(t *testing.T) {
@@ -82,9 +82,9 @@ func TestCalibrateAgainstSim(t *testing.T) {
 		t.Run(endpoint, func(t *testing.T) {
 			t.Parallel()
 			url, _ := startSim(t, sim.Config{TimeScale: 100})
-			c := NewClient(url, simModel, 4)
+			c := newClient(url, simModel, 4)
 			c.Endpoint = endpoint
-			s, err := Calibrate(context.Background(), c, 1)
+			s, err := calibrate(context.Background(), c, 1)
 			require.NoError(t, err)
 			require.True(t, s.Calibrated)
 			require.InDelta(t, 1, s.PerWord, 1e-9)
@@ -94,8 +94,8 @@ func TestCalibrateAgainstSim(t *testing.T) {
 			}
 			require.InDelta(t, base, s.Base, 1e-9)
 			// A real request of 300 tokens reports exactly 300 prompt tokens.
-			reqs := Workload{ISL: 300, OSL: 4, RangeRatio: 1, NumPrompts: 3, Seed: 9}.Requests(s)
-			outs, _, _ := Run(context.Background(), c, fromSlice(reqs), Load{MaxConcurrency: 3})
+			reqs := workload{ISL: 300, OSL: 4, RangeRatio: 1, NumPrompts: 3, Seed: 9}.Requests(s)
+			outs, _, _ := runLoad(context.Background(), c, fromSlice(reqs), load{MaxConcurrency: 3})
 			for _, o := range outs {
 				require.True(t, o.OK(), o.Error)
 				require.True(t, o.UsagePrompt)
@@ -114,7 +114,7 @@ func TestGammaGaps(t *testing.T) {
 		{10, 4, 0.5}, // CV = 1/sqrt(shape)
 		{100, 0.5, math.Sqrt2},
 	} {
-		g := newGapper(Load{RequestRate: tc.rate, Burstiness: tc.burst, Seed: 5})
+		g := newGapper(load{RequestRate: tc.rate, Burstiness: tc.burst, Seed: 5})
 		const n = 40000
 		var sum, sq float64
 		for range n {
@@ -127,15 +127,15 @@ func TestGammaGaps(t *testing.T) {
 		require.InDelta(t, 1/tc.rate, mean, 0.03/tc.rate, "mean gap is 1/rate")
 		require.InDelta(t, tc.wantCV, cv, 0.05*tc.wantCV, "coefficient of variation for burstiness %v", tc.burst)
 	}
-	require.Nil(t, newGapper(Load{RequestRate: math.Inf(1)}), "inf: no gaps")
+	require.Nil(t, newGapper(load{RequestRate: math.Inf(1)}), "inf: no gaps")
 }
 
 func TestRunRespectsConcurrency(t *testing.T) {
 	t.Parallel()
 	url, _ := startSim(t, sim.Config{TimeScale: 100})
-	c := NewClient(url, simModel, 8)
-	reqs := Workload{ISL: 16, OSL: 8, RangeRatio: 1, NumPrompts: 24, Seed: 1}.Requests(Shaper{PerWord: 1})
-	outs, start, end := Run(context.Background(), c, fromSlice(reqs), Load{MaxConcurrency: 3})
+	c := newClient(url, simModel, 8)
+	reqs := workload{ISL: 16, OSL: 8, RangeRatio: 1, NumPrompts: 24, Seed: 1}.Requests(shaper{PerWord: 1})
+	outs, start, end := runLoad(context.Background(), c, fromSlice(reqs), load{MaxConcurrency: 3})
 	require.Len(t, outs, 24)
 	// At no instant were more than 3 requests in flight.
 	type ev struct {
