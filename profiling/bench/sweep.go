@@ -381,61 +381,115 @@ const warmupIndex = 500_000
 // runLevel runs one level: warmup, [start_profile], requests, end time,
 // [stop_profile, wait for the export], metrics.
 func runLevel(ctx context.Context, cfg *SweepConfig, c *client, s shaper, conc int) *LevelResult {
+	lr := newLevelRun(ctx, cfg, c, s, conc)
+	defer lr.cancel()
+	if err := lr.warmup(); err != nil {
+		return lr.fail(err.Error())
+	}
+	if err := lr.startProfiler(); err != nil {
+		return lr.fail(err.Error())
+	}
+	lr.measure()
+	lr.usageWarnings()
+	if cfg.Profile {
+		lr.collectTraces()
+	}
+	return lr.lv
+}
+
+// levelRun is one level under way: its settings, its result as it fills
+// in, and the profiler's state between the phases of runLevel.
+type levelRun struct {
+	cfg    *SweepConfig
+	c      *client
+	s      shaper
+	conc   int
+	seed   uint64
+	lv     *LevelResult
+	runCtx context.Context // the run's: the profiler calls and the export wait are not under the level's deadline
+	ctx    context.Context // the level's, under --level-timeout
+	cancel context.CancelFunc
+
+	before    map[string]int64 // the trace directory before the level
+	profStart time.Time
+	stopReply []byte // /stop_profile's reply, once made (the window watch's is waited for)
+	watch     *windowWatch
+	inFlight  atomic.Int64
+}
+
+func newLevelRun(ctx context.Context, cfg *SweepConfig, c *client, s shaper, conc int) *levelRun {
 	lv := &LevelResult{Conc: conc, NumPrompts: conc * cfg.NumPromptsMul, Status: statusOK}
 	if cfg.NumPrompts > 0 {
 		lv.NumPrompts = cfg.NumPrompts
 	}
-	runCtx := ctx // the profiler calls and the export wait are not under the level's deadline
-	ctx, cancelLevel := withBound(ctx, cfg.levelTimeout(conc, lv.NumPrompts), errLevelDeadline, "--level-timeout")
-	defer cancelLevel()
-	levelSeed := cfg.Seed*1_000_003 + uint64(conc)
-	reqs := workload{ISL: cfg.ISL, OSL: cfg.OSL, RangeRatio: cfg.RangeRatio, NumPrompts: lv.NumPrompts, Seed: levelSeed}.Source(s)
-	fail := func(msg string) *LevelResult {
-		lv.Status = statusFailed
-		if runCtx.Err() != nil {
-			lv.Status = statusInterrupted
-		}
-		lv.Warnings = append(lv.Warnings, diag.New(diag.Failures, msg))
-		lv.Metrics = aggregate(nil, lv.NumPrompts, 0, cfg.Percentiles, cfg.SLO)
-		return lv
-	}
+	lr := &levelRun{cfg: cfg, c: c, s: s, conc: conc, lv: lv, runCtx: ctx, seed: cfg.Seed*1_000_003 + uint64(conc)}
+	lr.ctx, lr.cancel = withBound(ctx, cfg.levelTimeout(conc, lv.NumPrompts), errLevelDeadline, "--level-timeout")
+	return lr
+}
 
-	if cfg.Warmups > 0 {
-		// Numbered apart from the measured requests: their first words
-		// differ, so a token-granular prefix cache gets no hit either.
-		warm := workload{ISL: cfg.ISL, OSL: cfg.OSL, RangeRatio: cfg.RangeRatio, NumPrompts: cfg.Warmups,
-			Seed: levelSeed + 500_000, FirstIndex: warmupIndex}.Source(s)
-		outs, _, _ := runLoad(ctx, c, warm, load{MaxConcurrency: min(cfg.Warmups, conc)})
-		for _, o := range outs {
-			if !o.OK() {
-				return fail(fmt.Sprintf("warmup request failed (%s): %s", o.Failure, o.Error))
-			}
-		}
+// fail ends the level before its requests with msg.
+func (lr *levelRun) fail(msg string) *LevelResult {
+	lv := lr.lv
+	lv.Status = statusFailed
+	if lr.runCtx.Err() != nil {
+		lv.Status = statusInterrupted
 	}
+	lv.Warnings = append(lv.Warnings, diag.New(diag.Failures, msg))
+	lv.Metrics = aggregate(nil, lv.NumPrompts, 0, lr.cfg.Percentiles, lr.cfg.SLO)
+	return lv
+}
 
-	var before map[string]int64
-	var profStart time.Time
-	if cfg.Profile {
-		var err error
-		if before, err = traceFiles(cfg.TraceDir); err != nil {
-			return fail(err.Error())
-		}
-		if _, err := postProfile(ctx, c.HTTP, cfg.URL+"/start_profile", cfg.ExportTimeout); err != nil {
-			return fail(err.Error())
-		}
-		profStart = time.Now()
+// warmup sends the warmup requests, numbered apart from the measured ones:
+// their first words differ, so a token-granular prefix cache gets no hit
+// either.
+func (lr *levelRun) warmup() error {
+	cfg := lr.cfg
+	if cfg.Warmups == 0 {
+		return nil
 	}
-	var stopReply []byte // read once the stop was made (the window watch's is waited for)
-	stopProfile := func(ctx context.Context) error {
-		var err error
-		stopReply, err = postProfile(ctx, c.HTTP, cfg.URL+"/stop_profile", cfg.ExportTimeout)
+	warm := workload{ISL: cfg.ISL, OSL: cfg.OSL, RangeRatio: cfg.RangeRatio, NumPrompts: cfg.Warmups,
+		Seed: lr.seed + 500_000, FirstIndex: warmupIndex}.Source(lr.s)
+	outs, _, _ := runLoad(lr.ctx, lr.c, warm, load{MaxConcurrency: min(cfg.Warmups, lr.conc)})
+	for _, o := range outs {
+		if !o.OK() {
+			return fmt.Errorf("warmup request failed (%s): %s", o.Failure, o.Error)
+		}
+	}
+	return nil
+}
+
+// startProfiler notes the trace directory and starts the profiler.
+func (lr *levelRun) startProfiler() error {
+	cfg := lr.cfg
+	if !cfg.Profile {
+		return nil
+	}
+	var err error
+	if lr.before, err = traceFiles(cfg.TraceDir); err != nil {
 		return err
 	}
+	if _, err := postProfile(lr.ctx, lr.c.HTTP, cfg.URL+"/start_profile", cfg.ExportTimeout); err != nil {
+		return err
+	}
+	lr.profStart = time.Now()
+	return nil
+}
 
+func (lr *levelRun) stopProfile(ctx context.Context) error {
+	var err error
+	lr.stopReply, err = postProfile(ctx, lr.c.HTTP, lr.cfg.URL+"/stop_profile", lr.cfg.ExportTimeout)
+	return err
+}
+
+// measure runs the level's requests (with the server's metrics sampled and,
+// with a profile window, the profiler stopped once the load is steady) and
+// computes its metrics and status.
+func (lr *levelRun) measure() {
+	cfg, lv, conc, ctx := lr.cfg, lr.lv, lr.conc, lr.ctx
 	var scrape *scraper
 	if cfg.metricsURL != "" {
 		var err error
-		if scrape, err = startScrape(ctx, c.HTTP, cfg.metricsURL, cfg.ScrapeInterval); err != nil {
+		if scrape, err = startScrape(ctx, lr.c.HTTP, cfg.metricsURL, cfg.ScrapeInterval); err != nil {
 			lv.Warnings = append(lv.Warnings, diag.New(diag.ServerMetrics, fmt.Sprintf("server metrics not read before the level, so it has none: %v (--scrape-metrics off skips them)", err)))
 		}
 	}
@@ -444,18 +498,16 @@ func runLevel(ctx context.Context, cfg *SweepConfig, c *client, s shaper, conc i
 	if cfg.Progress != nil {
 		update, finish = cfg.Progress(conc, lv.NumPrompts)
 	}
-	var inFlight atomic.Int64
-	var watch *windowWatch
 	if cfg.Profile && (cfg.ProfileSteps > 0 || cfg.ProfileFor > 0) {
-		now := time.Now()
-		watch = startWindow(ctx, cfg, c, min(conc, lv.NumPrompts), &inFlight, now, profStart, stopProfile)
+		lr.watch = startWindow(ctx, cfg, lr.c, min(conc, lv.NumPrompts), &lr.inFlight, time.Now(), lr.profStart, lr.stopProfile)
 	}
-	outs, start, end := runLoad(ctx, c, reqs, load{
-		InFlight:         &inFlight,
+	reqs := workload{ISL: cfg.ISL, OSL: cfg.OSL, RangeRatio: cfg.RangeRatio, NumPrompts: lv.NumPrompts, Seed: lr.seed}.Source(lr.s)
+	outs, start, end := runLoad(ctx, lr.c, reqs, load{
+		InFlight:         &lr.inFlight,
 		MaxConcurrency:   conc,
 		RequestRate:      cfg.RequestRate,
 		Burstiness:       cfg.Burstiness,
-		Seed:             levelSeed,
+		Seed:             lr.seed,
 		StopOnConnection: true,
 		Progress:         update,
 	})
@@ -478,97 +530,107 @@ func runLevel(ctx context.Context, cfg *SweepConfig, c *client, s shaper, conc i
 		lv.Warnings = append(lv.Warnings, w)
 		fmt.Fprintf(cfg.Warn, "warning: concurrency %d: %s\n", conc, w.Message)
 	}
-	if runCtx.Err() != nil {
+	if lr.runCtx.Err() != nil {
 		lv.Status = statusInterrupted
 	} else if b := boundOf(ctx); b != nil {
 		lv.Status = statusFailed
 		lv.Warnings = append(lv.Warnings, diag.New(diag.Deadline, fmt.Sprintf("%v: %d requests still running were cancelled and %d not sent (a server that trickles bytes or never ends its streams; raise --level-timeout for a slow engine)",
 			b, lv.Metrics.Failures[failCancelled], lv.Metrics.NotSent)))
 	}
-	ctx = runCtx
-	if n := lv.Metrics.OutputCounted; n > 0 {
+}
+
+// usageWarnings says where the token counts came from when not all from
+// the server's usage figures.
+func (lr *levelRun) usageWarnings() {
+	lv, m := lr.lv, &lr.lv.Metrics
+	if n := m.OutputCounted; n > 0 {
 		lv.Warnings = append(lv.Warnings, diag.New(diag.Usage, fmt.Sprintf("%d requests had no usage.completion_tokens: their output lengths are counted token events", n)))
 	}
-	if w := splitWarning(&lv.Metrics); w != "" {
+	if w := splitWarning(m); w != "" {
 		lv.Warnings = append(lv.Warnings, diag.New(diag.Usage, w))
 	}
-	if n := lv.Metrics.UsageRejected; n > 0 {
-		w := diag.New(diag.UsageImplausible, fmt.Sprintf("%d requests reported usage that contradicts what was streamed (first: %s): their streamed token counts, and requested prompt lengths, were used instead", n, lv.Metrics.UsageRejectedFirst))
+	if n := m.UsageRejected; n > 0 {
+		w := diag.New(diag.UsageImplausible, fmt.Sprintf("%d requests reported usage that contradicts what was streamed (first: %s): their streamed token counts, and requested prompt lengths, were used instead", n, m.UsageRejectedFirst))
 		lv.Warnings = append(lv.Warnings, w)
-		fmt.Fprintf(cfg.Warn, "warning: concurrency %d: %s\n", conc, w.Message)
+		fmt.Fprintf(lr.cfg.Warn, "warning: concurrency %d: %s\n", lr.conc, w.Message)
 	}
-	if n := lv.Metrics.PromptRequested; n > 0 {
+	if n := m.PromptRequested; n > 0 {
 		lv.Warnings = append(lv.Warnings, diag.New(diag.Usage, fmt.Sprintf("%d requests had no usage.prompt_tokens: their input lengths are the requested lengths", n)))
 	}
+}
 
-	if cfg.Profile {
-		// The benchmark window is closed; the export is not part of it. A
-		// cancelled run still stops the profiler so the server is not left
-		// recording.
-		stopLater, err := true, error(nil)
-		lv.Window = &results.ProfileWindow{StartS: profStart.Sub(start).Seconds(), StopS: end.Sub(start).Seconds(), StoppedBy: stopAtLevelEnd, SteadyS: -1}
-		if watch != nil {
-			var w results.ProfileWindow
-			w, stopLater, err = watch.finish(start, end)
-			lv.Window = &w
-			switch {
-			case w.StoppedBy != stopAtLevelEnd:
-				fmt.Fprintf(cfg.Log, "profiler stopped after %.2f s of steady load, about %.0f decode steps (%s)\n", w.StopS-w.SteadyS, w.DecodeSteps, w.StepsFrom)
-			case w.SteadyS < 0:
-				fmt.Fprintf(cfg.Log, "the load never kept all %d slots busy: the profiler ran to the level's end\n", min(conc, lv.NumPrompts))
-			default:
-				fmt.Fprintf(cfg.Log, "the level ended before its profile window was full: the profiler ran to the level's end\n")
-			}
-		}
-		if stopLater {
-			err = stopProfile(context.WithoutCancel(ctx))
-		}
-		if err != nil {
-			lv.Warnings = append(lv.Warnings, diag.New(diag.Trace, err.Error()))
-			if lv.Status == statusOK {
-				lv.Status = statusFailed
-			}
-			return lv
-		}
-		reported := stopReplyDirs(stopReply)
-		appear := cmp.Or(cfg.TraceAppearTimeout, traceAppearTimeout)
-		if len(reported) > 0 {
-			appear = min(appear, traceAppearAfterDone) // the reply says the export is done
-		}
-		files, err := waitExport(ctx, cfg.TraceDir, before, cfg.ExportTimeout, cfg.PollInterval, min(appear, cfg.ExportTimeout), reported)
-		lv.TraceFiles = files
-		if err != nil {
-			switch {
-			case ctx.Err() != nil:
-				// The requests are done and measured; only the wait was cut.
-				lv.Status = statusInterrupted
-				lv.Warnings = append(lv.Warnings, diag.New(diag.Trace, fmt.Sprintf("interrupted while waiting for the trace export (the level's requests had finished; the server may still be exporting into %s): %v", cfg.TraceDir, err)))
-			default:
-				lv.Warnings = append(lv.Warnings, diag.New(diag.Trace, err.Error()))
-				if lv.Status == statusOK {
-					lv.Status = statusFailed
-				}
-			}
-			return lv
-		}
-		if cfg.ReadTraces != nil && len(files) > 0 {
-			bs, warns, err := cfg.ReadTraces(ctx, conc, files)
-			switch {
-			case err != nil:
-				lv.Warnings = append(lv.Warnings, diag.New(diag.Trace, fmt.Sprintf("reading the decode batch size of %s: %v", files[0], err)))
-			default:
-				lv.DecodeBS = bs
-				if w := batchWarning(conc, bs); w != "" {
-					lv.Warnings = append(lv.Warnings, diag.New(diag.BSMismatch, w))
-				}
-				lv.Warnings = append(lv.Warnings, warns...)
-				if lv.Status == statusOK && (diag.Has(warns, diag.Coverage) || diag.Has(warns, diag.Truncated)) {
-					lv.Status = statusTraceIncomplete
-				}
-			}
+// collectTraces stops the profiler (unless the window watch did), waits
+// for the export and reads the traces. The benchmark window is closed: the
+// export is not part of it. A cancelled run still stops the profiler so
+// the server is not left recording.
+func (lr *levelRun) collectTraces() {
+	cfg, lv, ctx := lr.cfg, lr.lv, lr.runCtx
+	stopLater, err := true, error(nil)
+	lv.Window = &results.ProfileWindow{StartS: lr.profStart.Sub(lv.Start).Seconds(), StopS: lv.End.Sub(lv.Start).Seconds(), StoppedBy: stopAtLevelEnd, SteadyS: -1}
+	if lr.watch != nil {
+		var w results.ProfileWindow
+		w, stopLater, err = lr.watch.finish(lv.Start, lv.End)
+		lv.Window = &w
+		switch {
+		case w.StoppedBy != stopAtLevelEnd:
+			fmt.Fprintf(cfg.Log, "profiler stopped after %.2f s of steady load, about %.0f decode steps (%s)\n", w.StopS-w.SteadyS, w.DecodeSteps, w.StepsFrom)
+		case w.SteadyS < 0:
+			fmt.Fprintf(cfg.Log, "the load never kept all %d slots busy: the profiler ran to the level's end\n", min(lr.conc, lv.NumPrompts))
+		default:
+			fmt.Fprintf(cfg.Log, "the level ended before its profile window was full: the profiler ran to the level's end\n")
 		}
 	}
-	return lv
+	if stopLater {
+		err = lr.stopProfile(context.WithoutCancel(ctx))
+	}
+	if err != nil {
+		lr.traceFailed(err.Error())
+		return
+	}
+	reported := stopReplyDirs(lr.stopReply)
+	appear := cmp.Or(cfg.TraceAppearTimeout, traceAppearTimeout)
+	if len(reported) > 0 {
+		appear = min(appear, traceAppearAfterDone) // the reply says the export is done
+	}
+	files, err := waitExport(ctx, cfg.TraceDir, lr.before, cfg.ExportTimeout, cfg.PollInterval, min(appear, cfg.ExportTimeout), reported)
+	lv.TraceFiles = files
+	switch {
+	case err != nil && ctx.Err() != nil:
+		// The requests are done and measured; only the wait was cut.
+		lv.Status = statusInterrupted
+		lv.Warnings = append(lv.Warnings, diag.New(diag.Trace, fmt.Sprintf("interrupted while waiting for the trace export (the level's requests had finished; the server may still be exporting into %s): %v", cfg.TraceDir, err)))
+	case err != nil:
+		lr.traceFailed(err.Error())
+	case cfg.ReadTraces != nil && len(files) > 0:
+		lr.readTraces(files)
+	}
+}
+
+// traceFailed fails a level that was ok for want of its traces.
+func (lr *levelRun) traceFailed(msg string) {
+	lr.lv.Warnings = append(lr.lv.Warnings, diag.New(diag.Trace, msg))
+	if lr.lv.Status == statusOK {
+		lr.lv.Status = statusFailed
+	}
+}
+
+// readTraces reads the decode batch size and the warnings of the level's
+// traces.
+func (lr *levelRun) readTraces(files []string) {
+	lv := lr.lv
+	bs, warns, err := lr.cfg.ReadTraces(lr.runCtx, lr.conc, files)
+	if err != nil {
+		lv.Warnings = append(lv.Warnings, diag.New(diag.Trace, fmt.Sprintf("reading the decode batch size of %s: %v", files[0], err)))
+		return
+	}
+	lv.DecodeBS = bs
+	if w := batchWarning(lr.conc, bs); w != "" {
+		lv.Warnings = append(lv.Warnings, diag.New(diag.BSMismatch, w))
+	}
+	lv.Warnings = append(lv.Warnings, warns...)
+	if lv.Status == statusOK && (diag.Has(warns, diag.Coverage) || diag.Has(warns, diag.Truncated)) {
+		lv.Status = statusTraceIncomplete
+	}
 }
 
 // batchWarning compares the trace's decode batch size with the requested
