@@ -1,6 +1,7 @@
 package inventory
 
 import (
+	"cmp"
 	"strings"
 	"sync"
 
@@ -29,6 +30,8 @@ type Classifier struct {
 	rules    *Rules
 	ops      map[string]string // kernel name -> the op that launched most of its time
 	decode   map[string]bool   // kernel name -> more than half its time inside decode steps
+	prefill  map[string]bool   // kernel name -> more than half its time inside prefill steps
+	vendor   string            // the trace's GPU vendor: bounds the providers
 	position map[string]Class  // kernel name -> what its layer position says
 	// pending are kernel names that run at the same layer position as
 	// another (irregular layers, alternating kinds), noted by the robust
@@ -43,15 +46,16 @@ func NewClassifier(tr *tracing.Trace, rules *Rules) *Classifier {
 	if rules == nil {
 		rules = DefaultRules()
 	}
-	c := &Classifier{rules: rules, ops: map[string]string{}, decode: map[string]bool{}, position: map[string]Class{}, memo: map[string]Class{}}
+	c := &Classifier{rules: rules, ops: map[string]string{}, decode: map[string]bool{}, prefill: map[string]bool{}, position: map[string]Class{}, memo: map[string]Class{}}
 	if tr == nil {
 		return c
 	}
+	c.vendor = tr.Vendor
 	// Sums by name index: one slice lookup per kernel, the names are
 	// hashed once each.
 	type acc struct {
-		in, all int64
-		seen    bool
+		in, pre, all int64
+		seen         bool
 	}
 	share := make([]acc, len(tr.Names))
 	var opTime map[int32]map[string]int64
@@ -63,8 +67,13 @@ func NewClassifier(tr *tracing.Trace, rules *Rules) *Classifier {
 		a := &share[k.NameID]
 		a.seen = true
 		a.all += k.Dur
-		if k.Step >= 0 && int(k.Step) < len(tr.Steps) && tr.Steps[k.Step].Kind == tracing.StepDecode {
-			a.in += k.Dur
+		if k.Step >= 0 && int(k.Step) < len(tr.Steps) {
+			switch tr.Steps[k.Step].Kind {
+			case tracing.StepDecode:
+				a.in += k.Dur
+			case tracing.StepPrefill:
+				a.pre += k.Dur
+			}
 		}
 		if op := tr.LaunchOp(i); op != "" {
 			if opTime == nil {
@@ -81,6 +90,7 @@ func NewClassifier(tr *tracing.Trace, rules *Rules) *Classifier {
 	for id, a := range share {
 		if a.seen {
 			c.decode[tr.Names[id]] = 2*a.in > a.all
+			c.prefill[tr.Names[id]] = 2*a.pre > a.all
 		}
 	}
 	for id, m := range opTime {
@@ -101,17 +111,38 @@ func (c *Classifier) Classify(name string) Class {
 	if cl, ok := c.memo[name]; ok {
 		return cl
 	}
-	cl := c.classify(name)
+	cl := c.classify(name, nil)
 	c.memo[name] = cl
 	return cl
 }
 
-func (c *Classifier) classify(name string) Class {
+func (c *Classifier) classify(name string, ex *explain) Class {
+	cl := c.base(name, ex)
+	op := c.ops[name]
+	if cat := byContainerOp(op, cl.Category); cat != "" && cat != cl.Category {
+		ex.note("launched by %s, a whole %s: %s, whatever the name says", op, strings.ToLower(cat), cat)
+		cl.Category, cl.Source = cat, SourceLaunchOp
+	}
+	if strings.HasPrefix(cl.Category, "Dense GEMM") {
+		if p := gemmPrecisionEvidence(name); p != "" && p != cl.Category {
+			ex.note("the name states the precision: %s", p)
+			cl.Category = p
+		}
+	}
+	cl.Category = c.byPhase(name, cl.Category, ex)
+	cl.Provider = c.provider(name, op, cl.Provider, ex)
+	return cl
+}
+
+// base is what the rule table, else the name and the launching op, say of
+// a kernel.
+func (c *Classifier) base(name string, ex *explain) Class {
 	if r := c.rules.Match(name); r != nil {
 		cl := Class{Category: r.Category, Provider: r.Provider, ShortName: r.ShortName, Source: SourceRule}
 		if cl.ShortName == "" {
 			cl.ShortName = ShortName(name)
 		}
+		ex.note("rule %s:%d %q: %s / %s", c.rules.Source, r.Line, r.Pattern, r.Category, cmp.Or(r.Provider, "(no provider)"))
 		return cl
 	}
 	// A name that says what the kernel computes comes first: the launching
@@ -120,7 +151,7 @@ func (c *Classifier) classify(name string) Class {
 	// name that only says elementwise, then the layer position.
 	byName, strength := nameClass(name)
 	if strength == nameStrong {
-		byName.Category = c.resolveAttention(name, byName.Category)
+		ex.note("no rule; the words of the name say %s", byName.Category)
 		return byName
 	}
 	if op := c.ops[name]; op != "" {
@@ -129,29 +160,89 @@ func (c *Classifier) classify(name string) Class {
 			if cat == gemmOp {
 				cl.Category = gemmPrecision(nameWords(readableName(name)) + nameWords(op))
 			}
-			cl.Category = c.resolveAttention(name, cl.Category)
+			ex.note("no rule, the name says nothing definite; launched by %s: %s", op, cl.Category)
 			return cl
 		}
 	}
 	if strength == nameWeak {
+		ex.note("no rule; the name only says %s", byName.Category)
 		return byName
 	}
 	if pc, ok := c.position[name]; ok {
+		ex.note("no rule, name or op; runs at the layer position of a %s kernel", pc.Category)
 		return pc
 	}
+	ex.note("no rule, op, name or layer position says what it computes")
 	return Class{Category: Other, ShortName: ShortName(name), Source: SourceNone}
 }
 
-// resolveAttention decides an attention kernel of unknown kind by where it
-// runs.
-func (c *Classifier) resolveAttention(name, cat string) string {
-	if cat != attentionUnknown {
+// byPhase decides an attention kernel's kind by the steps it runs in: the
+// family name of a kernel says what it was written for, the steps what it
+// did in this trace. A kernel of unknown kind outside engine steps is
+// prefill attention.
+func (c *Classifier) byPhase(name, cat string, ex *explain) string {
+	if cat != attentionUnknown && cat != attnPrefillCat && cat != attnDecodeCat {
 		return cat
 	}
-	if c.decode[name] {
-		return "Paged attention (decode)"
+	switch {
+	case c.decode[name]:
+		if cat != attnDecodeCat {
+			ex.note("runs in decode steps: %s", attnDecodeCat)
+		}
+		return attnDecodeCat
+	case c.prefill[name]:
+		if cat != attnPrefillCat {
+			ex.note("runs in prefill steps: %s", attnPrefillCat)
+		}
+		return attnPrefillCat
+	case cat == attentionUnknown:
+		ex.note("attention of unknown kind outside engine steps: %s", attnPrefillCat)
+		return attnPrefillCat
 	}
-	return "Flash attention (prefill)"
+	return cat
+}
+
+// provider names the library that owns a kernel's code: its namespace,
+// else what the rule or its spelling said, else the custom-op library that
+// launched it, else unknown; bounded by the trace's vendor.
+func (c *Classifier) provider(name, op, said string, ex *explain) string {
+	p := said
+	if ns := namespaceProvider(readableName(matchText(name))); ns != "" && !strings.HasPrefix(said, ns) {
+		ex.note("its namespace names the code owner: %s", ns)
+		p = ns
+	}
+	if p == "" {
+		p = providerOf(readableName(matchText(name)))
+	}
+	if p == "" && op != "" {
+		for _, o := range opProviders {
+			if strings.HasPrefix(op, o.prefix) {
+				ex.note("the name names no library; its op %s is %s's", op, o.provider)
+				p = o.provider
+				break
+			}
+		}
+	}
+	if p == "" {
+		ex.note("nothing names its library: %s", Unknown)
+		return Unknown
+	}
+	if b := boundByVendor(p, c.vendor); b != p {
+		ex.note("%s does not run on a %s GPU: %s", p, c.vendor, b)
+		p = b
+	}
+	return p
+}
+
+// Explain returns the classification of a kernel name and the evidence
+// that decided it, one line each, in the order it was weighed.
+func (c *Classifier) Explain(name string) (Class, []string) {
+	ex := &explain{}
+	cl := c.classify(name, ex)
+	if op := c.ops[name]; op != "" {
+		ex.lines = append([]string{"launching op (most of its time): " + op}, ex.lines...)
+	}
+	return cl, ex.lines
 }
 
 // Learn takes the position hints of the robust layer tables made with this
@@ -181,7 +272,7 @@ func (c *Classifier) Learn(tables ...*LayerTable) int {
 			if got.Source != SourceNone || want.Category == Other {
 				continue
 			}
-			cl := Class{Category: want.Category, Provider: providerOf(readableName(p[0])), ShortName: got.ShortName, Source: SourcePosition}
+			cl := Class{Category: want.Category, Provider: c.provider(p[0], c.ops[p[0]], providerOf(readableName(p[0])), nil), ShortName: got.ShortName, Source: SourcePosition}
 			c.position[p[0]] = cl
 			c.memo[p[0]] = cl
 			n++
@@ -278,7 +369,8 @@ var customOps = []struct {
 }{
 	{lazyRE(`_(c10d|nccl|rccl|allreduce|all_reduce\w*|allgather|all_gather\w*|reduce_scatter\w*|all_to_all\w*|alltoall\w*|custom_ar|record_param_comms|gloo)_|_c10d_functional_|all_reduce|all_gather|reduce_scatter`), "All-reduce / collectives"},
 	{lazyRE(`_(fused_moe\w*|moe_gemm|fused_experts\w*|grouped_gemm\w*|moe_mlp|ck_moe\w*|fmoe\w*|asm_moe\w*|cutlass_moe\w*|moe_wna16\w*|matmul_ogs)_`), "MoE expert GEMM"},
-	{lazyRE(`_(moe_align\w*|moe_sum|moe_sort\w*|moe_permute|moe_unpermute|moe_finalize\w*|moe_combine|moe_dispatch|permute_rows|shuffle_rows)_`), "MoE sort / align"},
+	{lazyRE(`_(moe_sum|moe_unpermute|moe_finalize\w*|moe_combine)_`), MoEFinalize},
+	{lazyRE(`_(moe_align\w*|moe_sort\w*|moe_permute|moe_dispatch|permute_rows|shuffle_rows)_`), "MoE sort / align"},
 	{lazyRE(`_(topk_softmax|topk_sigmoid|grouped_topk\w*|biased_grouped_topk\w*|moe_gate|moe_topk\w*|fused_topk\w*|router\w*)_`), "MoE gate"},
 	{lazyRE(`_(reshape_and_cache\w*|concat_and_cache\w*|store_kv\w*|set_kv_buffer|kv_cache\w*|write_to_kv_cache)_`), "KV cache"},
 	{lazyRE(`_(flash_attn\w*|flash_attention\w*|fmha\w*|mha\w*|mla\w*|paged_attention\w*|unified_attention\w*|attention\w*|attn\w*|pa_fwd\w*|decode_attention\w*|extend_attention\w*|prefill_attention\w*|sdpa\w*)_|attention|flash_attn`), attentionUnknown},

@@ -10,25 +10,31 @@ import (
 
 // The launching op decides a kernel whose name says nothing, also for its
 // graph-replayed runs (no External id) through the same kernel name; a
-// name that says what it computes wins over the op; attention of unknown
-// kind is decode attention when it runs in decode steps.
+// name that says what it computes wins over an op that is one operation
+// (aten::mm), an op that is a whole computation (a convolution, a fused
+// MoE) wins over the name; the phase of the steps decides the kind of
+// attention, whatever the name says.
 func TestClassifierLaunchOpAndContext(t *testing.T) {
 	t.Parallel()
 	tr := &tracing.Trace{
-		Steps: []tracing.Step{{Kind: tracing.StepDecode}},
-		Ops:   map[int64]string{11: "aten::mm", 12: "vllm::unified_attention_with_output", 13: "aten::cudnn_convolution", 14: "my_lib::frobnicate", 15: "_C::cutlass_scaled_mm_fp8"},
+		Steps: []tracing.Step{{Kind: tracing.StepDecode}, {Kind: tracing.StepPrefill}},
+		Ops: map[int64]string{11: "aten::mm", 12: "vllm::unified_attention_with_output", 13: "aten::cudnn_convolution", 14: "my_lib::frobnicate", 15: "_C::cutlass_scaled_mm_fp8",
+			16: "flashinfer::trtllm_fp8_block_scale_moe"},
 	}
 	k := func(name string, ext int64, step int32) {
 		tr.AddKernel(name, tracing.Kernel{Dur: 1000, External: ext, Step: step, Graph: -1})
 	}
-	k("zq_kernel_7", 11, -1)            // eager, launched by aten::mm
-	k("zq_kernel_7", 0, 0)              // replayed: no op of its own
-	k("zz_kernel_9", 12, -1)            // launched by a vLLM attention op
-	k("sm90_xmma_gemm_bf16_tn", 13, -1) // a GEMM name under a convolution op
-	k("qq_kernel", 14, -1)              // an op that says nothing
-	k("my_attention_kernel", 0, 0)      // attention in decode steps
-	k("other_attention_kernel", 0, -1)  // attention outside them
-	k("zy_kernel_3", 15, -1)            // fp8 from the op's name
+	k("zq_kernel_7", 11, -1)                 // eager, launched by aten::mm
+	k("zq_kernel_7", 0, 0)                   // replayed: no op of its own
+	k("zz_kernel_9", 12, -1)                 // launched by a vLLM attention op
+	k("sm90_xmma_gemm_bf16_tn", 13, -1)      // a GEMM name under a convolution op
+	k("qq_kernel", 14, -1)                   // an op that says nothing
+	k("my_attention_kernel", 0, 0)           // attention in decode steps
+	k("other_attention_kernel", 0, -1)       // attention outside them
+	k("zy_kernel_3", 15, -1)                 // fp8 from the op's name
+	k("bmm_E4m3_E4m3E4m3_Fp32_t128", 16, -1) // a batched GEMM a fused-MoE op launched
+	k("fmha_decode_paged_kernel", 0, 1)      // a "decode" family name in prefill steps
+	k("flash_fwd_prefill_kernel", 0, 0)      // a "prefill" family name in decode steps
 	none := DefaultRules().Filter(func(Rule) bool { return false })
 	c := NewClassifier(tr, none)
 	tests := []struct {
@@ -38,7 +44,10 @@ func TestClassifierLaunchOpAndContext(t *testing.T) {
 	}{
 		{"zq_kernel_7", "Dense GEMM (BF16)", SourceLaunchOp},
 		{"zz_kernel_9", "Flash attention (prefill)", SourceLaunchOp},
-		{"sm90_xmma_gemm_bf16_tn", "Dense GEMM (BF16)", SourceName},
+		{"sm90_xmma_gemm_bf16_tn", "Convolution", SourceLaunchOp},
+		{"bmm_E4m3_E4m3E4m3_Fp32_t128", "MoE expert GEMM", SourceLaunchOp},
+		{"fmha_decode_paged_kernel", "Flash attention (prefill)", SourceName},
+		{"flash_fwd_prefill_kernel", "Paged attention (decode)", SourceName},
 		{"qq_kernel", Other, SourceNone},
 		{"my_attention_kernel", "Paged attention (decode)", SourceName},
 		{"other_attention_kernel", "Flash attention (prefill)", SourceName},

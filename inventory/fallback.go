@@ -119,8 +119,9 @@ var families = []family{
 	fam(`_(conv|convolution|conv\d?d|convolve|igemm_(fwd|bwd|wrw)|fprop|dgrad|wgrad|im2col|col2im|im\d?d\d?col\w*|winograd|naive_conv\w*|grouped_conv\w*|depthwise|dwconv)_|conv_fwd|conv_bwd|convolution|implicit_convolve|im2col|im2d2_?col|igemm_(fwd|bwd|wrw)`, "Convolution", nil),
 	// MoE: expert GEMMs (grouped, or gathering/scattering tokens), routing
 	// (sort/align/permute/finalize), the gate.
+	fam(`_(finalize_moe\w*|moe_finalize\w*|moe_combine|moe_unpermute|moe_sum|finalize_matmul\w*|combine_experts?|moe_reduce\w*)_|finalize_moe|moe_finalize|finalize_matmul`, MoEFinalize, nil),
 	fam(`_(moe|fused_moe|expert|experts)_.*_(gemm|mm|matmul|bmm|mlp|gemm\d|flatmm)_|_(fused_moe|fmoe|moe_gemm|moe_mlp|grouped_gemm|groupedgemm|gemm_grouped|matmul_ogs|moe_flatmm|moeflatmm|ck_moe|batched_gemm_moe|ogs)_|_(matmul|gemm|mm)_(scatter|gather)_|_(gather|scatter)_(matmul|gemm|mm)_|fused_moe|moe_gemm|moegemm|grouped_gemm`, "MoE expert GEMM", nil),
-	fam(`_(moe|expert|experts|routing|router|topk)_.*_(sort|sorting|align|permute|unpermute|scatter|gather|finalize|expand|histogram|count|offsets|indices)_|_(moe_align\w*|moe_sort\w*|moesorting\w*|permute_rows|expand_input_rows|finalize_moe\w*|moe_sum|moe_finalize|moe_permute|moe_unpermute|moe_combine|moe_dispatch|routing)_|finalize_moe_routing|expand_input_rows`, "MoE sort / align", nil),
+	fam(`_(moe|expert|experts|routing|router|topk)_.*_(sort|sorting|align|permute|scatter|gather|expand|histogram|count|offsets|indices)_|_(moe_align\w*|moe_sort\w*|moesorting\w*|permute_rows|expand_input_rows|moe_permute|moe_dispatch|routing)_|expand_input_rows`, "MoE sort / align", nil),
 	fam(`_(moe|expert|experts|router)_.*_(gate|gating|topk|softmax|sigmoid)_|_(topk_gating\w*|topkgating\w*|grouped_topk|topk_softmax|topk_sigmoid|noaux_tc|biased_grouped_topk|moe_gate|moe_topk|router_gemm)_|topkgating|grouped_topk`, "MoE gate", nil),
 	// KV cache writes (before attention: reshape_and_cache_flash writes
 	// the cache of a flash-attention backend).
@@ -161,9 +162,10 @@ var families = []family{
 	fam(`_(reduce|reduction|reduce_kernel|scan|sort|radix|radix_sort|segmented|cumsum|topk|histogram|argsort|cub|rocprim|hipcub|device_reduce|device_scan)_|radix|rocprim|hipcub|cub_`, "Reduction / scan / sort", nil),
 	// Optimiser and loss (training traces).
 	fam(`_(nll|cross_entropy|loss|mse)_`, "Loss", nil),
+	fam(`_(pool|pooling|max_pool\w*|avg_pool\w*|maxpool\w*|avgpool\w*|adaptive_avg_pool\w*|adaptive_max_pool\w*|mlo_pooling\w*)_`, "Pooling", nil),
 	// Everything elementwise: copies, casts, fills, pointwise arithmetic,
 	// Triton pointwise fusions, MIOpen tensor ops.
-	fam(`_(elementwise|element_wise|pointwise|vectorized|unrolled|copy|copies|cast|convert|fill|memset|memcpy|zero|zeros|set|add|sub|mul|div|scale|scaled|bias|clamp|where|masked|neg|exp|pow|sqrt|rsqrt|abs|fused|poi|per|red|triton|index|gather|scatter|cat|concat|split|pad|slice|arange|iota|tensor_op|tensorop|op_tensor|sub_tensor_op\w*|op1d\w*|op2d\w*|op3d\w*|unary|binary|ternary|apply|distribution|random|philox|dropout|randn|rand|uniform|normal|bernoulli|pool|pooling|max_pool\w*|avg_pool\w*|upsample\w*|interpolate|resize|grid_sample|position|positions|ids|token_ids|offsets|indices|mask|seq_lens|prepare|update|compute)_`, "Elementwise / copy", nil),
+	fam(`_(elementwise|element_wise|pointwise|vectorized|unrolled|copy|copies|cast|convert|fill|memset|memcpy|zero|zeros|set|add|sub|mul|div|scale|scaled|bias|clamp|where|masked|neg|exp|pow|sqrt|rsqrt|abs|fused|poi|per|red|triton|index|gather|scatter|cat|concat|split|pad|slice|arange|iota|tensor_op|tensorop|op_tensor|sub_tensor_op\w*|op1d\w*|op2d\w*|op3d\w*|unary|binary|ternary|apply|distribution|random|philox|dropout|randn|rand|uniform|normal|bernoulli|upsample\w*|interpolate|resize|grid_sample|position|positions|ids|token_ids|offsets|indices|mask|seq_lens|prepare|update|compute)_`, "Elementwise / copy", nil),
 }
 
 // providers says which library wrote a kernel, from its spelling. First
@@ -172,13 +174,14 @@ var providers = []struct {
 	re       *lazyRegexp
 	provider string
 }{
-	{lazyRE(`_(nccl|rccl|msccl|mscclpp)`), "RCCL / NCCL"},
+	{lazyRE(`_(rccl|msccl|mscclpp)`), "RCCL"},
+	{lazyRE(`_nccl`), "NCCL"},
 	{lazyRE(`_cijk_|_tensile_|_hipblaslt_`), "rocBLAS / hipBLASLt"},
 	{lazyRE(`_(xmma|nvjet|cublas|cublaslt|gemv2[nt]|gemvx|gemmk1|gemm_sn|splitkreduce)_|_sm\d+_xmma|_(ampere|volta|turing|hopper|blackwell)_`), "cuBLAS / cuBLASLt"},
 	{lazyRE(`_cutlass`), "CUTLASS"},
 	{lazyRE(`_(trtllm|tensorrt_llm|tllm|xqa)_|trtllm`), "TensorRT-LLM"},
 	{lazyRE(`_flashinfer_|flashinfer`), "FlashInfer"},
-	{lazyRE(`_(flash|flash_attn|pytorch_flash)_`), "FlashAttention / FlashInfer"},
+	{lazyRE(`_(flash|flash_attn|pytorch_flash)_`), "FlashAttention"},
 	{lazyRE(`_cudnn|_cask_|_xmma_(fprop|dgrad|wgrad)`), "cuDNN"},
 	{lazyRE(`_(miopen|igemm_(fwd|bwd|wrw)_gtc\w*|naive_conv\w*|batched_transpose|sub_tensor_op|op_tensor|op1d_tensor)|miopen|igemm_(fwd|bwd|wrw)|subtensorop|im2d2_?col`), "MIOpen"},
 	{lazyRE(`_ck_tile_`), "ck_tile"},
@@ -187,7 +190,8 @@ var providers = []struct {
 	{lazyRE(`_(vllm|_c)_`), "vLLM custom ops"},
 	{lazyRE(`_(sglang|sgl|sgl_kernel)_`), "SGLang custom ops"},
 	{lazyRE(`^_triton_|_triton_(poi|per|red|tem)_|^_(attn|matmul|fused)\w*_kernel_$`), "Triton"},
-	{lazyRE(`_(cub|rocprim|hipcub)_`), "CUB / rocPRIM"},
+	{lazyRE(`_cub_`), "CUB"},
+	{lazyRE(`_(rocprim|hipcub)_`), "rocPRIM"},
 	{lazyRE(`_at_native_|_at_|_c10_`), "PyTorch"},
 }
 
@@ -245,18 +249,33 @@ func nameClass(name string) (Class, int) {
 		// An inductor fusion with nothing but pointwise ops says only that.
 		strength = nameWeak
 	}
+	if strings.HasPrefix(ws, "_triton_") {
+		// Inductor's op list is the kernel's own word: the op that launched
+		// it is the kernel.
+		strength = nameStrong
+	}
 	return Class{Category: cat, Provider: providerOf(full), ShortName: short, Source: SourceName}, strength
 }
 
-var fusedNorm = lazyRE(`_(native_layer_norm|layer_norm|rms_norm|group_norm|native_group_norm|rsqrt|var_mean)_`)
+var (
+	fusedNorm       = lazyRE(`_(native_layer_norm|layer_norm|rms_norm|group_norm|native_group_norm|native_batch_norm\w*|batch_norm|rsqrt|var_mean)_`)
+	fusedActivation = lazyRE(`_(gelu|silu|relu|sigmoid|tanh|mish|hardswish|hardsigmoid|softplus|elu|leaky_relu|threshold|swiglu)_`)
+	fusedReduction  = lazyRE(`_(sum|mean|amax|amin|max|min|argmax|argmin|prod|cumsum|any|all)_`)
+)
 
-// tritonFused names an inductor fusion by the reductions it holds.
+// tritonFused names an inductor fusion by its dominant op: the op list of
+// its name, the reductions (norms, softmax) before an embedding lookup
+// before an activation before plain arithmetic (an "addmm" in the list is a
+// GEMM's bias epilogue, the GEMM ran elsewhere).
 func tritonFused(w string) string {
 	red := strings.HasPrefix(w, "_triton_red_") || strings.HasPrefix(w, "_triton_per_")
 	switch {
 	case red && fusedNorm.MatchString(w):
-		if strings.Contains(w, "_group_norm_") {
+		switch {
+		case strings.Contains(w, "_group_norm_"):
 			return "GroupNorm"
+		case strings.Contains(w, "_batch_norm"):
+			return "BatchNorm"
 		}
 		return "RMSNorm / LayerNorm"
 	case red && strings.Contains(w, "_softmax_") || strings.Contains(w, "_amax_") && strings.Contains(w, "_exp_"):
@@ -266,6 +285,10 @@ func tritonFused(w string) string {
 	case strings.Contains(w, "_moe_"):
 		// A fusion around a MoE op is its routing (padding the logits).
 		return "MoE gate"
+	case fusedActivation.MatchString(w):
+		return "Activation (SiLU/GELU and mul)"
+	case red && fusedReduction.MatchString(w):
+		return "Reduction / scan / sort"
 	}
 	return "Elementwise / copy"
 }

@@ -25,7 +25,7 @@ func TestClassifyByNameUnseenKernels(t *testing.T) {
 		{"_fwd_kernel_stage2", "Attention reduce"},
 		{"kernel_paged_attention_2d", "Paged attention (decode)"},
 		{"void sageattn::qk_int8_sv_f8_attn_kernel<128, 64>(int8_t*)", "Flash attention (prefill)"},
-		{"void tensorrt_llm::kernels::moe::finalizeMoeRoutingKernel<__nv_bfloat16, float>(void)", "MoE sort / align"},
+		{"void tensorrt_llm::kernels::moe::finalizeMoeRoutingKernel<__nv_bfloat16, float>(void)", "MoE finalize / combine"},
 		{"void tensorrt_llm::kernels::expandInputRowsKernel<__nv_bfloat16>(void)", "MoE sort / align"},
 		{"moe_align_block_size_kernel", "MoE sort / align"},
 		{"void vllm::moe::topkGatingSoftmax<4, 128, 4, 16, int>(float const*, bool const*, float*, int, int*, int*, int, int, int)", "MoE gate"},

@@ -45,7 +45,7 @@ func TestBuildInventory(t *testing.T) {
 	csv := string(inv.KernelsCSV())
 	require.True(t, strings.HasPrefix(csv, strings.Join(KernelsHeader, ",")+"\n"))
 	require.Contains(t, csv, "aiter::pa_bf16_x,PA (paged_attn),Paged attention (decode),aiter ASM,3,30.000,10.000,9.999,10.001,0.001,58.25,rule\n")
-	require.Contains(t, csv, "my_kernel,my_kernel,Other,,1,0.500,0.500,0.500,0.500,0.000,0.97,none\n", "what nothing categorised says so")
+	require.Contains(t, csv, "my_kernel,my_kernel,Other,unknown,1,0.500,0.500,0.500,0.500,0.000,0.97,none\n", "what nothing categorised says so")
 	require.Equal(t, csv, string(inv.KernelsCSV()), "deterministic")
 }
 

@@ -3,6 +3,7 @@ package inventory
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	_ "embed"
 	"encoding/csv"
 	"fmt"
@@ -242,15 +243,27 @@ func matchText(name string) string {
 	return name
 }
 
+// isInductor reports whether a kernel is one of Inductor's Triton fusions,
+// named for the ops it fused.
+func isInductor(name string) bool {
+	return strings.HasPrefix(name, "triton_poi_") || strings.HasPrefix(name, "triton_per_") || strings.HasPrefix(name, "triton_red_")
+}
+
 // Match returns the winning rule for a kernel name (checked as written and
 // demangled; its first 16 KiB), or nil.
 func (rs *Rules) Match(name string) *Rule {
 	name = matchText(name)
 	demangled := readableName(name)
+	inductor := isInductor(name)
 	var best *Rule
 	for i := range rs.rules {
 		r := &rs.rules[i]
 		if best != nil && r.Priority <= best.Priority {
+			continue
+		}
+		if inductor && !strings.Contains(r.Pattern, "triton_") {
+			// An Inductor kernel's name lists the ops it fused; a rule
+			// for an ATen kernel of one of them (layer_norm) says less.
 			continue
 		}
 		if r.matches(name) || (demangled != name && r.matches(demangled)) {
@@ -262,8 +275,16 @@ func (rs *Rules) Match(name string) *Rule {
 
 // Classify returns the category, provider and short name of a kernel name
 // from its name alone: the rule table, else the words of the name (see
-// fallback.go), else Other.
+// fallback.go), else Other. The provider is Unknown when nothing names it.
 func (rs *Rules) Classify(name string) Class {
+	c := rs.classify(name)
+	if c.Provider == "" {
+		c.Provider = cmp.Or(providerOf(readableName(matchText(name))), Unknown)
+	}
+	return c
+}
+
+func (rs *Rules) classify(name string) Class {
 	r := rs.Match(name)
 	if r == nil {
 		if c, ok := classifyByName(name); ok {

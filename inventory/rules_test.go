@@ -44,15 +44,15 @@ func TestClassify(t *testing.T) {
 		{"sampling", "aiter::mix_sample_outer_exponential_kernel<std::bfloat16_t, 1024, 64, 4, true>(x)", "Sampling", "aiter"},
 		{"cublas sm90", "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas", "Dense GEMM (BF16)", "cuBLAS / cuBLASLt"},
 		{"nvjet", "nvjet_tst_128x64_64x4_1x2_h_bz_coopA_NTN", "Dense GEMM (BF16)", "cuBLAS / cuBLASLt"},
-		{"flash fwd", "void pytorch_flash::flash_fwd_kernel<pytorch_flash::Flash_fwd_kernel_traits<64, 128>>(x)", "Flash attention (prefill)", "FlashAttention / FlashInfer"},
-		{"nccl", "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)", "All-reduce / collectives", "RCCL / NCCL"},
+		{"flash fwd", "void pytorch_flash::flash_fwd_kernel<pytorch_flash::Flash_fwd_kernel_traits<64, 128>>(x)", "Flash attention (prefill)", "FlashAttention"},
+		{"nccl", "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)", "All-reduce / collectives", "NCCL"},
 		{"cutlass bf16", "void cutlass::Kernel<cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_128x128_32x3_nn_align8>(x)", "Dense GEMM (BF16)", "CUTLASS"},
 		{"cutlass tf32", "void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_128x128_32x3_nn_align4>(x)", "Dense GEMM (FP32/TF32)", "CUTLASS"},
 		{"volta sgemm", "volta_sgemm_64x64_nt", "Dense GEMM (FP32/TF32)", "cuBLAS / cuBLASLt"},
 		{"cudnn conv", "cudnn_infer_volta_scudnn_128x64_relu_medium_nn_v1", "Convolution", "cuDNN"},
 		{"aten elementwise", "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, at::detail::Array<char*, 3> >(x)", "Elementwise / copy", "PyTorch"},
 		{"memcpy", "Memcpy HtoD (Pinned -> Device)", "Memcpy / memset", "runtime"},
-		{"unknown", "my_custom_kernel", Other, ""},
+		{"unknown", "my_custom_kernel", Other, "unknown"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
 
 	"github.com/profile-model/profile-model/internal/atomicfile"
 	"github.com/profile-model/profile-model/internal/results"
@@ -28,9 +29,10 @@ func runKernels(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	top := fs.Int("top", 25, "kernels to print (the CSV has them all)")
 	asJSON := fs.Bool("json", false, "print the inventory as JSON")
 	force := fs.Bool("force", false, "overwrite CSV files that exist")
+	explainName := fs.String("explain", "", "print the evidence that decided the category and provider of the kernels named `NAME` (the exact name, else every kernel whose name contains it) and write nothing")
 	rank := fs.Int("rank", 0, "with several rank traces (or a directory of them): the rank whose tables are printed and written")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: profile-model kernels TRACE... [--rank R] [--csv FILE|- | --out DIR] [--rules FILE] [--json] [--force]\n\nKernel inventory of a trace: every distinct kernel with its category and provider.")
+		fmt.Fprintln(stderr, "usage: profile-model kernels TRACE... [--rank R] [--csv FILE|- | --out DIR] [--rules FILE] [--json] [--force] [--explain NAME]\n\nKernel inventory of a trace: every distinct kernel with its category and provider.")
 		fs.PrintDefaults()
 	}
 	files, err := parseTraces(fs, args, "kernels")
@@ -49,6 +51,9 @@ func runKernels(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	trace := res.Path
 	bs := res.DecodeBS()
 	writeTraceWarnings(stderr, res)
+	if *explainName != "" {
+		return explainKernels(stdout, res, *explainName)
+	}
 	if *csvPath == "-" {
 		return res.Inventory.WriteKernelsCSV(stdout)
 	}
@@ -120,4 +125,36 @@ func writeKernelsJSON(w io.Writer, inv *inventory.Inventory, doc func(*inventory
 	bw.WriteString("\n  ]")
 	bw.Write(after)
 	return bw.Flush()
+}
+
+// explainKernels prints, for the kernels that name picks (the exact name,
+// else every name containing it), the labels and the evidence behind them.
+func explainKernels(w io.Writer, res *analysis.Result, name string) error {
+	var picked []inventory.KernelRow
+	for _, k := range res.Inventory.Kernels {
+		if k.Kernel == name {
+			picked = []inventory.KernelRow{k}
+			break
+		}
+		if strings.Contains(k.Kernel, name) {
+			picked = append(picked, k)
+		}
+	}
+	if len(picked) == 0 {
+		return fmt.Errorf("kernels --explain: no kernel of %s has %q in its name; `profile-model kernels %s --csv -` lists them", res.Path, name, res.Path)
+	}
+	const most = 20
+	for i, k := range picked {
+		if i == most {
+			fmt.Fprintf(w, "... and %d more kernels whose name contains %q: give more of the name\n", len(picked)-most, name)
+			break
+		}
+		cl, why := res.Explain(k.Kernel)
+		fmt.Fprintf(w, "%s\n  short name: %s\n  category:   %s (decided by %s)\n  provider:   %s\n  time:       %s µs in %d launches (%.2f%% of GPU time)\n  evidence:\n",
+			k.Kernel, cl.ShortName, cl.Category, cl.Source, cl.Provider, k.Total, k.Count, k.Pct)
+		for _, line := range why {
+			fmt.Fprintf(w, "    - %s\n", line)
+		}
+	}
+	return nil
 }

@@ -232,3 +232,25 @@ func TestTraceWarningsReachLayersAndKernels(t *testing.T) {
 		})
 	}
 }
+
+// kernels --explain: an SGEMM that cuDNN's convolution launched is
+// Convolution by its op, cuBLAS's by its name, and the evidence says so;
+// nothing is written; a name no kernel has is an error that says where to
+// look.
+func TestKernelsExplain(t *testing.T) {
+	t.Parallel()
+	trace := corpus.Path(t, "traces/ns-resolution-absolute-ts-cuda.pt.trace.json.gz")
+	dir := t.TempDir()
+	var out, errb bytes.Buffer
+	require.NoError(t, run(context.Background(), []string{"kernels", trace, "--out", dir, "--explain", "volta_sgemm_64x64_nt"}, &out, &errb), errb.String())
+	text := out.String()
+	require.Contains(t, text, "category:   Convolution (decided by launch_op)")
+	require.Contains(t, text, "provider:   cuBLAS / cuBLASLt")
+	require.Contains(t, text, "launching op (most of its time): aten::convolution_backward")
+	require.Contains(t, text, "a whole convolution")
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Empty(t, entries, "--explain writes nothing")
+	err = run(context.Background(), []string{"kernels", trace, "--explain", "no_such_kernel"}, &out, &errb)
+	require.ErrorContains(t, err, `has "no_such_kernel" in its name`)
+}

@@ -211,3 +211,9 @@ func TraceFacts(ctx context.Context, _ int, files []string) (int, []diag.Warning
 	}
 	return bs, warns, nil
 }
+
+// Explain returns what the analysis says of a kernel name and the evidence
+// that decided it (kernels --explain).
+func (r *Result) Explain(name string) (inventory.Class, []string) {
+	return r.classes.Explain(name)
+}
