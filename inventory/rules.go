@@ -3,7 +3,6 @@ package inventory
 import (
 	"bufio"
 	"bytes"
-	"cmp"
 	_ "embed"
 	"encoding/csv"
 	"fmt"
@@ -275,30 +274,10 @@ func (rs *Rules) Match(name string) *Rule {
 
 // Classify returns the category, provider and short name of a kernel name
 // from its name alone: the rule table, else the words of the name (see
-// fallback.go), else Other. The provider is Unknown when nothing names it.
+// fallback.go), else Other; then what the name itself states of its
+// precision and its library (evidence.go). The provider is Unknown when
+// nothing names it.
 func (rs *Rules) Classify(name string) Class {
-	c := rs.classify(name)
-	if c.Provider == "" {
-		c.Provider = cmp.Or(providerOf(readableName(matchText(name))), Unknown)
-	}
-	return c
-}
-
-func (rs *Rules) classify(name string) Class {
-	r := rs.Match(name)
-	if r == nil {
-		if c, ok := classifyByName(name); ok {
-			if c.Category == attentionUnknown {
-				// Without a trace to say where it runs: prefill.
-				c.Category = "Flash attention (prefill)"
-			}
-			return c
-		}
-		return Class{Category: Other, ShortName: ShortName(name), Source: SourceNone}
-	}
-	c := Class{Category: r.Category, Provider: r.Provider, ShortName: r.ShortName, Source: SourceRule}
-	if c.ShortName == "" {
-		c.ShortName = ShortName(name)
-	}
-	return c
+	c := &Classifier{rules: rs} // no trace: no op, phase or vendor
+	return c.classify(name, nil)
 }
