@@ -21,6 +21,9 @@ const (
 	clAnnotation
 	clGPUAnnotation
 	clOp // cpu_op / Operator: ProfilerStep#N, and the ops that launch (ops.go)
+	// clPython: python_function, kept only for the engine's step
+	// functions (stepfunc.go).
+	clPython
 )
 
 func classify(cat []byte) class {
@@ -39,6 +42,8 @@ func classify(cat []byte) class {
 		return clGPUAnnotation
 	case "cpu_op", "Operator":
 		return clOp
+	case "python_function":
+		return clPython
 	}
 	return clSkip
 }
@@ -113,7 +118,12 @@ func keep(cl class, ph, name []byte, havePh, haveName, ops bool) (kept, decided 
 		if !haveName {
 			return false, false
 		}
-		return bytes.HasPrefix(name, profilerStep), true
+		return bytes.HasPrefix(name, profilerStep) || isStepFunction(name), true
+	case clPython:
+		if !haveName {
+			return false, false
+		}
+		return isStepFunction(name), true
 	}
 	return true, true
 }

@@ -47,6 +47,9 @@ func (s *scanner) fastEvent(b []byte) (end int, kept bool, msg string, done bool
 				return end, true, "", true
 			}
 		}
+		if cl == clPython && !stepFunctionNext(b[j+e+1:]) {
+			cl = clSkip // the many Python frames that are no step function
+		}
 		if cl != clSkip {
 			return 0, false, "", false
 		}
@@ -373,7 +376,7 @@ func (cl class) eventType(name []byte) eventType {
 		return eventMemset
 	case clRuntime:
 		return eventLaunch
-	case clAnnotation:
+	case clAnnotation, clPython:
 		return eventAnnotation
 	case clOp:
 		return opEvent(name)

@@ -10,7 +10,7 @@ import "bytes"
 // opEvent is the type of a kept cpu_op event: ProfilerStep#N is a step
 // annotation, every other op an EventOp.
 func opEvent(name []byte) eventType {
-	if bytes.HasPrefix(name, profilerStep) {
+	if bytes.HasPrefix(name, profilerStep) || isStepFunction(name) {
 		return eventAnnotation
 	}
 	return eventOp

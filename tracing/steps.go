@@ -254,7 +254,12 @@ func stepAnnotations(anns []annotation, gpu, profiler bool) []labelled {
 		}
 		out = append(out, labelled{a, st})
 	}
-	// anns are sorted by start: drop those inside an earlier one on the same track.
+	return outermost(out)
+}
+
+// outermost drops the annotations inside an earlier one on the same track
+// (anns are sorted by start).
+func outermost(out []labelled) []labelled {
 	type track struct{ pid, tid int64 }
 	end := map[track]int64{}
 	kept := out[:0]
@@ -276,6 +281,11 @@ func segmentSteps(t *Trace, idx corrIndex) {
 	for _, profiler := range []bool{false, true} {
 		gpu := stepAnnotations(t.Annotations, true, profiler)
 		cpu := stepAnnotations(t.Annotations, false, profiler)
+		if !profiler && len(gpu) == 0 && len(cpu) == 0 {
+			// No engine label: the engine's step function, before
+			// ProfilerStep#N (one profiler step can hold many engine steps).
+			cpu = stepFunctionAnnotations(t.Annotations)
+		}
 		if len(gpu) > 0 || len(cpu) > 0 {
 			stepsFromAnnotations(t, idx, gpu, cpu)
 			return
@@ -320,9 +330,18 @@ func stepsFromAnnotations(t *Trace, idx corrIndex, gpu, cpu []labelled) {
 			continue
 		}
 		st := c.st
-		st.Source = sourceCPUAnnotation
 		st.Start, st.End = c.a.Start, c.a.Start+c.a.Dur
 		st.Kernels = kernelsLaunchedIn(t, idx, c.a, int32(len(t.Steps)))
+		if st.Source == sourceStepFunction {
+			// A step function says no kind: graph replays are decode
+			// batches, a step without one was too large for them.
+			st.Kind = StepPrefill
+			if slices.ContainsFunc(st.Kernels, func(k int32) bool { return t.Kernels[k].Graph >= 0 }) {
+				st.Kind = StepDecode
+			}
+		} else {
+			st.Source = sourceCPUAnnotation
+		}
 		addStep(t, st)
 	}
 	finishSteps(t)

@@ -25,8 +25,12 @@ type Summary struct {
 	GraphLaunches    int              `json:"graph_launches"`
 	KernelsReplayed  int              `json:"kernels_replayed"`
 	Steps            map[string]int   `json:"steps"`
-	DecodeBS         int              `json:"decode_bs"`
-	DecodeBSHist     map[string]int   `json:"decode_bs_hist"`
+	// StepSources says which evidence delimited the steps (StepSource
+	// values and how many steps each): gpu_annotation, cpu_annotation,
+	// step_function, profiler_step, structure or graph_launch.
+	StepSources  map[string]int `json:"step_sources"`
+	DecodeBS     int            `json:"decode_bs"`
+	DecodeBSHist map[string]int `json:"decode_bs_hist"`
 	// Padding: decode steps that replayed a graph larger than their batch
 	// (decode[bs=R/G]) and the share of the graph rows of all graph decode
 	// steps that were padding, in percent.
@@ -53,7 +57,7 @@ func (t *Trace) Summarize() Summary {
 	s := Summary{
 		Path: t.Path, Device: t.Device, Vendor: t.Vendor, Era: t.Era, TraceKind: t.Kind,
 		Events: t.Events, EventsByCategory: t.ByCat,
-		GraphLaunches: len(t.Graphs), Steps: map[string]int{},
+		GraphLaunches: len(t.Graphs), Steps: map[string]int{}, StepSources: map[string]int{},
 		DecodeBS: t.DecodeBS, DecodeBSHist: map[string]int{},
 		Warnings: append([]diag.Warning{}, t.Warnings...),
 	}
@@ -83,6 +87,7 @@ func (t *Trace) Summarize() Summary {
 	var rows, pad int
 	for _, st := range t.Steps {
 		s.Steps[string(st.Kind)]++
+		s.StepSources[string(st.Source)]++
 		if st.Kind != StepDecode || st.Eager {
 			continue
 		}

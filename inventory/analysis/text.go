@@ -56,6 +56,20 @@ func WriteSummaryText(w io.Writer, s tracing.Summary) error {
 		}
 		p("%d %s", s.Steps[k], k)
 	}
+	for i, src := range slices.Sorted(maps.Keys(s.StepSources)) {
+		if i == 0 {
+			p(" (from ")
+		} else {
+			p(", ")
+		}
+		if len(s.StepSources) > 1 {
+			p("%d ", s.StepSources[src])
+		}
+		p("%s", src)
+		if i == len(s.StepSources)-1 {
+			p(")")
+		}
+	}
 	p("\n")
 	if s.DecodeBS > 0 {
 		bss := slices.Collect(maps.Keys(s.DecodeBSHist))

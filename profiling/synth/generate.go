@@ -41,6 +41,11 @@ type GenerateOptions struct {
 	// graph per piece between attention kernels, attention launched
 	// eagerly, no step annotation), N+1 graph launches for N layers.
 	Piecewise bool
+	// PiecewiseEqualGaps (with Piecewise): the host is slow to launch each
+	// graph piece, so the GPU idles between the pieces of a step as long as
+	// between steps, as on a fast GPU: the gaps cannot tell steps apart,
+	// the engine's step function (Python frames) can.
+	PiecewiseEqualGaps bool
 	// TPAllReduce: a tensor-parallel rank's kernels: an all-reduce before
 	// each norm inside the layers (inside the graph pieces) and an
 	// all-gather of the logits before the sampler.
@@ -121,7 +126,7 @@ func NewRecording(ctx context.Context, opts GenerateOptions) (*Recorder, error) 
 			}
 			runs := mm.PrefillStep(opts.BS, tokens, rng)
 			runs = applyVariants(runs, &opts, rng)
-			rec.Record(Step{Kind: tracing.StepPrefill, BS: opts.BS, Tokens: tokens, Start: clock, Kernels: runs, Piecewise: opts.Piecewise})
+			rec.Record(Step{Kind: tracing.StepPrefill, BS: opts.BS, Tokens: tokens, Start: clock, Kernels: runs, Piecewise: opts.Piecewise, PieceGap: pieceGap(&opts)})
 			clock += int64(kernelmodel.StepTime(runs)) + int64(300*time.Microsecond)
 			nextPrefill++
 			ctxPerSeq = int(0.9 * float64(opts.PromptLen))
@@ -138,7 +143,7 @@ func NewRecording(ctx context.Context, opts GenerateOptions) (*Recorder, error) 
 		if exact != nil {
 			exact.apply(runs)
 		}
-		rec.Record(Step{Kind: tracing.StepDecode, BS: bs, Tokens: bs, Start: clock, Kernels: runs, Eager: opts.EagerDecode, Piecewise: opts.Piecewise})
+		rec.Record(Step{Kind: tracing.StepDecode, BS: bs, Tokens: bs, Start: clock, Kernels: runs, Eager: opts.EagerDecode, Piecewise: opts.Piecewise, PieceGap: pieceGap(&opts)})
 		clock += int64(kernelmodel.StepTime(runs)) + int64(300*time.Microsecond)
 		ctxPerSeq++
 	}
@@ -153,6 +158,17 @@ func Generate(ctx context.Context, w io.Writer, opts GenerateOptions) (*Truth, e
 		return nil, err
 	}
 	return rec.WriteTrace(ctx, w, kineto.WriterOptions{Gzip: opts.Gzip, MetaFirst: opts.MetaFirst, TraceName: "synthetic ATOM trace"})
+}
+
+// pieceGap is the host time before each graph piece after the first: about
+// the GPU's idle time between steps (the host's 30 µs sync, 40 µs gap and
+// 60 µs of input preparation) less the piece's own 25 µs launch, so that
+// the two gaps are alike.
+func pieceGap(o *GenerateOptions) int64 {
+	if !o.Piecewise || !o.PiecewiseEqualGaps {
+		return 0
+	}
+	return 110_000
 }
 
 func sameLayer(a, b []kernelmodel.LayerPosition) bool {

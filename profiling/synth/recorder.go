@@ -63,6 +63,10 @@ type Step struct {
 	// launch per run of forward kernels between the attention kernels
 	// (SectionAttention), which are launched eagerly.
 	Piecewise bool
+	// PieceGap (piecewise steps) is host time before each graph piece
+	// after the first, so that the GPU idles between pieces as long as
+	// between steps (a fast GPU waits on the host for every piece).
+	PieceGap int64
 }
 
 // RecorderOptions configures a Recorder.
@@ -559,7 +563,14 @@ func place(s *Step, ks []kernelmodel.KernelRun, cpu, ext, corr int64, p *placed,
 	if !eager {
 		// One graph launch for the forward pass, or (piecewise) one per
 		// run of forward kernels, the attention between them eager.
+		pieces := 0
 		launchGraph := func() int64 {
+			if pieces > 0 && s.PieceGap > 0 {
+				// The host is the bottleneck: it launches the piece
+				// only after the GPU ran out of work.
+				cur = max(cur, gpu) + s.PieceGap
+			}
+			pieces++
 			cur += 10_000
 			corr++
 			kp.graphLaunches = append(kp.graphLaunches, cur)
@@ -880,6 +891,21 @@ var pyFrames = []string{
 	"atom/model_engine/scheduler.py(301): postprocess",
 }
 
+// vllmFrames are a vLLM V1 worker's frames: the worker's execute_model
+// around the model runner's is one engine step.
+var vllmFrames = [...]string{
+	"vllm/v1/engine/core.py(284): step",
+	"vllm/v1/worker/gpu_worker.py(447): execute_model",
+	"vllm/v1/worker/gpu_model_runner.py(2210): execute_model",
+	"vllm/v1/worker/gpu_model_runner.py(1602): _prepare_inputs",
+	"vllm/forward_context.py(237): set_forward_context",
+	"vllm/compilation/cuda_graph.py(183): __call__",
+	"<built-in method tolist of Tensor object at 0x7f3c2e5a1b70>",
+	"vllm/v1/sample/sampler.py(65): forward",
+	"torch/nn/modules/module.py(1775): _call_impl",
+	"vllm/v1/core/sched/scheduler.py(812): update_from_output",
+}
+
 // python writes the step's Python frames: a few frames spanning the step and
 // many short calls under them.
 func (e *emitter) python(i int) {
@@ -903,9 +929,13 @@ func (e *emitter) python(i int) {
 		id++
 		return id - 1
 	}
-	top := frame(pyFrames[0], start, end-start, 0)
-	top = frame(pyFrames[1], start+500, end-start-1000, top)
-	top = frame(pyFrames[2], start+900, end-start-1800, top)
+	frames := pyFrames[:]
+	if e.r.steps[i].Piecewise {
+		frames = vllmFrames[:]
+	}
+	top := frame(frames[0], start, end-start, 0)
+	top = frame(frames[1], start+500, end-start-1000, top)
+	top = frame(frames[2], start+900, end-start-1800, top)
 	leaves := n - 3
 	if leaves <= 0 {
 		return
@@ -913,7 +943,7 @@ func (e *emitter) python(i int) {
 	span := (end - start - 2000) / int64(leaves)
 	for j := 0; j < leaves; j++ {
 		ts := start + 1000 + int64(j)*span
-		frame(pyFrames[3+j%(len(pyFrames)-3)], ts, max(span*3/4, 1), top)
+		frame(frames[3+j%(len(frames)-3)], ts, max(span*3/4, 1), top)
 	}
 }
 

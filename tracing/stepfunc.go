@@ -1,0 +1,79 @@
+package tracing
+
+import (
+	"bytes"
+	"strings"
+)
+
+// An engine's own step, as its Python frames (python_function events, or
+// cpu_op ranges of the same name) record it: a trace without step
+// annotations still has the engine's step function around every step's
+// launches, on the host, when Python stacks were recorded.
+
+// sourceStepFunction: steps delimited by the engine's step function on the
+// CPU side (vLLM's execute_model, SGLang's run_batch and forward_batch_*,
+// a model runner's run_model), kernels through the correlation of the
+// launches made inside it.
+const sourceStepFunction = "step_function"
+
+// stepFunctions are the functions of one engine step; a generic name
+// counts only in a model runner's file. (A model runner's forward is not
+// one: it runs once per graph piece or micro-batch in some engines.)
+var stepFunctions = [...]struct{ file, fn string }{
+	{"", "execute_model"},
+	{"", "run_batch"},
+	{"", "forward_batch_generation"},
+	{"", "forward_batch"},
+	{"model_runner", "run_model"},
+}
+
+// isStepFunction tells the name of an engine's step function: a Python
+// frame "path/file.py(line): fn" or a bare function name.
+func isStepFunction(name []byte) bool {
+	file, fn := []byte(nil), name
+	if i := bytes.LastIndex(name, []byte("): ")); i >= 0 {
+		file, fn = name[:i], name[i+3:]
+	}
+	for _, s := range stepFunctions {
+		if string(fn) == s.fn && (s.file == "" || bytes.Contains(file, []byte(s.file))) {
+			return true
+		}
+	}
+	return false
+}
+
+// stepFunctionNext tells whether the event's name, right after its
+// category in Kineto's layout (`, "name": "…"`), is a step function; an
+// event in another layout takes the general path.
+func stepFunctionNext(b []byte) bool {
+	const key = `, "name": "`
+	if !bytes.HasPrefix(b, []byte(key)) {
+		return true
+	}
+	b = b[len(key):]
+	e := bytes.IndexByte(b[:min(len(b), 512)], '"')
+	if e < 0 {
+		return true
+	}
+	name := b[:e]
+	// Cheap first: every step function's name ends in one of these.
+	if !bytes.HasSuffix(name, []byte("model")) && !bytes.HasSuffix(name, []byte("batch")) &&
+		!bytes.HasSuffix(name, []byte("generation")) {
+		return false
+	}
+	return isStepFunction(name)
+}
+
+// stepFunctionAnnotations returns the CPU-side step functions, outermost
+// only on each track (vLLM's worker's execute_model holds its model
+// runner's).
+func stepFunctionAnnotations(anns []annotation) []labelled {
+	var out []labelled
+	for i := range anns {
+		a := &anns[i]
+		if !a.GPU && !strings.HasPrefix(a.Name, "ProfilerStep#") && isStepFunction([]byte(a.Name)) {
+			out = append(out, labelled{a, Step{Source: sourceStepFunction}})
+		}
+	}
+	return outermost(out)
+}
