@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/profile-model/profile-model/internal/atomicfile"
 	"github.com/profile-model/profile-model/internal/diag"
@@ -44,11 +45,42 @@ type LevelFile struct {
 	Prefill   *LevelTable          `json:"prefill,omitempty"`
 	Inventory *inventory.Inventory `json:"inventory,omitempty"`
 	StepTime  StepTime             `json:"step_time"`
-	Warnings  []diag.Warning       `json:"warnings"`
+	// StepDetails are the steps whose labels carry ATOM's detailed
+	// annotation (ATOM_ENABLE_DETAILED_ANNOTATION=1: sqsq=, sqsk=, sk=),
+	// in step order; absent when no step does.
+	StepDetails []StepDetail   `json:"step_details,omitempty"`
+	Warnings    []diag.Warning `json:"warnings"`
 	// Roofline is each decode position against the GPU's peaks (nil when
 	// it cannot be computed; RooflineNote says why). The run fills it in.
 	Roofline     *roofline.Table `json:"roofline,omitempty"`
 	RooflineNote string          `json:"roofline_note,omitempty"`
+}
+
+// StepDetail is one step's detailed-annotation fields, as its label wrote
+// them.
+type StepDetail struct {
+	Step   int               `json:"step"` // index among the trace's steps
+	Kind   string            `json:"kind"`
+	BS     int               `json:"bs"`
+	Fields map[string]string `json:"fields"` // sqsq, sqsk, sk -> value as written
+}
+
+// stepDetails collects the detailed-annotation fields of a trace's steps.
+func stepDetails(tr *tracing.Trace) []StepDetail {
+	var out []StepDetail
+	for i, st := range tr.Steps {
+		if st.Fields.Detail == "" {
+			continue
+		}
+		d := StepDetail{Step: i, Kind: string(st.Kind), BS: st.BS, Fields: map[string]string{}}
+		for _, part := range strings.Fields(st.Fields.Detail) {
+			if k, v, ok := strings.Cut(part, "="); ok {
+				d.Fields[k] = v
+			}
+		}
+		out = append(out, d)
+	}
+	return out
 }
 
 // LevelTable is a robust layer table with its irregular layers cut to the
@@ -71,6 +103,7 @@ func NewLevelFile(r *Result) *LevelFile {
 	f.Summary.Path = f.Trace
 	if r.Trace != nil {
 		f.StepTime = StepTimes(r.Trace, r.Decode)
+		f.StepDetails = stepDetails(r.Trace)
 	}
 	return f
 }

@@ -75,3 +75,20 @@ func TestLoadLevelFileErrors(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "t", f.Trace)
 }
+
+// ATOM's detailed annotations (sqsq=, sqsk=, sk=) are kept per step in
+// analysis.json, and read back.
+func TestLevelFileStepDetails(t *testing.T) {
+	r := synthResult(t, synth.GenerateOptions{BS: 4, DecodeSteps: 3, PrefillSteps: 1, Layers: 2})
+	require.Empty(t, NewLevelFile(r).StepDetails, "no label carries them")
+	last := len(r.Trace.Steps) - 1
+	r.Trace.Steps[last].Fields.Detail = "sqsq=4 sqsk=4224 sk=1056"
+	f := NewLevelFile(r)
+	require.Equal(t, []StepDetail{{Step: last, Kind: string(r.Trace.Steps[last].Kind), BS: r.Trace.Steps[last].BS,
+		Fields: map[string]string{"sqsq": "4", "sqsk": "4224", "sk": "1056"}}}, f.StepDetails)
+	path := filepath.Join(t.TempDir(), LevelFileName)
+	require.NoError(t, f.Write(path))
+	got, err := LoadLevelFile(path)
+	require.NoError(t, err)
+	require.Equal(t, f.StepDetails, got.StepDetails)
+}
