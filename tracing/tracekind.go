@@ -67,8 +67,9 @@ func classifyTrace(t *Trace, idx corrIndex) {
 	// GPU events leaves steps behind; coverage reports that.)
 	capture := engineSteps == 0 && eager >= 20 && unrun*4 >= eager*3 && (labelled != "" || len(t.Graphs) == 0)
 	// ATOM's own capture traces (--mark-trace) say so by their name and
-	// place: a small graph needs no 20 launches to be recognised.
-	if _, _, _, named := ParseCaptureFileName(t.Path); named && engineSteps == 0 && eager > 0 && unrun*4 >= eager*3 &&
+	// place: a small graph needs no 20 launches to be recognised, and the
+	// warmup forward before the capture ran its launches (half of them).
+	if _, _, _, named := ParseCaptureFileName(t.Path); named && engineSteps == 0 && eager > 0 && unrun*3 >= eager &&
 		strings.Contains(t.Path, CaptureDir) {
 		capture = true
 		if labelled == "" {
