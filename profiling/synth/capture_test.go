@@ -3,6 +3,8 @@ package synth_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -64,4 +66,82 @@ func TestWriteCaptureRoundTrip(t *testing.T) {
 	tr, err := tracing.Load(context.Background(), path, tracing.Options{})
 	require.NoError(t, err)
 	require.Equal(t, tracing.KindCapture, tr.Kind)
+}
+
+// The warmup forward before the capture, as ATOM's own trace parser reads
+// it: the window from the file's first event to capture_graph_bs_<bs>
+// holds every kernel of the step but the sampler, run once in order, each
+// correlated to a launch in the window and inside a GPU annotation of its
+// module on its own track; the capture span comes after.
+func TestWriteCaptureWarmupForward(t *testing.T) {
+	t.Parallel()
+	m := kernelmodel.Default()
+	runs := m.DecodeStep(8, 0, rand.New(rand.NewPCG(3, 4)))
+	var buf bytes.Buffer
+	_, err := synth.WriteCapture(context.Background(), &buf, synth.CaptureOptions{Runs: runs, BS: 8, MaxQ: 1})
+	require.NoError(t, err)
+	var doc struct {
+		TraceEvents []struct {
+			Ph, Cat, Name string
+			PID, TID      int64
+			TS, Dur       float64
+			Args          map[string]any
+		} `json:"traceEvents"`
+	}
+	require.NoError(t, json.Unmarshal(buf.Bytes(), &doc))
+	first, capAt := math.Inf(1), math.NaN()
+	for _, e := range doc.TraceEvents {
+		if e.Ph == "X" {
+			first = min(first, e.TS)
+			if e.Cat == "user_annotation" && e.Name == "capture_graph_bs_8" {
+				capAt = e.TS
+			}
+		}
+	}
+	require.False(t, math.IsNaN(capAt), "a capture_graph_bs_8 span")
+	launches := map[float64]bool{}
+	type ev = struct {
+		name     string
+		ts, end  float64
+		pid, tid int64
+	}
+	var kernels, gpuAnns []ev
+	for _, e := range doc.TraceEvents {
+		if e.Ph != "X" || e.TS < first || e.TS >= capAt {
+			continue
+		}
+		switch e.Cat {
+		case "cuda_runtime":
+			launches[e.Args["correlation"].(float64)] = true
+		case "kernel":
+			require.True(t, launches[e.Args["correlation"].(float64)], "%s: launched in the window", e.Name)
+			kernels = append(kernels, ev{e.Name, e.TS, e.TS + e.Dur, e.PID, e.TID})
+		case "gpu_user_annotation":
+			gpuAnns = append(gpuAnns, ev{e.Name, e.TS, e.TS + e.Dur, e.PID, e.TID})
+		}
+	}
+	var want []string
+	mods := kernelmodel.Modules(runs, 8)
+	wantMod := map[int]string{}
+	for i, r := range runs {
+		if r.Section != kernelmodel.SectionSample {
+			if mods[i].Path != "" {
+				wantMod[len(want)] = "nn.Module: " + mods[i].Path
+			}
+			want = append(want, r.Name)
+		}
+	}
+	require.Len(t, kernels, len(want))
+	for i, k := range kernels {
+		require.Equal(t, want[i], k.name, "warmup kernel %d", i)
+		in := ""
+		for _, a := range gpuAnns {
+			if a.pid == k.pid && a.tid == k.tid && a.ts <= k.ts && k.end <= a.end {
+				in = a.name
+			}
+		}
+		if w, ok := wantMod[i]; ok {
+			require.Equal(t, w, in, "warmup kernel %d (%s) is inside its module's GPU annotation", i, k.name)
+		}
+	}
 }
