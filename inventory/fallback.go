@@ -126,6 +126,10 @@ var families = []family{
 	// KV cache writes (before attention: reshape_and_cache_flash writes
 	// the cache of a flash-attention backend).
 	fam(`_(reshape_and_cache\w*|store_kv\w*|store_kvcache|set_kv_buffer|write_kv\w*|concat_and_cache\w*|append_paged_kv_cache|copy_blocks|swap_blocks)_|reshape_and_cache|store_kvcache|concat_and_cache`, "KV cache", nil),
+	// Quantisation that prepares attention's inputs (SageAttention's
+	// per-block Q/K quant, an MLA query quant) is quantisation, not
+	// attention, though its name says both.
+	fam(`_(quant|quantize|quantization|dequant|dequantize)_(\w*_)?(attn|attention|sage|sageattn|mla|mha|fmha|qk)_|_(attn|attention|sage|sageattn|mla|mha|fmha|qk)_(\w*_)?(quant|quantize|quantization|dequant|dequantize)_`, "Activation quant", nil),
 	// Triton attention in the lightllm/SGLang/vLLM convention: _fwd_kernel
 	// (prefill), _fwd_[grouped_]kernel_stage1 (decode) and _stage2 (its
 	// reduce).

@@ -25,6 +25,8 @@ func TestClassifyByNameUnseenKernels(t *testing.T) {
 		{"_fwd_kernel_stage2", "Attention reduce"},
 		{"kernel_paged_attention_2d", "Paged attention (decode)"},
 		{"void sageattn::qk_int8_sv_f8_attn_kernel<128, 64>(int8_t*)", "Flash attention (prefill)"},
+		{"void sageattn::quant_per_block_int8_kernel<64, 128>(int8_t*)", "Activation quant"},
+		{"void flashinfer::mla_q_quant_fp8_kernel<__nv_bfloat16>(void)", "Activation quant"},
 		{"void tensorrt_llm::kernels::moe::finalizeMoeRoutingKernel<__nv_bfloat16, float>(void)", "MoE finalize / combine"},
 		{"void tensorrt_llm::kernels::expandInputRowsKernel<__nv_bfloat16>(void)", "MoE sort / align"},
 		{"moe_align_block_size_kernel", "MoE sort / align"},

@@ -161,7 +161,7 @@ func TestChanges(t *testing.T) {
 	fmoe := row(2, "MoE_GEMM_fused (ASM)", "fmoe_bf16_blockscaleFp8_g1u1_subGU_256", 90)
 	p0 := row(1, "MoE_sort_P0", "ck_tile::MoeSortingMultiPhaseKernel_P0_v2<int>", 5)
 	p23 := row(2, "MoE_sort_P23", "ck_tile::MoeSortingMultiPhaseKernel_P23<int>", 5)
-	cijk := row(1, "GEMM_BF16 (rocBLAS)", "Cijk_Alik_Bljk_S_B_Bias_HA_S_SAV_UserArgs_MT16x16x64", 12)
+	cijk := row(1, "GEMM_BF16 (rocBLAS)", "Cijk_Alik_Bljk_BBS_BH_Bias_HA_S_SAV_UserArgs_MT16x16x64", 12)
 	nvjet := row(1, "GEMM (nvjet)", "nvjet_tst_64x8_64x16_4x1_v_bz_TNT", 9)
 	quant := row(2, "FP8_quant", "_ZN5aiter37dynamic_per_group_scaled_quant_kernelIDF16bDB8_Li32EEEvPT0_PfPKT_PKfiliibPKii", 5)
 	renum := func(rs ...inventory.LayerRow) []inventory.LayerRow {
