@@ -71,7 +71,9 @@ func kindOf(category string) kind {
 		return kReduce
 	case strings.Contains(c, "attention"):
 		return kAttn
-	case strings.Contains(c, "moe") && strings.Contains(c, "gemm"):
+	case strings.Contains(c, "moe") && (strings.Contains(c, "gemm") || strings.Contains(c, "finalize") || strings.Contains(c, "combine")):
+		// The finalize (scatter back to tokens) sits with the experts;
+		// isFinalize names its role.
 		return kMoEGEMM
 	case strings.Contains(c, "moe") && strings.Contains(c, "gate"):
 		return kGate
