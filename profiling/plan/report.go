@@ -5,7 +5,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"image/color"
 	"io"
 	"maps"
 	"math"
@@ -15,14 +14,9 @@ import (
 	"strconv"
 	"strings"
 
-	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/font"
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
-
 	"github.com/profile-model/profile-model/internal/atomicfile"
 	"github.com/profile-model/profile-model/internal/results"
+	"github.com/profile-model/profile-model/internal/svgchart"
 	"github.com/profile-model/profile-model/profiling/diff"
 )
 
@@ -56,19 +50,6 @@ func (pt Point) Label() string {
 		return fmt.Sprintf("%s@%d", pt.Server, pt.Conc)
 	}
 	return fmt.Sprintf("%s@%d", pt.Pair, pt.Conc)
-}
-
-// plainTicks are gonum's default ticks labelled without padded decimals.
-type plainTicks struct{}
-
-func (plainTicks) Ticks(lo, hi float64) []plot.Tick {
-	ts := plot.DefaultTicks{}.Ticks(lo, hi)
-	for i := range ts {
-		if ts[i].Label != "" {
-			ts[i].Label = strconv.FormatFloat(ts[i].Value, 'g', 6, 64)
-		}
-	}
-	return ts
 }
 
 // Points reads every level of every pair of a sweep directory; levels
@@ -464,93 +445,76 @@ func table(w io.Writer, head []string, rows [][]string) {
 	fmt.Fprintln(w)
 }
 
-var palette = []color.RGBA{
-	{31, 119, 180, 255}, {255, 127, 14, 255}, {44, 160, 44, 255}, {214, 39, 40, 255}, {148, 103, 189, 255},
-	{140, 86, 75, 255}, {227, 119, 194, 255}, {127, 127, 127, 255}, {188, 189, 34, 255}, {23, 190, 207, 255},
-}
+// palette colours the pairs, in order.
+var palette = []string{"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"}
 
 // paretoChart draws every measured level (a colour per pair, labelled
 // pair@conc) with the frontier as a line through its points.
 func paretoChart(pts, front []Point) ([]byte, error) {
-	pl := plot.New()
-	pl.Title.Text = "Throughput per GPU against speed per user"
-	pl.X.Label.Text = "output tokens/s per user (1000 / TPOT p50)"
-	pl.Y.Label.Text = "output tokens/s per GPU"
-	sans := font.Font{Typeface: "Liberation", Variant: "Sans"}
-	pl.Title.TextStyle.Font = font.From(sans, 13)
-	pl.X.Label.TextStyle.Font = font.From(sans, 11)
-	pl.Y.Label.TextStyle.Font = font.From(sans, 11)
-	pl.X.Tick.Label.Font = font.From(sans, 10)
-	pl.Y.Tick.Label.Font = font.From(sans, 10)
-	pl.Legend.TextStyle.Font = font.From(sans, 10)
-	pl.X.Tick.Marker, pl.Y.Tick.Marker = plainTicks{}, plainTicks{}
-	pl.Add(plotter.NewGrid())
-	// Above and right of the frontier no point lies: the legend goes there.
-	pl.Legend.Top = true
-	var fxy plotter.XYs
+	p := &svgchart.Panel{
+		Title: "Throughput per GPU against speed per user",
+		X:     svgchart.Axis{Label: "output tokens/s per user (1000 / TPOT p50)", Min: math.Inf(1), Max: math.Inf(-1)},
+		Y:     svgchart.Axis{Label: "output tokens/s per GPU", Min: math.Inf(1), Max: math.Inf(-1)},
+		// Above and right of the frontier no point lies: the legend goes there.
+		Legend: true, LegendAt: svgchart.TopRight,
+	}
+	frontier := svgchart.Series{Name: "frontier", Colour: "#3c3c3c", Dashed: true, NoMarks: true}
 	for _, pt := range front {
-		fxy = append(fxy, plotter.XY{X: pt.PerUser, Y: pt.PerGPU})
+		frontier.Pts = append(frontier.Pts, [2]float64{pt.PerUser, pt.PerGPU})
 	}
-	line, err := plotter.NewLine(fxy)
-	if err != nil {
-		return nil, err
-	}
-	line.Color, line.Width, line.Dashes = color.RGBA{60, 60, 60, 255}, vg.Points(1.5), []vg.Length{vg.Points(4), vg.Points(3)}
-	pl.Add(line)
-	pl.Legend.Add("frontier", line)
+	p.Series = append(p.Series, frontier)
 	var pairs []string
 	for _, pt := range pts {
 		if pt.measured() && !slices.Contains(pairs, pt.Pair) {
 			pairs = append(pairs, pt.Pair)
 		}
 	}
-	var all plotter.XYs
+	var all [][2]float64
 	var labels []string
 	for i, name := range pairs {
-		var xys plotter.XYs
+		sc := svgchart.Series{Name: name, Colour: palette[i%len(palette)], NoLine: true, Radius: 4}
 		for _, pt := range pts {
 			if pt.Pair == name && pt.measured() {
-				xys = append(xys, plotter.XY{X: pt.PerUser, Y: pt.PerGPU})
-				all = append(all, plotter.XY{X: pt.PerUser, Y: pt.PerGPU})
+				xy := [2]float64{pt.PerUser, pt.PerGPU}
+				sc.Pts = append(sc.Pts, xy)
+				all = append(all, xy)
 				labels = append(labels, pt.Label())
 			}
 		}
-		sc, err := plotter.NewScatter(xys)
-		if err != nil {
-			return nil, err
-		}
-		sc.GlyphStyle.Color = palette[i%len(palette)]
-		sc.GlyphStyle.Radius = vg.Points(4)
-		sc.GlyphStyle.Shape = draw.CircleGlyph{}
-		pl.Add(sc)
-		legend := name
 		if i := slices.IndexFunc(pts, func(pt Point) bool { return pt.Pair == name }); i >= 0 && pts[i].oneBench {
-			legend = pts[i].Server
+			sc.Name = pts[i].Server
 		}
-		pl.Legend.Add(legend, sc)
+		p.Series = append(p.Series, sc)
 	}
-	if err := addLabels(pl, all, labels, font.From(sans, 8)); err != nil {
-		return nil, err
+	for _, xy := range append(all, frontier.Pts...) {
+		p.X.Min, p.X.Max = min(p.X.Min, xy[0]), max(p.X.Max, xy[0])
+		p.Y.Min, p.Y.Max = min(p.Y.Min, xy[1]), max(p.Y.Max, xy[1])
 	}
-	// Room for the labels right of the rightmost points.
-	pl.X.Max += (pl.X.Max - pl.X.Min) * 0.25
-	pl.Y.Max += (pl.Y.Max - pl.Y.Min) * 0.1
-	wt, err := pl.WriterTo(20*vg.Centimeter, 13*vg.Centimeter, "svg")
-	if err != nil {
-		return nil, err
+	if !(p.X.Max > p.X.Min) {
+		p.X.Min, p.X.Max = p.X.Min-1, p.X.Max+1
 	}
-	var b bytes.Buffer
-	if _, err := wt.WriteTo(&b); err != nil {
-		return nil, err
+	if !(p.Y.Max > p.Y.Min) {
+		p.Y.Min, p.Y.Max = p.Y.Min-1, p.Y.Max+1
 	}
-	return b.Bytes(), nil
+	p.Notes = placeLabels(all, labels)
+	// Room for the labels right of the rightmost points, and for the
+	// markers at the low ends.
+	dx, dy := p.X.Max-p.X.Min, p.Y.Max-p.Y.Min
+	p.X.Min, p.X.Max = p.X.Min-dx*0.04, p.X.Max+dx*0.25
+	p.Y.Min, p.Y.Max = p.Y.Min-dy*0.05, p.Y.Max+dy*0.1
+	p.X.Ticks, p.Y.Ticks = svgchart.PlainTicks(p.X.Min, p.X.Max), svgchart.PlainTicks(p.Y.Min, p.Y.Max)
+	return svgchart.Panels(20*svgchart.CM, 13*svgchart.CM, p), nil
 }
 
-// addLabels writes each label beside its point: right and above it, else
+// placeLabels puts each label beside its point: right and above it, else
 // the first of right-below, left-above and left-below that overlaps no
 // label placed before (sizes reckoned for a 20 × 13 cm chart).
-func addLabels(pl *plot.Plot, xys plotter.XYs, labels []string, f font.Font) error {
-	xmin, xmax, ymin, ymax := plotter.XYRange(xys)
+func placeLabels(xys [][2]float64, labels []string) []svgchart.Note {
+	xmin, xmax, ymin, ymax := math.Inf(1), math.Inf(-1), math.Inf(1), math.Inf(-1)
+	for _, xy := range xys {
+		xmin, xmax = min(xmin, xy[0]), max(xmax, xy[0])
+		ymin, ymax = min(ymin, xy[1]), max(ymax, xy[1])
+	}
 	norm := func(v, lo, hi float64) float64 {
 		if hi > lo {
 			return (v - lo) / (hi - lo)
@@ -568,8 +532,9 @@ func addLabels(pl *plot.Plot, xys plotter.XYs, labels []string, f font.Font) err
 		}
 		return false
 	}
+	var notes []svgchart.Note
 	for i, xy := range xys {
-		x, y := norm(xy.X, xmin, xmax), norm(xy.Y, ymin, ymax)
+		x, y := norm(xy[0], xmin, xmax), norm(xy[1], ymin, ymax)
 		w, h := float64(len(labels[i]))*4.6/plotW, 10/plotH
 		gap, lift := 5/plotW, 3/plotH
 		sides := []struct {
@@ -592,23 +557,7 @@ func addLabels(pl *plot.Plot, xys plotter.XYs, labels []string, f font.Font) err
 			}
 		}
 		placed = append(placed, b)
-		lab, err := plotter.NewLabels(plotter.XYLabels{XYs: plotter.XYs{xy}, Labels: []string{labels[i]}})
-		if err != nil {
-			return err
-		}
-		lab.Offset = vg.Point{X: vg.Points(5), Y: vg.Points(3)}
-		for j := range lab.TextStyle {
-			lab.TextStyle[j].Font = f
-			if side.left {
-				lab.TextStyle[j].XAlign = draw.XRight
-				lab.Offset.X = -vg.Points(5)
-			}
-			if side.below {
-				lab.TextStyle[j].YAlign = draw.YTop
-				lab.Offset.Y = -vg.Points(3)
-			}
-		}
-		pl.Add(lab)
+		notes = append(notes, svgchart.Note{X: xy[0], Y: xy[1], Text: labels[i], Size: 8, Left: side.left, Below: side.below})
 	}
-	return nil
+	return notes
 }

@@ -147,23 +147,3 @@ func TestFitLine(t *testing.T) {
 	require.Zero(t, f.Slope)
 	require.Equal(t, 1.0, f.R2)
 }
-
-func TestPlainTicks(t *testing.T) {
-	for _, tt := range []struct {
-		lo, hi float64
-		labels []string
-	}{
-		{0, 1150, []string{"0", "200", "400", "600", "800", "1000"}},
-		{0, 26000, []string{"0", "5000", "10000", "15000", "20000", "25000"}},
-		{0, 0.9, []string{"0", "0.2", "0.4", "0.6", "0.8"}},
-		{8.4, 36, []string{"10", "15", "20", "25", "30", "35"}},
-	} {
-		var got []string
-		for _, tk := range plainTicks.Ticks(tt.lo, tt.hi) {
-			if tk.Label != "" {
-				got = append(got, tk.Label)
-			}
-		}
-		require.Equal(t, tt.labels, got, "%g..%g", tt.lo, tt.hi)
-	}
-}

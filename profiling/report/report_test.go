@@ -152,6 +152,7 @@ func TestChartsAreLabelledSVG(t *testing.T) {
 		{report.LayerTimeChart, []string{"time per decode layer (µs)", "level", "conc 4 (bs 4)", "conc 32 (bs 32)", "MoE expert GEMM", "Paged attention (decode)"}},
 		{report.PositionsChart, []string{"decode batch size — log₂ axis", "time per layer (µs)", "4", "16", "32"}},
 		{report.TokenTimeChart, []string{"time per token (ms)", "conc 4 (bs 4)", "gaps between kernels", "prefill steps (per token)", "MoE expert GEMM"}},
+		{report.RooflineChart, []string{"arithmetic intensity (FLOP/byte) — log axis", "achieved TFLOP/s — log axis", "conc 4 (bs 4)", "conc 32 (bs 32)", "1", "10", "100"}},
 	} {
 		t.Run(tt.file, func(t *testing.T) {
 			f, err := os.Open(filepath.Join(dir, tt.file))
@@ -428,5 +429,62 @@ func TestRoofline(t *testing.T) {
 	require.NotContains(t, string(readme), "most time to gain")
 	for _, section := range []string{"## Key observations", "## Throughput", "## Per-layer time by position", "## Scaling with batch size"} {
 		require.Contains(t, string(readme), "\n"+section+"\n")
+	}
+}
+
+// TestCategoryColoursFixed: a category's swatch has the same colour in
+// both stacked charts, and the documented one (MoE expert GEMM blue, paged
+// attention green), whatever its place in the stack.
+func TestCategoryColoursFixed(t *testing.T) {
+	dir := runCopy(t)
+	_, err := report.Build(dir, report.Options{})
+	require.NoError(t, err)
+	layer := legendColours(t, filepath.Join(dir, report.LayerTimeChart))
+	token := legendColours(t, filepath.Join(dir, report.TokenTimeChart))
+	require.Equal(t, "#1f77b4", layer["MoE expert GEMM"])
+	require.Equal(t, "#2ca02c", layer["Paged attention (decode)"])
+	shared := 0
+	for cat, c := range layer {
+		if tc, ok := token[cat]; ok {
+			require.Equal(t, c, tc, "%s", cat)
+			shared++
+		}
+	}
+	require.GreaterOrEqual(t, shared, 2)
+}
+
+// legendColours maps each legend entry of a stacked chart to the fill of
+// the swatch drawn just before its text.
+func legendColours(t *testing.T, path string) map[string]string {
+	t.Helper()
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	dec := xml.NewDecoder(f)
+	out := map[string]string{}
+	fill, inText := "", false
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			return out
+		}
+		require.NoError(t, err)
+		switch e := tok.(type) {
+		case xml.StartElement:
+			inText = e.Name.Local == "text"
+			if e.Name.Local == "rect" {
+				for _, a := range e.Attr {
+					if a.Name.Local == "fill" {
+						fill = a.Value
+					}
+				}
+			}
+		case xml.CharData:
+			if inText {
+				out[strings.TrimSpace(string(e))] = fill
+			}
+		case xml.EndElement:
+			inText = false
+		}
 	}
 }

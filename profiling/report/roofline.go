@@ -7,11 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
-
+	"github.com/profile-model/profile-model/internal/svgchart"
 	"github.com/profile-model/profile-model/inventory/roofline"
 )
 
@@ -157,9 +153,6 @@ func (v *view) rooflineChart() ([]byte, error) {
 			g = t
 		}
 	}
-	p := newPlot("Roofline: "+g.GPU.GPU, "arithmetic intensity (FLOP/byte) — log axis", "achieved TFLOP/s — log axis")
-	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
-	p.X.Tick.Marker, p.Y.Tick.Marker = plot.LogTicks{Prec: -1}, plot.LogTicks{Prec: -1}
 	lo, hi := math.Inf(1), math.Inf(-1)
 	ylo := math.Inf(1)
 	for _, t := range v.roofs {
@@ -176,62 +169,47 @@ func (v *view) rooflineChart() ([]byte, error) {
 	if math.IsInf(lo, 1) {
 		lo, hi, ylo = 0.1, 1000, 0.01
 	}
-	lo, hi = lo/3, max(hi*3, 3*g.GPU.Matrix(g.Step.Weights)/g.GPU.HBM)
-	roof := func(peak float64, name string, i int, dashed bool) error {
-		var xys plotter.XYs
+	matrix := g.GPU.Matrix(g.Step.Weights)
+	lo, hi = lo/3, max(hi*3, 3*matrix/g.GPU.HBM)
+	p := &svgchart.Panel{
+		Title: "Roofline: " + g.GPU.GPU,
+		X:     svgchart.Axis{Label: "arithmetic intensity (FLOP/byte) — log axis", Min: lo, Max: hi, Log: true, Ticks: svgchart.LogTicks(lo, hi)},
+		Y:     svgchart.Axis{Label: "achieved TFLOP/s — log axis", Min: max(ylo/3, 1e-4), Max: matrix * 3, Log: true},
+		// Bottom right: under the roof's compute plateau, where no
+		// position of a decode layer lies.
+		Legend: true, LegendAt: svgchart.BottomRight,
+	}
+	p.Y.Ticks = svgchart.LogTicks(p.Y.Min, p.Y.Max)
+	roof := func(peak float64, name string, i int, dashed bool) {
+		var xys [][2]float64
 		for k := 0; k <= 64; k++ {
 			x := lo * math.Pow(hi/lo, float64(k)/64)
-			xys = append(xys, plotter.XY{X: x, Y: min(peak, g.GPU.HBM*x)})
+			xys = append(xys, [2]float64{x, min(peak, g.GPU.HBM*x)})
 		}
-		l, err := plotter.NewLine(xys)
-		if err != nil {
-			return err
-		}
-		l.Color, l.Width = colour(i), vg.Points(1.5)
-		if dashed {
-			l.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
-		}
-		p.Add(l)
-		p.Legend.Add(name, l)
-		return nil
+		p.Series = append(p.Series, svgchart.Series{Name: name, Pts: xys, Index: i, Dashed: dashed, NoMarks: true, Width: 1.5})
 	}
-	if err := roof(g.GPU.Matrix(g.Step.Weights), fmt.Sprintf("roof: %s TB/s, %s TFLOP/s %s matrix", f2(g.GPU.HBM), f1(g.GPU.Matrix(g.Step.Weights)), g.Step.Weights), 9, false); err != nil {
-		return nil, err
-	}
+	roof(matrix, fmt.Sprintf("roof: %s TB/s, %s TFLOP/s %s matrix", f2(g.GPU.HBM), f1(matrix), g.Step.Weights), 9, false)
 	if g.GPU.Vector > 0 {
-		if err := roof(g.GPU.Vector, fmt.Sprintf("roof: %s TFLOP/s vector", f1(g.GPU.Vector)), 7, true); err != nil {
-			return nil, err
-		}
+		roof(g.GPU.Vector, fmt.Sprintf("roof: %s TFLOP/s vector", f1(g.GPU.Vector)), 7, true)
 	}
-	glyphs := []draw.GlyphDrawer{draw.CircleGlyph{}, draw.BoxGlyph{}, draw.TriangleGlyph{}, draw.CrossGlyph{}, draw.PlusGlyph{}, draw.RingGlyph{}}
+	shapes := []svgchart.Shape{svgchart.Circle, svgchart.Square, svgchart.Triangle, svgchart.Cross, svgchart.Plus, svgchart.Ring}
 	for i, t := range v.roofs {
 		if t == nil {
 			continue
 		}
-		var xys plotter.XYs
+		var xys [][2]float64
 		for _, pt := range t.Points {
 			if pt.Intensity > 0 && pt.TFLOPS > 0 {
-				xys = append(xys, plotter.XY{X: pt.Intensity, Y: pt.TFLOPS})
+				xys = append(xys, [2]float64{pt.Intensity, pt.TFLOPS})
 			}
 		}
 		if len(xys) == 0 {
 			continue
 		}
-		sc, err := plotter.NewScatter(xys)
-		if err != nil {
-			return nil, err
-		}
-		sc.Color, sc.Shape, sc.Radius = colour(i), glyphs[i%len(glyphs)], vg.Points(3.5)
-		p.Add(sc)
-		p.Legend.Add(fmt.Sprintf("%s (bs %d)", v.names[i], v.lv[i].BS()), sc)
+		p.Series = append(p.Series, svgchart.Series{Name: fmt.Sprintf("%s (bs %d)", v.names[i], v.lv[i].BS()), Pts: xys, Index: i,
+			NoLine: true, Mark: shapes[i%len(shapes)], Radius: 3.5})
 	}
-	p.X.Min, p.X.Max = lo, hi
-	p.Y.Min, p.Y.Max = max(ylo/3, 1e-4), g.GPU.Matrix(g.Step.Weights)*3
-	// Bottom right: under the roof's compute plateau, where no position
-	// of a decode layer lies.
-	p.Legend.Top, p.Legend.Left = false, false
-	p.Legend.XOffs, p.Legend.YOffs = -vg.Points(6), vg.Points(6)
-	return svg(20*cm, 14*cm, p)
+	return svgchart.Panels(20*cm, 14*cm, p), nil
 }
 
 // memoryLine sets the GPU's memory against the weights and the KV cache of

@@ -3,17 +3,10 @@ package report
 import (
 	"cmp"
 	"fmt"
-	"image/color"
 	"math"
 	"slices"
-	"strconv"
 
-	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/font"
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgsvg"
+	"github.com/profile-model/profile-model/internal/svgchart"
 )
 
 // Chart file names of the charts to compare runs by.
@@ -25,26 +18,6 @@ const (
 // maxPositionLines is how many positions the positions chart draws: the
 // largest at the highest level, where the time is.
 const maxPositionLines = 8
-
-// bsAxis sets the x axis to the decode batch sizes of the levels: log₂
-// with a labelled tick at each (sweeps double), linear for one.
-func bsAxis(p *plot.Plot, bss []int) {
-	ticks := plot.ConstantTicks{}
-	lo, hi := math.Inf(1), math.Inf(-1)
-	for _, bs := range bss {
-		x := float64(bs)
-		ticks = append(ticks, plot.Tick{Value: x, Label: strconv.Itoa(bs)})
-		lo, hi = min(lo, x), max(hi, x)
-	}
-	p.X.Tick.Marker = ticks
-	if lo == hi || lo <= 0 {
-		p.X.Min, p.X.Max = lo-1, hi+1
-		return
-	}
-	p.X.Scale = plot.LogScale{}
-	p.X.Min, p.X.Max = lo/1.25, hi*1.25
-	p.X.Label.Text += " — log₂ axis"
-}
 
 // positionsChart draws the time of the largest positions of the decode
 // layer against the decode batch size, each with its fitted line (dashed):
@@ -70,52 +43,37 @@ func (v *view) positionsChart() ([]byte, error) {
 		return cmp.Or(cmp.Compare(top(b), top(a)), cmp.Compare(a.Pos, b.Pos))
 	})
 	rows = rows[:min(len(rows), maxPositionLines)]
-	p := newPlot("Decode layer positions against batch size", "decode batch size", "time per layer (µs)")
 	var bss []int
 	for _, l := range v.lv {
 		if !slices.Contains(bss, l.BS()) {
 			bss = append(bss, l.BS())
 		}
 	}
-	bsAxis(p, bss)
+	p := &svgchart.Panel{Title: "Decode layer positions against batch size", X: levelAxis("decode batch size", bss), Legend: true}
 	maxY := 0.0
 	for i, r := range rows {
-		var xys plotter.XYs
+		var xys [][2]float64
 		for li, c := range r.Cells {
 			if c != nil {
-				xys = append(xys, plotter.XY{X: float64(v.lv[li].BS()), Y: c.AvgUS})
+				xys = append(xys, [2]float64{float64(v.lv[li].BS()), c.AvgUS})
 				maxY = max(maxY, c.AvgUS)
 			}
 		}
-		col := colour(i)
-		pts, err := plotter.NewScatter(xys)
-		if err != nil {
-			return nil, err
-		}
-		pts.Color, pts.Shape, pts.Radius = col, draw.CircleGlyph{}, vg.Points(3)
 		// The fitted line over the measured range.
-		x0, x1 := xys[0].X, xys[len(xys)-1].X
-		var fitXYs plotter.XYs
+		x0, x1 := xys[0][0], xys[len(xys)-1][0]
+		var fit [][2]float64
 		for k := 0; k <= 16; k++ {
 			x := x0 * math.Pow(x1/x0, float64(k)/16)
-			fitXYs = append(fitXYs, plotter.XY{X: x, Y: r.Fit.Intercept + r.Fit.Slope*x})
+			fit = append(fit, [2]float64{x, r.Fit.Intercept + r.Fit.Slope*x})
 		}
-		fl, err := plotter.NewLine(fitXYs)
-		if err != nil {
-			return nil, err
-		}
-		fl.Color, fl.Width, fl.Dashes = col, vg.Points(1.5), []vg.Length{vg.Points(5), vg.Points(3)}
-		p.Add(fl, pts)
 		name := fmt.Sprintf("%d %s: %s µs/seq", r.Pos, r.Label, f2(r.Fit.Slope))
 		if c := r.Cells[last]; c == nil {
 			name = fmt.Sprintf("%d %s", r.Pos, r.Label)
 		}
-		p.Legend.Add(name, fl, pts)
+		p.Series = append(p.Series, svgchart.Series{Name: name, Pts: xys, LinePts: fit, Index: i, Dashed: true, Width: 1.5})
 	}
-	p.Legend.Top, p.Legend.Left = true, true
-	p.Legend.XOffs = vg.Points(6)
-	yFromZero(p, maxY, 1.1+0.09*float64(len(rows)))
-	return svg(20*cm, 14*cm, p)
+	p.Y = yFromZero("time per layer (µs)", maxY, 1.1+0.09*float64(len(rows)))
+	return svgchart.Panels(20*cm, 14*cm, p), nil
 }
 
 // tokenTimeChart stacks where a token's time goes at each level, in engine
@@ -130,13 +88,10 @@ func (v *view) tokenTimeChart() ([]byte, error) {
 		}
 	}
 	n := len(lv)
-	p := newPlot("Where a token's time goes", "level", "time per token (ms)")
-	p.Legend = plot.NewLegend()
 	names := make([]string, n)
 	for i, l := range lv {
 		names[i] = fmt.Sprintf("conc %d (bs %d)", l.Conc, l.BS())
 	}
-	p.NominalX(names...)
 	var parts []part
 	for _, c := range v.cats {
 		ms := make([]float64, n)
@@ -150,7 +105,7 @@ func (v *view) tokenTimeChart() ([]byte, error) {
 			parts = append(parts, part{c.Category, categoryColour(c.Category), ms})
 		}
 	}
-	extra := func(name string, col color.RGBA, f func(j int) float64) {
+	extra := func(name, col string, f func(j int) float64) {
 		ms := make([]float64, n)
 		any := false
 		for j := range lv {
@@ -163,85 +118,69 @@ func (v *view) tokenTimeChart() ([]byte, error) {
 	}
 	extra("gaps between kernels", gapColour, func(j int) float64 { return lv[j].File.StepTime.GapUS })
 	extra("prefill steps (per token)", prefillColour, func(j int) float64 { return lv[j].File.StepTime.PrefillPerTokenUS })
-	extra("other steps (per token)", color.RGBA{160, 160, 160, 255}, func(j int) float64 { return lv[j].File.StepTime.OtherPerTokenUS })
+	extra("other steps (per token)", otherStepColour, func(j int) float64 { return lv[j].File.StepTime.OtherPerTokenUS })
 	totals := make([]float64, n)
 	for j, l := range lv {
 		totals[j] = l.File.StepTime.TokenUS / 1000
 	}
-	return stackedBars(p, parts, totals, " ms")
+	return stackedBars("Where a token's time goes", "time per token (ms)", names, parts, totals, " ms"), nil
 }
 
 // part is one layer of a stacked bar chart: a value per bar.
 type part struct {
 	name string
-	col  color.RGBA
+	col  string
 	vals []float64
 }
 
-// stackedBars draws parts stacked in bars on p (its x axis already
-// nominal, one bar per value), each bar's total above it with unit, and
-// the legend beside the plot, listing the stack from its top down.
-func stackedBars(p *plot.Plot, parts []part, totals []float64, unit string) ([]byte, error) {
+// stackedBars draws parts stacked in bars, one per name on the x axis
+// ("level"), each bar's total above it with unit, and the legend beside
+// the plot, listing the stack from its top down.
+func stackedBars(title, yLabel string, names []string, parts []part, totals []float64, unit string) []byte {
 	n := len(totals)
-	legend := plot.NewLegend()
-	legend.TextStyle.Font = font.From(sans, legendSize)
-	legend.Top, legend.Left = true, true
-	legend.Padding = vg.Points(3)
-	var below *plotter.BarChart
-	var bars []*plotter.BarChart
-	for _, pt := range parts {
-		b, err := plotter.NewBarChart(plotter.Values(pt.vals), vg.Points(44))
-		if err != nil {
-			return nil, err
-		}
-		b.Color = pt.col
-		b.LineStyle.Width = vg.Points(0.5)
-		b.LineStyle.Color = color.White
-		if below != nil {
-			b.StackOn(below)
-		}
-		below = b
-		p.Add(b)
-		bars = append(bars, b)
+	x := svgchart.Axis{Label: "level", Min: -0.6, Max: float64(n) - 0.4}
+	for i, name := range names {
+		x.Ticks = append(x.Ticks, svgchart.Tick{V: float64(i), Label: name})
 	}
-	for i := len(bars) - 1; i >= 0; i-- {
-		legend.Add(parts[i].name, bars[i])
-	}
-	var tops plotter.XYs
-	var labels []string
 	top := 0.0
-	for i, t := range totals {
-		tops = append(tops, plotter.XY{X: float64(i), Y: t})
-		if unit == " ms" {
-			labels = append(labels, f2(t)+unit)
-		} else {
-			labels = append(labels, f1(t)+unit)
-		}
+	for _, t := range totals {
 		top = max(top, t)
 	}
-	lab, err := plotter.NewLabels(plotter.XYLabels{XYs: tops, Labels: labels})
-	if err != nil {
-		return nil, err
-	}
-	for i := range lab.TextStyle {
-		lab.TextStyle[i].Font = font.From(sans, tickSize)
-		lab.TextStyle[i].XAlign = draw.XCenter
-	}
-	lab.Offset = vg.Point{Y: vg.Points(4)}
-	p.Add(lab)
-	yFromZero(p, top, 1.12)
-	p.X.Min, p.X.Max = -0.6, float64(n)-0.4
+	y := yFromZero(yLabel, top, 1.12)
+
+	const ls = svgchart.LegendSize
 	legendW := 6 * cm
 	for _, pt := range parts {
-		legendW = max(legendW, legend.TextStyle.Width(pt.name)+legend.ThumbnailWidth+cm)
+		legendW = max(legendW, svgchart.TextWidth(pt.name, ls)+20+cm)
 	}
-	width := 6*cm + 3.5*cm*vg.Length(n) + legendW
-	height := max(11*cm, vg.Length(len(bars))*(legend.TextStyle.Height("X")+legend.Padding)+3*cm)
-	c := vgsvg.New(width, height)
-	dc := draw.New(c)
-	p.Draw(draw.Crop(dc, vg.Points(2), -legendW, vg.Points(2), -vg.Points(6)))
-	legend.Draw(draw.Crop(dc, width-legendW+0.4*cm, 0, 0, -1.2*cm))
-	return svgBytes(c)
+	width := 6*cm + 3.5*cm*float64(n) + legendW
+	height := max(11*cm, float64(len(parts))*(ls+5)+3*cm)
+	c := svgchart.New(width, height)
+	r := c.Frame(2, 6, width-legendW-4, height-8, title, &x, &y)
+	const barW = 44
+	for i := range n {
+		cx, base := r.PX(&x, float64(i)), 0.0
+		for _, pt := range parts {
+			if pt.vals[i] > 0 {
+				y0, y1 := r.PY(&y, base+pt.vals[i]), r.PY(&y, base)
+				c.Rect(cx-barW/2, y0, barW, y1-y0, pt.col, "#ffffff")
+			}
+			base += pt.vals[i]
+		}
+		label := f1(totals[i]) + unit
+		if unit == " ms" {
+			label = f2(totals[i]) + unit
+		}
+		c.Text(cx, r.PY(&y, totals[i])-4, svgchart.TickSize, "middle", label, false)
+	}
+	ly := r.Y0 + ls
+	lx := width - legendW + 0.4*cm
+	for i := len(parts) - 1; i >= 0; i-- {
+		c.Rect(lx, ly-ls*0.8, 14, ls*0.8, parts[i].col, "")
+		c.Text(lx+20, ly, ls, "start", parts[i].name, false)
+		ly += ls + 5
+	}
+	return c.Bytes()
 }
 
 // hasPositionFits says whether a position has a fit over two levels or more.
