@@ -30,10 +30,19 @@ func (t *LayerTable) HasCapture() bool {
 func (t *LayerTable) captureCSV() []byte {
 	var buf bytes.Buffer
 	w := csv.NewWriter(&buf)
-	_ = w.Write(append(slices.Clone(CaptureHeader), RoleColumn))
+	withRoof := hasRoof(t.Rows())
+	head := append(slices.Clone(CaptureHeader), RoleColumn)
+	if withRoof {
+		head = append(head, RoofColumns...)
+	}
+	_ = w.Write(head)
 	for _, p := range t.Positions {
-		_ = w.Write([]string{strconv.Itoa(p.Pos), p.ShortName, p.Kernel, f1(p.AvgUS), f1(p.StdUS), f1(p.MinUS), f1(p.MaxUS), f1(p.Pct), strconv.Itoa(p.Count),
-			p.Module, p.Op, p.InputDims, p.InputTypes, p.Role})
+		rec := []string{strconv.Itoa(p.Pos), p.ShortName, p.Kernel, f1(p.AvgUS), f1(p.StdUS), f1(p.MinUS), f1(p.MaxUS), f1(p.Pct), strconv.Itoa(p.Count),
+			p.Module, p.Op, p.InputDims, p.InputTypes, p.Role}
+		if withRoof {
+			rec = append(rec, p.Roof.fields()...)
+		}
+		_ = w.Write(rec)
 	}
 	w.Flush()
 	return buf.Bytes()

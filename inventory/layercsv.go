@@ -26,6 +26,55 @@ type LayerRow struct {
 	Pct       float64
 	Count     int
 	Role      string // the position's role (robust tables; the optional role column)
+	Roof      *Roof  // the roofline columns, nil when the table has none or the position no point
+}
+
+// Roof is a position against the GPU's roofline, as the robust layer CSV
+// carries it: achieved TB/s and TFLOP/s, FLOPs per byte, the bound
+// ("memory" or "compute") and the share of the roofline reached, in %.
+type Roof struct {
+	TBS, TFLOPS, Intensity float64
+	Bound                  string
+	PctRoof                float64
+}
+
+// RoofColumns are the robust layer CSV's last columns when the model's
+// config was known (docs/roofline.md); a position without a point leaves
+// them empty.
+var RoofColumns = []string{"achieved_tbs", "achieved_tflops", "intensity", "bound", "pct_roofline"}
+
+func (r *Roof) fields() []string {
+	if r == nil {
+		return make([]string, len(RoofColumns))
+	}
+	return []string{fmtFloat(r.TBS, 3), fmtFloat(r.TFLOPS, 3), fmtFloat(r.Intensity, 2), r.Bound, f1(r.PctRoof)}
+}
+
+func fmtFloat(v float64, prec int) string { return strconv.FormatFloat(v, 'f', prec, 64) }
+
+// hasRoof reports whether any row carries the roofline columns.
+func hasRoof(rows []LayerRow) bool {
+	return slices.ContainsFunc(rows, func(r LayerRow) bool { return r.Roof != nil })
+}
+
+// parseRoof reads the roofline columns of a record (cols: their indices in
+// the header, all present), nil when the position has no point.
+func parseRoof(rec []string, cols []int, line int) (*Roof, error) {
+	if rec[cols[4]] == "" {
+		return nil, nil
+	}
+	r := &Roof{Bound: rec[cols[3]]}
+	for i, dst := range []*float64{&r.TBS, &r.TFLOPS, &r.Intensity, nil, &r.PctRoof} {
+		if dst == nil {
+			continue
+		}
+		v, err := strconv.ParseFloat(rec[cols[i]], 64)
+		if err != nil {
+			return nil, fmt.Errorf("line %d: column %s: %q is not a number", line, RoofColumns[i], rec[cols[i]])
+		}
+		*dst = v
+	}
+	return r, nil
 }
 
 // ReadLayerCSV reads a per-layer table in the compatible format.
@@ -56,6 +105,15 @@ func ParseLayerCSV(r io.Reader) ([]LayerRow, error) {
 		return nil, fmt.Errorf("line 1: not a per-layer CSV: want the header %s", strings.Join(layerHeader, ","))
 	}
 	roleCol := slices.Index(header, RoleColumn)
+	var roofCols []int
+	for _, c := range RoofColumns {
+		if i := slices.Index(header, c); i >= 0 {
+			roofCols = append(roofCols, i)
+		}
+	}
+	if len(roofCols) != 0 && len(roofCols) != len(RoofColumns) {
+		return nil, fmt.Errorf("line 1: the roofline columns are %s, all or none", strings.Join(RoofColumns, ","))
+	}
 	var rows []LayerRow
 	for {
 		rec, err := cr.Read()
@@ -87,6 +145,11 @@ func ParseLayerCSV(r io.Reader) ([]LayerRow, error) {
 		}
 		if perr != nil {
 			return nil, perr
+		}
+		if len(roofCols) > 0 {
+			if row.Roof, err = parseRoof(rec, roofCols, line); err != nil {
+				return nil, err
+			}
 		}
 		rows = append(rows, row)
 	}
@@ -146,20 +209,27 @@ const RoleColumn = "role"
 // FormatLayerCSV renders rows in the robust tables' convention: the
 // compatible columns and one decimal, written by Go's encoding/csv (LF line
 // ends; kernel names as the trace writes them), then the role column when
-// any row has a role.
+// any row has a role and the roofline columns when any row has them.
 func FormatLayerCSV(rows []LayerRow) []byte {
 	var buf bytes.Buffer
 	w := csv.NewWriter(&buf)
 	withRole := slices.ContainsFunc(rows, func(r LayerRow) bool { return r.Role != "" })
-	head := layerHeader
+	withRoof := hasRoof(rows)
+	head := slices.Clone(layerHeader)
 	if withRole {
-		head = append(slices.Clone(layerHeader), RoleColumn)
+		head = append(head, RoleColumn)
+	}
+	if withRoof {
+		head = append(head, RoofColumns...)
 	}
 	_ = w.Write(head)
 	for _, r := range rows {
 		rec := []string{strconv.Itoa(r.Pos), r.ShortName, r.Kernel, f1(r.AvgUS), f1(r.StdUS), f1(r.MinUS), f1(r.MaxUS), f1(r.Pct), strconv.Itoa(r.Count)}
 		if withRole {
 			rec = append(rec, r.Role)
+		}
+		if withRoof {
+			rec = append(rec, r.Roof.fields()...)
 		}
 		_ = w.Write(rec)
 	}

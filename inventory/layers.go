@@ -67,6 +67,10 @@ type Position struct {
 	Op         string `json:"op,omitempty"`
 	InputDims  string `json:"input_dims,omitempty"`
 	InputTypes string `json:"input_types,omitempty"`
+	// Roof is the position against the GPU's roofline when the model's
+	// config is known (the robust CSV's last columns); the analysis file
+	// holds it in its roofline table, so JSON leaves it out here.
+	Roof *Roof `json:"-"`
 }
 
 // LayerDiff is one way an irregular layer differs from the other layers of
@@ -115,7 +119,7 @@ func (t *LayerTable) Rows() []LayerRow {
 	rows := make([]LayerRow, len(t.Positions))
 	for i, p := range t.Positions {
 		rows[i] = LayerRow{Pos: p.Pos, ShortName: p.ShortName, Kernel: p.Kernel, AvgUS: p.AvgUS, StdUS: p.StdUS,
-			MinUS: p.MinUS, MaxUS: p.MaxUS, Pct: p.Pct, Count: p.Count, Role: p.Role}
+			MinUS: p.MinUS, MaxUS: p.MaxUS, Pct: p.Pct, Count: p.Count, Role: p.Role, Roof: p.Roof}
 	}
 	return rows
 }

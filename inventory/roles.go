@@ -38,6 +38,20 @@ const (
 	RoleShared    = "shared expert"
 	RoleAct       = "activation"
 	RoleMLP       = "MLP"
+	// Latent attention (MLA): the query's down and up projections, the
+	// KV's down projection (with the key's RoPE part), both fused, the
+	// KV's up projection (prefill), the norms of the two latents, and the
+	// per-head products absorbed into decode attention (W_UK before it,
+	// W_UV after it).
+	RoleQA     = "q_a_proj"
+	RoleQB     = "q_b_proj"
+	RoleKVA    = "kv_a_proj"
+	RoleQKVA   = "qkv_a_proj"
+	RoleKVB    = "kv_b_proj"
+	RoleQANorm = "q_a norm"
+	RoleKVNorm = "kv_a norm"
+	RoleUK     = "W_UK"
+	RoleUV     = "W_UV"
 )
 
 // kind is the structural kind of a position, from its category.
@@ -418,6 +432,9 @@ var moduleRoles = []struct{ suffix, role string }{
 	{"input_layernorm", RoleInNorm}, {"post_attention_layernorm", RolePostNorm},
 	{"q_norm", RoleQNorm}, {"k_norm", RoleKNorm},
 	{"rotary_emb", RoleRoPE}, {"act_fn", RoleAct},
+	{"q_a_proj", RoleQA}, {"q_b_proj", RoleQB}, {"kv_a_proj_with_mqa", RoleKVA},
+	{"fused_qkv_a_proj_with_mqa", RoleQKVA}, {"kv_b_proj", RoleKVB},
+	{"q_a_layernorm", RoleQANorm}, {"kv_a_layernorm", RoleKVNorm},
 }
 
 // roleOfModule names a role from a capture trace's module path (the

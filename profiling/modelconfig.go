@@ -5,9 +5,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-
-	"github.com/profile-model/profile-model/inventory/analysis"
-	"github.com/profile-model/profile-model/inventory/roofline"
 )
 
 // simOwnTables says whether the simulated engine was given kernel tables or
@@ -53,19 +50,4 @@ func hubConfig(model string) string {
 		}
 	}
 	return ""
-}
-
-// addRoofline puts the level's roofline in its analysis file: the
-// context from the decode labels (ctx=) when they give it, else the
-// workload's mean (ISL + OSL/2, as rl holds); a capture trace's GEMM dims
-// that disagree with the config are warnings.
-func addRoofline(lf *analysis.LevelFile, res *analysis.Result, rl roofline.Level) {
-	rl.Decode, rl.Device, rl.BS = res.Decode, res.Summary.Device, roofline.MeanBatch(res.Summary.DecodeBSHist)
-	if c := roofline.ContextOf(res.Trace); c > 0 {
-		rl.Context = c
-	}
-	lf.Roofline, lf.RooflineNote = roofline.Build(rl)
-	if lf.Roofline != nil && res.Decode.HasCapture() {
-		lf.Warnings = append(lf.Warnings, roofline.CheckDims(res.Decode, rl.Arch, lf.Roofline.Step)...)
-	}
 }

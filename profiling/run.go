@@ -409,11 +409,13 @@ func analyseLevel(ctx context.Context, run results.Run, conc int, files []string
 	} else if m := analysis.CaptureMissing(files[0], res.Trace.GraphBS()); m != "" {
 		res.Warnings = append(res.Warnings, diag.New(diag.CaptureMismatch, m))
 	}
+	// The roofline before the tables are written: it adds their columns.
+	roofs := res.AddRoofline(rl)
 	wrote, err := res.Write(results.InDir(run.Level(conc), res.DecodeBS()))
 	if err == nil {
 		// What the report reads of the trace, so it never reads traces.
 		lf := analysis.NewLevelFile(res)
-		addRoofline(lf, res, rl)
+		lf.SetRoofline(roofs)
 		if err = lf.Write(run.LevelAnalysis(conc)); err == nil {
 			wrote = append(wrote, run.LevelAnalysis(conc))
 		}

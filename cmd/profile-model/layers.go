@@ -14,6 +14,7 @@ import (
 	"github.com/profile-model/profile-model/internal/results"
 	"github.com/profile-model/profile-model/inventory"
 	"github.com/profile-model/profile-model/inventory/analysis"
+	"github.com/profile-model/profile-model/inventory/roofline"
 )
 
 // runLayers prints and writes the per-layer kernel table of a trace's decode
@@ -31,9 +32,13 @@ func runLayers(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	asJSON := fs.Bool("json", false, "print the structure found as JSON")
 	force := fs.Bool("force", false, "overwrite CSV files that exist")
 	capture := fs.String("capture", "", "robust mode: capture trace `FILE` that names each position's module and input shapes (default: capture_traces/bs_<graph bs>_q_<q>_rank<r>.json.gz beside the trace, when there)")
+	peaks := fs.String("peaks", "", "with --config: GPU peaks `FILE` for the roofline columns (default: the built-in table; format: docs/roofline.md)")
+	tp := fs.Int("tp", 1, "with --config: the tensor-parallel ranks `N` the trace's rank ran with (heads and intermediate sizes are split across them)")
+	ctxLen := fs.Float64("context", 0, "with --config: mean context length `TOKENS` of a decode step's sequences when the labels do not give it (ctx=); 0 leaves decode attention out of the roofline")
+	kvDtype := fs.String("kv-cache-dtype", "", "with --config: the KV cache's `DTYPE` (fp8, bf16); default: read from the attention kernels' names")
 	rank := fs.Int("rank", 0, "with several rank traces (or a directory of them): the rank whose tables are printed and written")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: profile-model layers TRACE... [--rank R] [--csv FILE|- | --out DIR] [--mode compat|robust] [--anchor PATTERN] [--config config.json] [--capture FILE] [--json] [--force]\n\nPer-layer kernel table of the decode steps of a trace. Several traces, or a directory\nof rank traces (rank_<r>/, dp<d>_tp<r>, pp<p>_), are the ranks of one tensor-parallel\nlevel: they are analysed in parallel, the tables are of --rank, and the ranks are\ncompared (step and layer time, skew, collective time and waiting).")
+		fmt.Fprintln(stderr, "usage: profile-model layers TRACE... [--rank R] [--csv FILE|- | --out DIR] [--mode compat|robust] [--anchor PATTERN] [--config config.json [--peaks FILE] [--tp N] [--context TOKENS] [--kv-cache-dtype DTYPE]] [--capture FILE] [--json] [--force]\n\nPer-layer kernel table of the decode steps of a trace. Several traces, or a directory\nof rank traces (rank_<r>/, dp<d>_tp<r>, pp<p>_), are the ranks of one tensor-parallel\nlevel: they are analysed in parallel, the tables are of --rank, and the ranks are\ncompared (step and layer time, skew, collective time and waiting). With --config, the\nrobust tables get roofline columns (docs/roofline.md).")
 		fs.PrintDefaults()
 	}
 	traces, err := parseTraces(fs, args, "layers")
@@ -73,6 +78,30 @@ func runLayers(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	} else if *capture != "" {
 		return usageError{"layers: --capture names the robust table's positions: it does not apply to --mode compat"}
 	}
+	if *config == "" && (*peaks != "" || *ctxLen != 0 || *kvDtype != "" || *tp != 1) {
+		return usageError{"layers: --peaks, --tp, --context and --kv-cache-dtype set up the roofline columns, which need --config"}
+	}
+	var roofs analysis.Rooflines
+	if opt.Arch != nil && *mode == inventory.ModeRobust {
+		rl := roofline.Level{Arch: opt.Arch, TP: max(*tp, 1), KVCache: *kvDtype, Context: *ctxLen}
+		if *peaks != "" {
+			if rl.Peaks, err = roofline.LoadPeaks(*peaks); err != nil {
+				return fmt.Errorf("layers: %w", err)
+			}
+		}
+		roofs = res.AddRoofline(rl)
+		for _, t := range []struct {
+			lt   *inventory.LayerTable
+			note string
+		}{{res.Decode, roofs.DecodeNote}, {res.Prefill, roofs.PrefillNote}} {
+			if t.note != "" && t.lt != nil && len(t.lt.Positions) > 0 {
+				fmt.Fprintf(stderr, "note: the %s table has no roofline columns: %s\n", t.lt.StepKind, t.note)
+			}
+		}
+		for _, w := range roofs.DimsWarnings {
+			fmt.Fprintf(stderr, "warning: %s\n", w.Message)
+		}
+	}
 	writeTraceWarnings(stderr, res)
 	lt, prefill := res.Decode, res.Prefill
 	if *mode == inventory.ModeCompat {
@@ -89,7 +118,7 @@ func runLayers(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	} else {
 		files.Layer, files.PrefillLayer = main, results.PrefillOf(main, bs)
 	}
-	inputs := append([]string{*config, *rulesPath, capPath}, traces...)
+	inputs := append([]string{*config, *rulesPath, capPath, *peaks}, traces...)
 	if err := atomicfile.CheckOutputs(*force, inputs, files.Layer, files.PrefillLayer, files.CompatLayer); err != nil {
 		return err
 	}
@@ -113,9 +142,11 @@ func runLayers(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			CSV        string `json:"csv,omitempty"`
 			PrefillCSV string `json:"prefill_csv,omitempty"`
 			*inventory.LayerTable
-			Prefill *inventory.LayerTable `json:"prefill,omitempty"`
-			Ranks   *analysis.RankReport  `json:"ranks,omitempty"`
-		}{trace, bs, capPath, out, prefillOut, lt, prefill, ranks})
+			Prefill         *inventory.LayerTable `json:"prefill,omitempty"`
+			Ranks           *analysis.RankReport  `json:"ranks,omitempty"`
+			Roofline        *roofline.Table       `json:"roofline,omitempty"`
+			PrefillRoofline *roofline.Table       `json:"prefill_roofline,omitempty"`
+		}{trace, bs, capPath, out, prefillOut, lt, prefill, ranks, roofs.Decode, roofs.Prefill})
 	}
 	fmt.Fprintf(stdout, "%s: decode batch size %d\n", trace, bs)
 	fmt.Fprint(stdout, capNote)

@@ -279,6 +279,10 @@ type Architecture struct {
 	Vocab        int
 	MaxPositions int
 	Attention    string // MHA, GQA, MQA or MLA; "" when unknown
+	// MLA's sizes (latent attention, kv_lora_rank > 0), 0 otherwise:
+	// QLoraRank is 0 when the query is projected directly.
+	QLoraRank, KVLoraRank                  int
+	QKNopeHeadDim, QKRopeHeadDim, VHeadDim int
 
 	MoE                bool
 	Experts            int
@@ -328,6 +332,8 @@ func (c *Config) Architecture() Architecture {
 	case c.KVLoraRank > 0:
 		a.Attention = "MLA"
 		a.HeadDim = c.QKNopeHeadDim + c.QKRopeHeadDim
+		a.QLoraRank, a.KVLoraRank = c.QLoraRank, c.KVLoraRank
+		a.QKNopeHeadDim, a.QKRopeHeadDim, a.VHeadDim = c.QKNopeHeadDim, c.QKRopeHeadDim, c.VHeadDim
 	case a.Heads == 0:
 	case a.KVHeads == 1 && a.Heads > 1:
 		a.Attention = "MQA"

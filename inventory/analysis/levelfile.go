@@ -54,6 +54,10 @@ type LevelFile struct {
 	// it cannot be computed; RooflineNote says why). The run fills it in.
 	Roofline     *roofline.Table `json:"roofline,omitempty"`
 	RooflineNote string          `json:"roofline_note,omitempty"`
+	// PrefillRoofline is the same for the prefill table's positions, a
+	// prefill step's work from its prompt tokens.
+	PrefillRoofline     *roofline.Table `json:"prefill_roofline,omitempty"`
+	PrefillRooflineNote string          `json:"prefill_roofline_note,omitempty"`
 }
 
 // StepDetail is one step's detailed-annotation fields, as its label wrote

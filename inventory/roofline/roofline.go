@@ -47,6 +47,13 @@ func Compute(t *inventory.LayerTable, a *modelconfig.Architecture, s Step, p Pea
 	out := &Table{GPU: p, Step: s}
 	labels := t.Labels()
 	for i, pos := range t.Positions {
+		if a.Attention == "MLA" && pos.RoleSource == inventory.RoleFromInferred && mlaUnsure[pos.Role] {
+			// The structure of a latent-attention layer puts W_UK last
+			// before attention and W_UV first after it: the GEMMs read as
+			// QKV and O-proj are those, or not; a capture trace names them.
+			out.Missing = append(out.Missing, fmt.Sprintf("pos %d %s (MLA: role inferred from the layer's structure; a capture trace names the projections)", pos.Pos, labels[i]))
+			continue
+		}
 		w, ok := Of(pos.Role, pos.Category, a, s)
 		if !ok || pos.AvgUS <= 0 || (w.FLOPs == 0 && w.Bytes == 0) {
 			out.Missing = append(out.Missing, fmt.Sprintf("pos %d %s", pos.Pos, labels[i]))
@@ -55,6 +62,28 @@ func Compute(t *inventory.LayerTable, a *modelconfig.Architecture, s Step, p Pea
 		out.Points = append(out.Points, point(pos, labels[i], w, s, p))
 	}
 	return out
+}
+
+// mlaUnsure are the roles the layer's structure gives the GEMMs around
+// latent attention, which may be its absorbed products instead.
+var mlaUnsure = map[string]bool{inventory.RoleQKV: true, inventory.RoleOProj: true, "Q": true, "K": true, "V": true}
+
+// Annotate gives each position of lt that has a point its roofline
+// columns (the layer CSV's), matched by position and layer kind.
+func (t *Table) Annotate(lt *inventory.LayerTable) {
+	if t == nil || lt == nil {
+		return
+	}
+	type key struct{ pos, kind int }
+	at := map[key]int{}
+	for i, p := range lt.Positions {
+		at[key{p.Pos, p.LayerKind}] = i
+	}
+	for _, pt := range t.Points {
+		if i, ok := at[key{pt.Pos, pt.LayerKind}]; ok {
+			lt.Positions[i].Roof = &inventory.Roof{TBS: pt.TBS, TFLOPS: pt.TFLOPS, Intensity: pt.Intensity, Bound: pt.Bound, PctRoof: pt.PctRoof}
+		}
+	}
 }
 
 func point(pos inventory.Position, label string, w Work, s Step, p Peak) Point {

@@ -13,10 +13,14 @@ import (
 	"github.com/profile-model/profile-model/inventory"
 )
 
-// Step is what the work of a decode step depends on besides the model.
+// Step is what the work of an engine step depends on besides the model.
 type Step struct {
-	Tokens  float64 // tokens in the step: the decode batch size (the mean over the level's decode steps)
-	Context float64 // mean context length of a sequence (tokens in its KV cache)
+	Tokens  float64 // tokens in the step: the decode batch size, or a prefill step's prompt tokens (means over the level's steps)
+	Context float64 // mean context length of a sequence (tokens in its KV cache, this step's included)
+	// Prefill marks a prefill step: Tokens are the new tokens of Seqs
+	// sequences, and attention is causal over each one's context.
+	Prefill bool    `json:"Prefill,omitempty"`
+	Seqs    float64 `json:"Seqs,omitempty"`
 	TP      int     // tensor-parallel ranks (1 when 0): heads, intermediate sizes and experts' intermediate split across them
 	// Dtypes: the weights' ("bf16", "fp8", "fp4") and the KV cache's; the
 	// activations are bf16.
@@ -24,7 +28,7 @@ type Step struct {
 	KVCache string
 }
 
-// Work is what one position moves and computes in one decode step.
+// Work is what one position moves and computes in one step.
 type Work struct {
 	FLOPs  float64 `json:"flops"`
 	Bytes  float64 `json:"bytes"`
@@ -69,12 +73,17 @@ const actBytes = 2 // activations are bf16
 // dims are the model's sizes on one tensor-parallel rank.
 type dims struct {
 	B, L                 float64 // tokens, context
+	n, S, P              float64 // prefill: sequences, new tokens and earlier context of each
 	H, nh, nkv, d        float64
 	E, k, I, Id, Is      float64
 	wb, kvb              float64
-	moe                  bool
+	moe, prefill         bool
 	attnOK, mlpOK, moeOK bool
 	sharedOK, denseMLPOK bool
+	// MLA: the query's and the KV's latent ranks, the no-RoPE and RoPE
+	// parts of a query/key head and the value head.
+	mla               bool
+	qL, r, dn, dR, dv float64
 }
 
 func dimsOf(a *modelconfig.Architecture, s Step) dims {
@@ -82,17 +91,37 @@ func dimsOf(a *modelconfig.Architecture, s Step) dims {
 	d := dims{B: s.Tokens, L: s.Context, H: float64(a.Hidden), nh: float64(a.Heads) / tp,
 		nkv: math.Max(float64(a.KVHeads)/tp, 1), d: float64(a.HeadDim),
 		E: float64(a.Experts), k: float64(a.TopK), I: float64(a.ExpertIntermediate) / tp, Id: float64(a.Intermediate) / tp,
-		wb: dtypeBytes(s.Weights), kvb: dtypeBytes(s.KVCache), moe: a.MoE}
+		wb: dtypeBytes(s.Weights), kvb: dtypeBytes(s.KVCache), moe: a.MoE, prefill: s.Prefill}
 	shared := float64(a.SharedIntermediate)
 	if shared == 0 {
 		shared = float64(a.SharedExperts * a.ExpertIntermediate)
 	}
 	d.Is = shared / tp
-	d.attnOK = d.H > 0 && d.nh > 0 && d.d > 0 && a.Attention != "MLA"
+	d.mla = a.Attention == "MLA"
+	d.attnOK = d.H > 0 && d.nh > 0 && d.d > 0 && !d.mla
 	d.moeOK = a.MoE && d.E > 0 && d.k > 0 && d.I > 0
 	d.denseMLPOK = d.Id > 0
 	d.sharedOK = d.Is > 0
+	if d.mla {
+		d.qL, d.r = float64(a.QLoraRank), float64(a.KVLoraRank)
+		d.dn, d.dR, d.dv = float64(a.QKNopeHeadDim), float64(a.QKRopeHeadDim), float64(a.VHeadDim)
+	}
+	if s.Prefill {
+		// Each of n sequences brings S new tokens to P earlier ones; a
+		// context the labels do not give is the prompt alone.
+		d.n = math.Max(s.Seqs, 1)
+		d.S = d.B / d.n
+		d.P = math.Max(d.L-d.S, 0)
+		d.L = d.S + d.P
+	}
 	return d
+}
+
+// causalPairs is the number of query–key pairs of a prefill step's causal
+// attention: each of a sequence's S new tokens sees the P earlier ones,
+// the new ones before it and itself: n·(S·P + S·(S+1)/2).
+func (d dims) causalPairs() float64 {
+	return d.n * (d.S*d.P + d.S*(d.S+1)/2)
 }
 
 // gemm is a dense GEMM of M tokens, K in, N out, weights of wb bytes:
@@ -113,13 +142,18 @@ func ExpertsTouched(experts, topK, tokens float64) float64 {
 }
 
 // Of is the work of a position of the given role and category in one
-// decode step; false when the role's work is not modelled (sorts, copies
-// of unknown size, MLA attention) or the config lacks the sizes.
+// step; false when the role's work is not modelled (sorts, copies of
+// unknown size) or the config lacks the sizes.
 func Of(role, category string, a *modelconfig.Architecture, s Step) (Work, bool) {
 	if a == nil || s.Tokens <= 0 || a.Hidden <= 0 {
 		return Work{}, false
 	}
 	d := dimsOf(a, s)
+	if d.mla {
+		if w, ok, mine := mlaWork(role, d); mine {
+			return w, ok && d.r > 0 && d.nh > 0
+		}
+	}
 	expert := strings.Contains(category, "MoE")
 	B, H := d.B, d.H
 	qkvN := (d.nh + 2*d.nkv) * d.d
@@ -136,6 +170,13 @@ func Of(role, category string, a *modelconfig.Architecture, s Step) (Work, bool)
 		// The router's weights stay in bf16.
 		return gemm(B, H, d.E, actBytes), d.moeOK
 	case inventory.RoleAttention:
+		if d.prefill {
+			// Causal: Q·Kᵀ and P·V over each token's pairs; the new K and
+			// V read as the projection wrote them (bf16), the earlier
+			// context from the cache.
+			return Work{FLOPs: 4 * d.nh * d.d * d.causalPairs(),
+				Bytes: 2*B*d.nh*d.d*actBytes + d.n*2*d.nkv*d.d*(d.S*actBytes+d.P*d.kvb), Matrix: true}, d.attnOK
+		}
 		// Decode attention: Q·Kᵀ and P·V over the context, 4·B·heads·d·L
 		// FLOPs; the K and V cache read once per sequence.
 		return Work{FLOPs: 4 * B * d.nh * d.d * d.L, Bytes: 2*B*d.L*d.nkv*d.d*d.kvb + 2*B*d.nh*d.d*actBytes, Matrix: true}, d.attnOK && d.L > 0
@@ -221,7 +262,14 @@ func inputElems(role string, d dims) float64 {
 	case inventory.RoleQKV, "Q", inventory.RoleRouter, inventory.RoleSharedGU:
 		return d.B * d.H
 	case inventory.RoleOProj:
+		if d.mla {
+			return d.B * d.nh * d.dv
+		}
 		return d.B * d.nh * d.d
+	case inventory.RoleQB:
+		return d.B * d.qL
+	case inventory.RoleQA, inventory.RoleKVA, inventory.RoleQKVA:
+		return d.B * d.H
 	case inventory.RoleGateUp:
 		return d.B * d.H
 	case inventory.RoleDown:
