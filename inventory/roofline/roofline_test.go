@@ -213,3 +213,153 @@ func TestMemoryOf(t *testing.T) {
 		t.Errorf("memory %+v", m)
 	}
 }
+
+// TestWorkPrefill: the dense example's model in a prefill step of 8
+// prompt tokens from 2 sequences (4 each), bf16 weights, fp8 KV cache.
+func TestWorkPrefill(t *testing.T) {
+	a := &modelconfig.Architecture{Hidden: 64, Heads: 4, KVHeads: 2, HeadDim: 16, Intermediate: 128, Attention: "GQA",
+		MoE: true, Experts: 8, TopK: 2, ExpertIntermediate: 32}
+	fresh := Step{Tokens: 8, Seqs: 2, Prefill: true, Weights: "bf16", KVCache: "fp8"}
+	// 6 earlier tokens each: context 10 after the step.
+	chunked := fresh
+	chunked.Context = 10
+	for _, c := range []struct {
+		name, role, category string
+		s                    Step
+		flops, bytes         float64
+	}{
+		// Causal pairs: 2·(4·0 + 4·5/2) = 20. FLOPs 4·4·16·20; bytes: q in
+		// and out 2·8·4·16·2 = 2048, the new K and V 2·2·2·16·(4·2) = 1024.
+		{"fresh", "attention", "Flash attention", fresh, 5120, 3072},
+		// Pairs 2·(4·6 + 4·5/2) = 68: 4·4·16·68; 2048 + 2·2·2·16·(4·2 + 6·1) = 2048 + 1792.
+		{"chunked", "attention", "Flash attention", chunked, 17408, 3840},
+		// QKV at M = 8: 2·8·64·128; 64·128·2 + 8·64·2 + 8·128·2.
+		{"fresh", "QKV", dense, fresh, 131072, 19456},
+		// KV cache write: 8 tokens · 2 · 2 heads · 16 · (2 + 1).
+		{"fresh", "KV cache write", "KV cache", fresh, 0, 1536},
+		// MoE gate_up: U = 8·(1 − 0.75^8) = 7.1990966796875 experts;
+		// 2·16·64·64; 7.1990966796875·64·64·2 = 58975 + 8·64·2 + 16·64·2.
+		{"fresh", "gate_up", moe, fresh, 131072, 62047},
+	} {
+		w, ok := Of(c.role, c.category, a, c.s)
+		if !ok || w.FLOPs != c.flops || w.Bytes != c.bytes {
+			t.Errorf("%s %s: %v FLOPs, %v bytes (ok %v); want %v, %v", c.name, c.role, w.FLOPs, w.Bytes, ok, c.flops, c.bytes)
+		}
+	}
+}
+
+// TestWorkMLA: a small latent-attention model. H 64, 4 heads, query
+// latent 32, KV latent 16, no-RoPE 8, RoPE 4, value 8; 2 tokens, context
+// 10, bf16 weights and cache.
+func TestWorkMLA(t *testing.T) {
+	a := &modelconfig.Architecture{Hidden: 64, Heads: 4, KVHeads: 4, HeadDim: 12, Attention: "MLA",
+		QLoraRank: 32, KVLoraRank: 16, QKNopeHeadDim: 8, QKRopeHeadDim: 4, VHeadDim: 8}
+	s := Step{Tokens: 2, Context: 10, Weights: "bf16", KVCache: "bf16"}
+	pre := Step{Tokens: 8, Seqs: 2, Prefill: true, Weights: "bf16", KVCache: "bf16"}
+	for _, c := range []struct {
+		role         string
+		s            Step
+		flops, bytes float64
+	}{
+		// Fused down projections: 64 → 32 + 16 + 4 = 52; 2·2·64·52; 64·52·2 + 2·64·2 + 2·52·2.
+		{"qkv_a_proj", s, 13312, 7120},
+		// 64 → 32: 2·2·64·32; 4096 + 256 + 128.
+		{"q_a_proj", s, 8192, 4480},
+		// 64 → 16 + 4: 2·2·64·20; 2560 + 256 + 80.
+		{"kv_a_proj", s, 5120, 2896},
+		// 32 → 4·(8 + 4) = 48: 2·2·32·48; 32·48·2 + 2·32·2 + 2·48·2.
+		{"q_b_proj", s, 6144, 3392},
+		// W_UK per head 8 → 16: 2·2·4·8·16; 4·8·16·2 + 2·4·8·2 + 2·4·16·2.
+		{"W_UK", s, 2048, 1408},
+		// Absorbed attention: 2·2·4·10·(2·16 + 4); the latent cache
+		// 2·10·20·2 = 800, queries 2·4·20·2 = 320, outputs 2·4·16·2 = 256.
+		{"attention", s, 5760, 1376},
+		// W_UV per head 16 → 8: 2·2·4·16·8; 4·16·8·2 + 2·4·16·2 + 2·4·8·2.
+		{"W_UV", s, 2048, 1408},
+		// O-proj 4·8 = 32 → 64: 2·2·32·64; 4096 + 128 + 256.
+		{"O-proj", s, 8192, 4480},
+		// KV write: 2·20·(2 + 2).
+		{"KV cache write", s, 0, 160},
+		// RoPE: n = 2·(4 + 1)·4 = 40: 3n, 2n·2.
+		{"RoPE", s, 120, 160},
+		// Latent norms: n = 2·32 (q), 2·16 (kv): 4n, 2n·2.
+		{"q_a norm", s, 256, 256},
+		{"kv_a norm", s, 128, 128},
+		// Prefill, expanded: pairs 2·(4·5/2) = 20; 2·4·20·(12 + 8);
+		// q 8·4·12·2 = 768, out 8·4·8·2 = 512, K and V 2·4·4·20·2 = 1280.
+		{"attention", pre, 3200, 2560},
+		// kv_b_proj over the 8 context tokens: 16 → 4·(8 + 8) = 64;
+		// 2·8·16·64; 16·64·2 + 8·16·2 + 8·64·2.
+		{"kv_b_proj", pre, 16384, 3328},
+	} {
+		w, ok := Of(c.role, "", a, c.s)
+		if !ok || w.FLOPs != c.flops || w.Bytes != c.bytes {
+			t.Errorf("%s (prefill %v): %v FLOPs, %v bytes (ok %v); want %v, %v", c.role, c.s.Prefill, w.FLOPs, w.Bytes, ok, c.flops, c.bytes)
+		}
+	}
+	// Decode has no kv_b_proj (absorbed), prefill no W_UK; a GQA role is
+	// not MLA's.
+	for _, c := range []struct {
+		role string
+		s    Step
+	}{{"kv_b_proj", s}, {"W_UK", pre}, {"QKV", s}, {"q_norm", s}} {
+		if _, ok := Of(c.role, "", a, c.s); ok {
+			t.Errorf("%s (prefill %v): work modelled", c.role, c.s.Prefill)
+		}
+	}
+	// The structure's guess at QKV and O-proj is not trusted in an MLA
+	// layer; a capture's name is.
+	tab := &inventory.LayerTable{Positions: []inventory.Position{
+		{Pos: 0, ShortName: "GEMM", Category: dense, Role: "QKV", RoleSource: inventory.RoleFromInferred, AvgUS: 5},
+		{Pos: 1, ShortName: "GEMM", Category: dense, Role: "O-proj", RoleSource: inventory.RoleFromCapture, AvgUS: 5}}}
+	r := Compute(tab, a, s, Peak{BF16: 1, Vector: 1, HBM: 1})
+	if len(r.Points) != 1 || r.Points[0].Pos != 1 || len(r.Missing) != 1 || !strings.Contains(r.Missing[0], "MLA") {
+		t.Errorf("points %+v, missing %q", r.Points, r.Missing)
+	}
+}
+
+// The DeepSeek-V3 config gives the MLA sizes the work needs.
+func TestMLAConfig(t *testing.T) {
+	cfg, err := modelconfig.Load("../../fixtures/models/deepseek-v3/config.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := cfg.Architecture()
+	if a.Attention != "MLA" || a.QLoraRank != 1536 || a.KVLoraRank != 512 || a.QKNopeHeadDim != 128 || a.QKRopeHeadDim != 64 || a.VHeadDim != 128 {
+		t.Fatalf("MLA sizes %+v", a)
+	}
+	// One token at context 1000 over 128 heads (TP 1): the latent cache
+	// 1000·576·1 bytes (fp8) dominates the attention's bytes.
+	w, ok := Of("attention", "", &a, Step{Tokens: 1, Context: 1000, Weights: "fp8", KVCache: "fp8"})
+	if !ok || w.FLOPs != 2*128*1000*(2*512+64) || w.Bytes != 1000*576+128*576*2+128*512*2 {
+		t.Errorf("DeepSeek-V3 attention %v FLOPs, %v bytes (ok %v)", w.FLOPs, w.Bytes, ok)
+	}
+}
+
+func TestAnnotate(t *testing.T) {
+	a := &modelconfig.Architecture{Hidden: 64, Heads: 4, KVHeads: 2, HeadDim: 16, Intermediate: 128}
+	lt := &inventory.LayerTable{Mode: inventory.ModeRobust, Positions: []inventory.Position{
+		{Pos: 0, ShortName: "GEMM", Kernel: "k0", Category: dense, Role: "gate_up", AvgUS: 0.131072, Count: 2},
+		{Pos: 1, ShortName: "sort", Kernel: "k1", Category: "MoE sort / align", Role: "sort", AvgUS: 5, Count: 2}}}
+	r := Compute(lt, a, Step{Tokens: 2, Context: 10, Weights: "bf16", KVCache: "bf16"}, Peak{BF16: 1, Vector: 1, HBM: 1})
+	r.Annotate(lt)
+	if lt.Positions[0].Roof == nil || lt.Positions[0].Roof.Bound != "compute" || lt.Positions[1].Roof != nil {
+		t.Fatalf("roofs %+v %+v", lt.Positions[0].Roof, lt.Positions[1].Roof)
+	}
+	// 65536 FLOPs over 0.131072 µs = 0.5 TFLOP/s; 34048 B = 0.2598 TB/s;
+	// intensity 65536/34048 = 1.92; at 1 TFLOP/s, 50% of the roof.
+	lines := strings.Split(string(lt.CSV()), "\n")
+	if !strings.HasSuffix(lines[0], ",role,achieved_tbs,achieved_tflops,intensity,bound,pct_roofline") ||
+		!strings.HasSuffix(lines[1], ",gate_up,0.260,0.500,1.92,compute,50.0") || !strings.HasSuffix(lines[2], ",sort,,,,,") {
+		t.Errorf("CSV:\n%s", lt.CSV())
+	}
+	rows, err := inventory.ParseLayerCSV(strings.NewReader(string(lt.CSV())))
+	if err != nil || rows[0].Roof == nil || rows[0].Roof.PctRoof != 50 || rows[1].Roof != nil {
+		t.Errorf("read back: %+v, %v", rows, err)
+	}
+	// A compatible table stays the script's, roofline or not.
+	lt.Mode = inventory.ModeCompat
+	if strings.Contains(string(lt.CSV()), "roofline") {
+		t.Error("compat CSV has roofline columns")
+	}
+}
