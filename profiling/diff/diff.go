@@ -120,6 +120,9 @@ type PositionChange struct {
 	// WithinSpread: the change is smaller than the kernel's own standard
 	// deviation across layers on either side.
 	WithinSpread bool `json:"within_spread,omitempty"`
+	// PctRoof is the position's % of the roofline on both sides (Delta in
+	// percentage points), nil unless both sides' tables carry it.
+	PctRoof *Pair `json:"pct_roofline,omitempty"`
 }
 
 // Delta is the change of a kernel row in the report's measure.
@@ -178,8 +181,12 @@ func Compare(a, b *Profile) *Report {
 		}
 		pc.AvgUS = pair(la, lb)
 		pc.WithinSpread = p.a >= 0 && p.b >= 0 && math.Abs(lb-la) < max(sa, sb)
+		if p.a >= 0 && p.b >= 0 && a.Positions[p.a].PctRoof != nil && b.Positions[p.b].PctRoof != nil {
+			pc.PctRoof = pairPtr(*a.Positions[p.a].PctRoof, *b.Positions[p.b].PctRoof, true)
+		}
 		r.Layer = append(r.Layer, pc)
 	}
+
 	var links []pairing
 	if layers {
 		r.Changes, links = changes(a, b, aligned)
@@ -232,6 +239,9 @@ func Compare(a, b *Profile) *Report {
 	r.addCategories(steps, layers, totals)
 	r.NoChange = r.noChange()
 	r.Notes = r.notes()
+	if n := roofNote(a, b); layers && n != "" {
+		r.Notes = append(r.Notes, n)
+	}
 	return r
 }
 
@@ -356,4 +366,19 @@ func measureName(m string) string {
 		return "per layer"
 	}
 	return "over the whole trace"
+}
+
+// roofNote says why the % of roofline is not compared when only one
+// side's layer table carries it.
+func roofNote(a, b *Profile) string {
+	has := func(p *Profile) bool {
+		return slices.ContainsFunc(p.Positions, func(x Position) bool { return x.PctRoof != nil })
+	}
+	switch ha, hb := has(a), has(b); {
+	case ha && !hb:
+		return "only A's layer table has roofline columns (B's was made without the model config): % of roofline is not compared"
+	case hb && !ha:
+		return "only B's layer table has roofline columns (A's was made without the model config): % of roofline is not compared"
+	}
+	return ""
 }

@@ -359,3 +359,40 @@ func TestBenchResults(t *testing.T) {
 		require.Contains(t, got, "out-tok/s")
 	}
 }
+
+// TestRoofChange: two levels whose layer CSVs carry the roofline columns
+// (made with the model config): each aligned position's % of the roofline
+// on both sides and its change in points; a side without them is said.
+func TestRoofChange(t *testing.T) {
+	t.Parallel()
+	withRoof := func(r inventory.LayerRow, pct float64) inventory.LayerRow {
+		r.Role = "gate_up"
+		r.Roof = &inventory.Roof{TBS: 1, TFLOPS: 2, Intensity: 2, Bound: "memory", PctRoof: pct}
+		return r
+	}
+	gemm := row(0, "GEMM_BF16 (rocBLAS)", "Cijk_gate_up", 20)
+	norm := row(1, "RMSNorm", "rmsnorm_kernel", 5)
+	a := layerProfile(t, []inventory.LayerRow{withRoof(gemm, 25), norm})
+	faster := gemm
+	faster.AvgUS = 10
+	b := layerProfile(t, []inventory.LayerRow{withRoof(faster, 50), norm})
+	r := Compare(a, b)
+	require.Len(t, r.Layer, 2)
+	require.NotNil(t, r.Layer[0].PctRoof)
+	require.Equal(t, 25.0, r.Layer[0].PctRoof.A)
+	require.Equal(t, 50.0, r.Layer[0].PctRoof.B)
+	require.Equal(t, 25.0, r.Layer[0].PctRoof.Delta)
+	require.Nil(t, r.Layer[1].PctRoof, "a position without a point")
+	var md bytes.Buffer
+	require.NoError(t, r.WriteMarkdown(&md, MarkdownOptions{}))
+	require.Contains(t, md.String(), "Roofline per position")
+	require.Contains(t, md.String(), "| 0 | 0 | `GEMM_BF16 (gate_up)` | `GEMM_BF16 (gate_up)` | 25.0 | 50.0 | +25.0 |")
+
+	plain := layerProfile(t, []inventory.LayerRow{faster, norm})
+	r = Compare(a, plain)
+	require.Nil(t, r.Layer[0].PctRoof)
+	require.Contains(t, strings.Join(r.Notes, "\n"), "only A's layer table has roofline columns")
+	md.Reset()
+	require.NoError(t, r.WriteMarkdown(&md, MarkdownOptions{}))
+	require.NotContains(t, md.String(), "Roofline per position")
+}

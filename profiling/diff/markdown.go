@@ -259,6 +259,27 @@ func (r *Report) writeAlignedLayer(mw *mdWriter, h string) {
 			p.Match, sideF1(p.AvgUS.A, p.PosA), sideF1(p.AvgUS.B, p.PosB), signed(p.AvgUS.Delta), pct(&p.AvgUS), mark)
 	}
 	mw.line("")
+	r.writeRoofChange(mw, h)
+}
+
+// writeRoofChange is the change of each position's % of the roofline,
+// when both sides' layer tables carry it (docs/roofline.md).
+func (r *Report) writeRoofChange(mw *mdWriter, h string) {
+	if !slices.ContainsFunc(r.Layer, func(p PositionChange) bool { return p.PctRoof != nil }) {
+		return
+	}
+	mw.line("%sRoofline per position (%% of the roofline reached; Δ in points)", h)
+	mw.line("")
+	mw.line("| pos A | pos B | A | B | A %% | B %% | Δ |")
+	mw.line("|---:|---:|---|---|---:|---:|---:|")
+	for _, p := range r.Layer {
+		if p.PctRoof == nil {
+			continue
+		}
+		mw.line("| %d | %d | %s | %s | %s | %s | %s |", p.PosA, p.PosB, code(cmp.Or(p.LabelA, p.ShortA)), code(cmp.Or(p.LabelB, p.ShortB)),
+			f1(p.PctRoof.A), f1(p.PctRoof.B), signed(p.PctRoof.Delta))
+	}
+	mw.line("")
 }
 
 // writeNotes lists the report's notes, then each side's notes and

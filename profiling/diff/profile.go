@@ -75,6 +75,9 @@ type Position struct {
 	// mean weighted by how many layers of its kind ran (alternating layers
 	// share the per-layer time).
 	LayerUS float64
+	// PctRoof is the position's % of the roofline (the layer CSV's
+	// pct_roofline column), nil when its table has none.
+	PctRoof *float64
 }
 
 // Kernel is one distinct kernel (or copy) with its times.
@@ -210,6 +213,10 @@ func positionsOf(ps []inventory.Position) []Position {
 	for i, p := range ps {
 		out[i] = Position{Pos: p.Pos, LayerKind: p.LayerKind, ShortName: p.ShortName, Label: labels[i], Kernel: p.Kernel,
 			Category: p.Category, Provider: p.Provider, AvgUS: p.AvgUS, StdUS: p.StdUS, Count: p.Count}
+		if p.Roof != nil {
+			pct := p.Roof.PctRoof
+			out[i].PctRoof = &pct
+		}
 		if total > 0 {
 			out[i].LayerUS = p.AvgUS * float64(p.Count) / float64(total)
 		}
@@ -281,7 +288,7 @@ func LoadLevel(path string, rules *inventory.Rules) (*Profile, error) {
 	for i, r := range rows {
 		c := rules.Classify(r.Kernel)
 		ps[i] = inventory.Position{Pos: r.Pos, ShortName: r.ShortName, Kernel: r.Kernel, Category: c.Category,
-			Provider: c.Provider, AvgUS: r.AvgUS, StdUS: r.StdUS, Count: r.Count, Role: r.Role}
+			Provider: c.Provider, AvgUS: r.AvgUS, StdUS: r.StdUS, Count: r.Count, Role: r.Role, Roof: r.Roof}
 	}
 	p.Positions = positionsOf(ps)
 	p.KernelsPerLayer = []int{len(rows)}
