@@ -254,3 +254,47 @@ func TestKernelsExplain(t *testing.T) {
 	err = run(context.Background(), []string{"kernels", trace, "--explain", "no_such_kernel"}, &out, &errb)
 	require.ErrorContains(t, err, `has "no_such_kernel" in its name`)
 }
+
+// TestLayersRoofline: with the model config, the robust table gets the
+// roofline columns (every GEMM, and attention with the --context given);
+// the compatible table stays the script's byte for byte.
+func TestLayersRoofline(t *testing.T) {
+	t.Parallel()
+	trace := corpus.Path(t, "traces/sglang-qwen3-8b-decode-mi300x.json.gz")
+	cfg := filepath.Join("..", "..", "fixtures", "models", "qwen3-8b", "config.json")
+	dir := t.TempDir()
+	var out, errb bytes.Buffer
+	err := run(context.Background(), []string{"layers", trace, "--config", cfg, "--context", "1024", "--csv", "-"}, &out, &errb)
+	require.NoError(t, err, errb.String())
+	rows, err := inventory.ParseLayerCSV(bytes.NewReader(out.Bytes()))
+	require.NoError(t, err)
+	require.Contains(t, out.String(), ",role,achieved_tbs,achieved_tflops,intensity,bound,pct_roofline\n")
+	roles := map[string]*inventory.Roof{}
+	for _, r := range rows {
+		if r.Roof != nil {
+			roles[r.Role] = r.Roof
+		}
+	}
+	for _, role := range []string{"QKV", "O-proj", "gate_up", "down", "attention"} {
+		r := roles[role]
+		require.NotNil(t, r, "%s has no roofline columns", role)
+		require.Greater(t, r.PctRoof, 0.0, role)
+		require.Greater(t, r.TBS, 0.0, role)
+	}
+	// Decode at batch 32: the weights dominate, the GEMMs are memory-bound.
+	require.Equal(t, "memory", roles["QKV"].Bound)
+
+	compat := func(args ...string) []byte {
+		var o, e bytes.Buffer
+		require.NoError(t, run(context.Background(), append([]string{"layers", trace, "--mode", "compat", "--anchor", "Cijk", "--csv", "-"}, args...), &o, &e), e.String())
+		return o.Bytes()
+	}
+	require.Equal(t, compat(), compat("--config", cfg), "the compatible CSV does not change with the config")
+
+	err = run(context.Background(), []string{"layers", trace, "--peaks", filepath.Join(dir, "p.csv"), "--csv", "-"}, &out, &errb)
+	require.ErrorContains(t, err, "need --config")
+	bad := filepath.Join(dir, "bad-peaks.csv")
+	require.NoError(t, os.WriteFile(bad, []byte("gpu,match\n"), 0o644))
+	err = run(context.Background(), []string{"layers", trace, "--config", cfg, "--peaks", bad, "--csv", "-"}, &out, &errb)
+	require.ErrorContains(t, err, bad+": header")
+}

@@ -65,11 +65,7 @@ func (v *view) rooflineSection(b *md) {
 		"bytes assume no cache reuse, so they are a lower bound (docs/roofline.md gives every formula).\n\n",
 		f1(t.Step.Tokens), f1(t.Step.Context), t.Step.Weights, t.Step.KVCache, g.GPU, g.Kind, esc(g.Source), f1(g.Matrix(t.Step.Weights)), t.Step.Weights, f1(g.Vector), f2(g.HBM))
 	b.p("At %s:\n\n", v.names[li])
-	var rows [][]string
-	for _, p := range t.Points {
-		rows = append(rows, []string{strconv.Itoa(p.Pos), code(esc(p.Label)), f1(p.TimeUS), f2(p.TFLOPS), f2(p.TBS), f1(p.Intensity), f1(p.PctRoof) + "%", p.Bound, f1(p.GainUS)})
-	}
-	b.table([]string{"pos", "position", "time (µs)", "TFLOP/s", "TB/s", "FLOP/byte", "% of roofline", "bound", "µs to gain"}, "rlrrrrrlr", rows)
+	pointTable(b, t)
 	if len(t.Missing) > 0 {
 		b.p("Not modelled (no FLOP or byte count for the role): %s.\n\n", joinCode(t.Missing))
 	}
@@ -110,6 +106,45 @@ func (v *view) rooflineSection(b *md) {
 		b.table(head, "l"+strings.Repeat("r", len(v.lv)), rows)
 	}
 	b.p("![Roofline](%s)\n\n", RooflineChart)
+	if pt, name := v.prefillRoofline(); pt != nil {
+		ctx := "the prompt alone"
+		if pt.Step.Context > 0 {
+			ctx = f1(pt.Step.Context) + " tokens after the step"
+		}
+		b.p("Prefill steps at %s: %s prompt tokens of %s sequences per step on average (context: %s); the GEMMs run all the step's tokens, "+
+			"attention is causal over each sequence (docs/roofline.md):\n\n", name, f1(pt.Step.Tokens), f1(pt.Step.Seqs), ctx)
+		pointTable(b, pt)
+	}
+}
+
+// pointTable is a roofline's positions, one row each.
+func pointTable(b *md, t *roofline.Table) {
+	var rows [][]string
+	for _, p := range t.Points {
+		rows = append(rows, []string{strconv.Itoa(p.Pos), code(esc(p.Label)), f1(p.TimeUS), f2(p.TFLOPS), f2(p.TBS), f1(p.Intensity), f1(p.PctRoof) + "%", p.Bound, f1(p.GainUS)})
+	}
+	b.table([]string{"pos", "position", "time (µs)", "TFLOP/s", "TB/s", "FLOP/byte", "% of roofline", "bound", "µs to gain"}, "rlrrrrrlr", rows)
+}
+
+// prefillRoofline is the prefill roofline of the highest level whose run
+// recorded one, recomputed with the report's model config and peaks from
+// the prefill step the run read off the trace (tokens, sequences,
+// context); nil when no level has one.
+func (v *view) prefillRoofline() (*roofline.Table, string) {
+	for i := len(v.lv) - 1; i >= 0; i-- {
+		f := v.lv[i].File
+		if f == nil || f.PrefillRoofline == nil || f.Prefill == nil {
+			continue
+		}
+		s := f.PrefillRoofline.Step
+		t, _ := roofline.BuildPrefill(roofline.Level{Arch: v.r.arch, Device: f.Summary.Device, TP: max(v.r.info.Engine.TP, 1),
+			KVCache: v.r.info.Engine.KVCacheDType, Peaks: v.r.peaks, Prefill: &f.Prefill.LayerTable,
+			PrefillTokens: s.Tokens, PrefillSeqs: s.Seqs, PrefillContext: s.Context})
+		if t != nil && len(t.Points) > 0 {
+			return t, v.names[i]
+		}
+	}
+	return nil, ""
 }
 
 func joinCode(s []string) string {
