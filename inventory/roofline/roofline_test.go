@@ -82,6 +82,8 @@ func TestWorkMoE(t *testing.T) {
 		{"router", dense, 4096, 1600},
 		// before down (quant): 4·2·32 = 256 elements; 2·256; 256·3.
 		{"before down", "Activation quant", 512, 768},
+		// before experts (fused): the tokens' hidden states, 4·64 = 256.
+		{"before experts (fused)", "Activation quant", 512, 768},
 	} {
 		w, ok := Of(c.role, c.category, a, s)
 		if !ok || w.FLOPs != c.flops || w.Bytes != c.bytes {

@@ -270,7 +270,7 @@ func inputElems(role string, d dims) float64 {
 		return d.B * d.qL
 	case inventory.RoleQA, inventory.RoleKVA, inventory.RoleQKVA:
 		return d.B * d.H
-	case inventory.RoleGateUp:
+	case inventory.RoleGateUp, inventory.RoleExperts:
 		return d.B * d.H
 	case inventory.RoleDown:
 		if d.moe {

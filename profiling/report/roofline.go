@@ -114,6 +114,9 @@ func (v *view) rooflineSection(b *md) {
 		b.p("Prefill steps at %s: %s prompt tokens of %s sequences per step on average (context: %s); the GEMMs run all the step's tokens, "+
 			"attention is causal over each sequence (docs/roofline.md):\n\n", name, f1(pt.Step.Tokens), f1(pt.Step.Seqs), ctx)
 		pointTable(b, pt)
+		if len(pt.Missing) > 0 {
+			b.p("Not modelled: %s.\n\n", joinCode(pt.Missing))
+		}
 	}
 }
 
