@@ -47,7 +47,7 @@ func Compute(t *inventory.LayerTable, a *modelconfig.Architecture, s Step, p Pea
 	out := &Table{GPU: p, Step: s}
 	labels := t.Labels()
 	for i, pos := range t.Positions {
-		if a.Attention == "MLA" && pos.RoleSource == inventory.RoleFromInferred && mlaUnsure[pos.Role] {
+		if a != nil && a.Attention == "MLA" && pos.RoleSource == inventory.RoleFromInferred && mlaUnsure[pos.Role] {
 			// The structure of a latent-attention layer puts W_UK last
 			// before attention and W_UV first after it: the GEMMs read as
 			// QKV and O-proj are those, or not; a capture trace names them.
