@@ -106,7 +106,8 @@ func TestRunSimMarkTrace(t *testing.T) {
 	layer, err := os.ReadFile(results.InDir(r.Level(2), info.Levels[0].DecodeBS).Layer)
 	require.NoError(t, err)
 	header, rows, _ := strings.Cut(string(layer), "\n")
-	require.True(t, strings.HasSuffix(header, ",module,op,input_dims,input_types,role"), header)
+	// The sim's model config is known: the roofline columns come last.
+	require.True(t, strings.HasSuffix(header, ",module,op,input_dims,input_types,role,achieved_tbs,achieved_tflops,intensity,bound,pct_roofline"), header)
 	require.Contains(t, rows, "model.layers.*.")
 	readme, err := os.ReadFile(r.Readme())
 	require.NoError(t, err)
