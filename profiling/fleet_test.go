@@ -1,10 +1,11 @@
-package profiling
+package profiling_test
 
 import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/profile-model/profile-model/profiling"
 	"github.com/profile-model/profile-model/profiling/fleet"
 )
 
@@ -13,8 +14,8 @@ import (
 // and its -run pattern names the test that runs the sweep.
 func TestFleetReadsTheDeclarations(t *testing.T) {
 	t.Parallel()
-	sweeps := loadSweeps(t, declaredSweeps)
-	files, err := fleet.LoadSweepFiles(declaredSweeps)
+	sweeps := profiling.LoadSweepsForTest(t, profiling.DeclaredSweepsForTest)
+	files, err := fleet.LoadSweepFiles(profiling.DeclaredSweepsForTest)
 	require.NoError(t, err)
 	require.Len(t, files, len(sweeps))
 	for i, s := range sweeps {
@@ -31,10 +32,10 @@ func TestFleetReadsTheDeclarations(t *testing.T) {
 // beside the first.
 func TestKeptRunsMerge(t *testing.T) {
 	root := t.TempDir()
-	t.Setenv(KeepRunsVar, root)
-	s := sweepNamed(t, "sim-minimax-m2.5")
+	t.Setenv(profiling.KeepRunsVar, root)
+	s := profiling.SweepNamedForTest(t, "sim-minimax-m2.5")
 	for range 2 {
-		runSweep(t, s, sweepOptions(t, s, []int{4}))
+		profiling.RunSweepForTest(t, s, profiling.SweepOptionsForTest(t, s, []int{4}))
 	}
 	sum, err := fleet.Merge(root)
 	require.NoError(t, err)

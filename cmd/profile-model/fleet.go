@@ -17,19 +17,21 @@ import (
 	"github.com/profile-model/profile-model/profiling/fleet"
 )
 
-// runMatrix prints the CI job matrices of the declared sweeps.
+// runMatrix prints the CI job matrices of the declared sweeps and plans.
 func runMatrix(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("matrix", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	runnerMap := fs.String("runner-map", "", "runner map `FILE`: runs-on labels per GPU and for the simulated engine (default: runners.json beside the sweeps folder)")
-	only := fs.String("only", "", "comma-separated `SWEEPS` to include (default: all)")
-	simOnly := fs.Bool("sim-only", false, "only the sweeps that need no GPU (the simulated engine's): the check of every change on GitHub-hosted runners")
+	only := fs.String("only", "", "comma-separated `NAMES` of sweeps and plans to include (default: all)")
+	simOnly := fs.Bool("sim-only", false, "only the sweeps and plans that need no GPU (the simulated engine's): the check of every change on GitHub-hosted runners")
 	per := fs.Int("max-per-matrix", fleet.MaxJobsPerMatrix, "most jobs in one matrix (GitHub's limit is 256)")
+	count := fs.Int("count", 1, "repeats each job runs: a plan's timeout covers them")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: profile-model matrix [--runner-map FILE] [--only SWEEPS] [--sim-only] [--max-per-matrix N] SWEEPS_DIR\n\n"+
-			"Prints the GitHub Actions job matrices of the sweep declarations in SWEEPS_DIR as JSON: one include\n"+
-			"entry per sweep (runs-on labels of its GPU, timeout, the go test -run pattern), split into several\n"+
-			"matrices beyond --max-per-matrix entries. Sweeps of the simulated engine have needs_gpu false.")
+		fmt.Fprintln(stderr, "usage: profile-model matrix [--runner-map FILE] [--only NAMES] [--sim-only] [--max-per-matrix N] [--count N] SWEEPS_DIR\n\n"+
+			"Prints the GitHub Actions job matrices of the sweep declarations in SWEEPS_DIR and of the server-setting\n"+
+			"plans in SWEEPS_DIR/plans as JSON: one include entry per sweep or plan (runs-on labels of its GPU,\n"+
+			"timeout, the command the job runs), split into several matrices beyond --max-per-matrix entries.\n"+
+			"Those of the simulated engine have needs_gpu false.")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -41,6 +43,9 @@ func runMatrix(_ context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	if *per < 1 || *per > fleet.MaxJobsPerMatrix {
 		return usageError{fmt.Sprintf("matrix: --max-per-matrix %d: give 1 to %d", *per, fleet.MaxJobsPerMatrix)}
+	}
+	if *count < 1 {
+		return usageError{fmt.Sprintf("matrix: --count %d: give 1 or more", *count)}
 	}
 	dir := fs.Arg(0)
 	if *runnerMap == "" {
@@ -54,29 +59,37 @@ func runMatrix(_ context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
+	plans, err := fleet.LoadPlanFiles(dir)
+	if err != nil {
+		return err
+	}
 	if *only != "" {
-		var keep []*fleet.SweepFile
+		var keepS []*fleet.SweepFile
+		var keepP []*fleet.PlanFile
 		for _, name := range strings.Split(*only, ",") {
 			name = strings.TrimSpace(name)
-			i := slices.IndexFunc(sweeps, func(s *fleet.SweepFile) bool { return s.Name == name })
-			if i < 0 {
-				return fmt.Errorf("matrix: --only %s: no sweep %q in %s", *only, name, dir)
+			if i := slices.IndexFunc(sweeps, func(s *fleet.SweepFile) bool { return s.Name == name }); i >= 0 {
+				keepS = append(keepS, sweeps[i])
+			} else if i := slices.IndexFunc(plans, func(p *fleet.PlanFile) bool { return p.Name == name }); i >= 0 {
+				keepP = append(keepP, plans[i])
+			} else {
+				return fmt.Errorf("matrix: --only %s: no sweep or plan %q in %s", *only, name, dir)
 			}
-			keep = append(keep, sweeps[i])
 		}
-		sweeps = keep
+		sweeps, plans = keepS, keepP
 	}
 	if *simOnly {
 		sweeps = slices.DeleteFunc(sweeps, func(s *fleet.SweepFile) bool { return s.Kind() != engine.Sim })
+		plans = slices.DeleteFunc(plans, func(p *fleet.PlanFile) bool { return p.Kind() != engine.Sim })
 	}
-	plan, err := fleet.MakePlan(sweeps, rm, *per)
+	m, err := fleet.MakeMatrices(sweeps, plans, rm, fleet.MatrixOptions{PerMatrix: *per, Count: *count})
 	if err != nil {
 		return err
 	}
 	enc := json.NewEncoder(stdout)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
-	return enc.Encode(plan)
+	return enc.Encode(m)
 }
 
 // runMerge merges the run directories the sweep jobs uploaded.
@@ -88,8 +101,9 @@ func runMerge(_ context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: profile-model merge [--out DIR] RESULTS...\n\n"+
 			"Reads every run directory under RESULTS (laid out <sweep>/run<k>/, as the harness keeps them under\n"+
-			"$PROFILE_MODEL_KEEP_RUNS) and prints one Markdown summary: per sweep and level, the medians of the\n"+
-			"client metrics and the time per decode layer over the repeats.")
+			"$PROFILE_MODEL_KEEP_RUNS, and the sweep directories of plans, each pair named <plan>/<server>/<bench>)\n"+
+			"and prints one Markdown summary: per sweep and level, the medians of the client metrics and the time\n"+
+			"per decode layer over the repeats.")
 		fs.PrintDefaults()
 	}
 	roots, err := parseInterspersed(fs, args)
@@ -146,7 +160,7 @@ func runRegress(_ context.Context, args []string, stdout, stderr io.Writer) erro
 	throughput := fs.String("throughput-units", strings.Join(t.ThroughputUnits, ","), "comma-separated throughput `UNITS` of bench.txt")
 	latency := fs.String("latency-units", strings.Join(t.LatencyUnits, ","), "comma-separated latency `UNITS` of bench.txt")
 	asJSON := fs.Bool("json", false, "print the findings as JSON instead of Markdown")
-	rerun := fs.String("rerun-file", "", "write the regressed sweeps to `FILE`, comma-separated (for matrix --only)")
+	rerun := fs.String("rerun-file", "", "write the regressed sweeps and plans to `FILE`, comma-separated (for matrix --only)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: profile-model regress [flags] BASELINE RESULTS\n\n"+
 			"Compares RESULTS with BASELINE (each a folder of run directories, as merge reads them), sweep by\n"+
@@ -175,11 +189,7 @@ func runRegress(_ context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	r := fleet.Compare(base, cur, t)
 	if *rerun != "" {
-		var names []string
-		for _, s := range r.Rerun() {
-			names = append(names, s.Sweep)
-		}
-		if err := atomicfile.Write(*rerun, []byte(strings.Join(names, ",")+"\n")); err != nil {
+		if err := atomicfile.Write(*rerun, []byte(strings.Join(r.Jobs(), ",")+"\n")); err != nil {
 			return err
 		}
 	}

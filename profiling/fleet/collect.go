@@ -9,21 +9,31 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/go-json-experiment/json"
+
 	"github.com/profile-model/profile-model/internal/results"
 	"github.com/profile-model/profile-model/profiling/diff"
+	"github.com/profile-model/profile-model/profiling/plan"
 )
 
 // A fleet's results are run directories laid out ROOT/.../<sweep>/<repeat>/
 // (the harness keeps them so under $PROFILE_MODEL_KEEP_RUNS, one <repeat>
 // per go test -count): the sweep is named by the run directory's parent.
 // A downloaded artifact adds levels above <sweep> (result-<sweep>/), which
-// do not matter.
+// do not matter. A plan's job keeps each repeat's sweep directory (the one
+// run --plan makes, with sweep.json) instead: each of its server × bench
+// pairs is a run directory, named <plan>/<server>/<bench> as a sweep.
 
-// RunDir is one kept run of a sweep.
+// RunDir is one kept run of a sweep, or of one pair of a plan.
 type RunDir struct {
-	Sweep  string
-	Repeat string // the run directory's own name (run1, run2, ...)
+	// Sweep is the sweep's name, or <plan>/<server>/<bench> for a pair.
+	Sweep string
+	// Repeat tells the repeats apart: the run directory's own name (run1,
+	// run2, ...), or for a plan the sweep directory's.
+	Repeat string
 	Dir    string
+	// Plan, Server and Bench name a plan's pair; "" for a sweep.
+	Plan, Server, Bench string
 }
 
 // FindRuns lists the run directories (those holding run.json) under the
@@ -46,9 +56,18 @@ func FindRuns(roots ...string) ([]RunDir, error) {
 			if !d.IsDir() {
 				return nil
 			}
-			if fileExists(filepath.Join(p, planIndex)) {
-				// Its runs are named by server and bench variant, not by sweep.
-				return fmt.Errorf("%s is the sweep directory of a plan (profile-model run --plan): merge and regress read sweep runs only; compare plans with profile-model report and diff", p)
+			if plan.IsSweep(p) {
+				pairs, err := planRuns(p)
+				if err != nil {
+					return err
+				}
+				for _, r := range pairs {
+					if abs, _ := filepath.Abs(r.Dir); !seen[abs] {
+						seen[abs] = true
+						out = append(out, r)
+					}
+				}
+				return filepath.SkipDir
 			}
 			if !fileExists(results.Run(p).RunInfo()) {
 				return nil
@@ -71,9 +90,35 @@ func FindRuns(roots ...string) ([]RunDir, error) {
 	return out, nil
 }
 
-// planIndex marks the sweep directory of a plan (plan.IndexFile; named
-// here, as package plan imports profiling, whose tests import this one).
-const planIndex = "sweep.json"
+// planRuns are the pairs of a plan's sweep directory that have a run
+// directory (a pair whose engine never served has none).
+func planRuns(dir string) ([]RunDir, error) {
+	x, err := plan.LoadIndex(plan.IndexFile(dir))
+	if err != nil {
+		return nil, err
+	}
+	// plan.json holds absolute paths of the machine that ran it, which
+	// plan.Load would check: only the name is needed here.
+	data, err := os.ReadFile(plan.PlanFile(dir))
+	if err != nil {
+		return nil, fmt.Errorf("%s: a sweep directory without its plan: %w", dir, err)
+	}
+	var named struct {
+		Name string `json:"name"`
+	}
+	if err := json.Unmarshal(data, &named); err != nil || named.Name == "" {
+		return nil, fmt.Errorf("%s: no plan name (%v): is it the plan.json that run --plan wrote?", plan.PlanFile(dir), err)
+	}
+	var out []RunDir
+	for _, e := range x.Pairs {
+		rd := RunDir{Sweep: named.Name + "/" + e.Server + "/" + e.Bench, Repeat: filepath.Base(dir), Dir: filepath.Join(dir, e.Dir),
+			Plan: named.Name, Server: e.Server, Bench: e.Bench}
+		if fileExists(results.Run(rd.Dir).RunInfo()) {
+			out = append(out, rd)
+		}
+	}
+	return out, nil
+}
 
 func fileExists(p string) bool {
 	st, err := os.Stat(p)

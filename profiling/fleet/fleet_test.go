@@ -2,11 +2,13 @@ package fleet
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -16,21 +18,48 @@ const (
 	runnerMap      = "../../" + DefaultRunnerMap
 )
 
-// TestDeclaredSweepsMatrix: every declared sweep gets one job, on the
-// runner map's labels for its GPU, the simulated ones marked as needing
-// none.
+// TestDeclaredSweepsMatrix: every declared sweep and plan gets one job,
+// on the runner map's labels for its GPU, the simulated ones marked as
+// needing none; a plan's job runs run --plan on its file, its timeout
+// sized from its pairs and levels.
 func TestDeclaredSweepsMatrix(t *testing.T) {
 	rm, err := LoadRunnerMap(runnerMap)
 	require.NoError(t, err)
 	sweeps, err := LoadSweepFiles(declaredSweeps)
 	require.NoError(t, err)
-	p, err := MakePlan(sweeps, rm, 0)
+	plans, err := LoadPlanFiles(declaredSweeps)
+	require.NoError(t, err)
+	require.NotEmpty(t, plans, "fixtures/sweeps/plans")
+	p, err := MakeMatrices(sweeps, plans, rm, MatrixOptions{})
 	require.NoError(t, err)
 	require.Len(t, p.Matrices, 1)
-	require.Len(t, p.Matrices[0].Include, len(sweeps))
-	require.Equal(t, len(sweeps), p.GPUJobs+p.SimJobs)
-	for i, e := range p.Matrices[0].Include {
+	require.Len(t, p.Matrices[0].Include, len(sweeps)+len(plans))
+	require.Equal(t, len(sweeps), p.Sweeps)
+	require.Equal(t, len(plans), p.Plans)
+	require.Equal(t, len(sweeps)+len(plans), p.GPUJobs+p.SimJobs)
+	for i, e := range p.Matrices[0].Include[len(sweeps):] {
+		pl := plans[i]
+		require.Equal(t, pl.Name, e.Sweep)
+		require.Equal(t, pl.Path(), e.Plan)
+		require.Empty(t, e.Run)
+		pairs, _ := pl.Pairs()
+		require.Equal(t, len(pairs), e.Pairs)
+		levels := 0
+		for _, pr := range pairs {
+			levels += len(pr.Workload.Concurrencies)
+		}
+		require.Equal(t, levels, e.Levels)
+		require.Equal(t, PlanTimeout(pl, 1), e.TimeoutMinutes)
+		require.Contains(t, e.Command, "profile-model run --plan '"+pl.Path()+"'")
+		require.Contains(t, e.Command, `--out "$PROFILE_MODEL_KEEP_RUNS"/'`+pl.Name+"'/run$k")
+		if pl.Engine == "sim" {
+			require.False(t, e.NeedsGPU)
+			require.Equal(t, rm.Sim.Labels, e.RunsOn)
+		}
+	}
+	for i, e := range p.Matrices[0].Include[:len(sweeps)] {
 		s := sweeps[i]
+		require.Contains(t, e.Command, "-run '"+e.Run+"'")
 		require.Equal(t, s.Name, e.Sweep)
 		if s.Engine == "sim" {
 			require.False(t, e.NeedsGPU, e.Sweep)
@@ -97,7 +126,7 @@ func TestMatrixSplitsAt256(t *testing.T) {
 	require.NoError(t, err)
 	sweeps, err := LoadSweepFiles(dir)
 	require.NoError(t, err)
-	p, err := MakePlan(sweeps, rm, 0)
+	p, err := MakeMatrices(sweeps, nil, rm, MatrixOptions{})
 	require.NoError(t, err)
 	require.Len(t, p.Matrices, 2)
 	require.Len(t, p.Matrices[0].Include, MaxJobsPerMatrix)
@@ -115,7 +144,7 @@ func TestMatrixSplitsAt256(t *testing.T) {
 	}
 	require.Equal(t, 300, n)
 	// A smaller bound splits into more.
-	p, err = MakePlan(sweeps, rm, 100)
+	p, err = MakeMatrices(sweeps, nil, rm, MatrixOptions{PerMatrix: 100})
 	require.NoError(t, err)
 	require.Len(t, p.Matrices, 3)
 }
@@ -127,7 +156,7 @@ func TestMatrixErrors(t *testing.T) {
 	writeSweep(t, dir, "odd-gpu", "atom", "Some GPU 9000")
 	sweeps, err := LoadSweepFiles(dir)
 	require.NoError(t, err)
-	_, err = MakePlan(sweeps, rm, 0)
+	_, err = MakeMatrices(sweeps, nil, rm, MatrixOptions{})
 	require.ErrorContains(t, err, "odd-gpu.json")
 	require.ErrorContains(t, err, `gpu "Some GPU 9000" has no runner in`)
 
@@ -135,7 +164,7 @@ func TestMatrixErrors(t *testing.T) {
 	writeSweep(t, dir, "no-gpu", "vllm", "")
 	sweeps, err = LoadSweepFiles(dir)
 	require.NoError(t, err)
-	_, err = MakePlan(sweeps, rm, 0)
+	_, err = MakeMatrices(sweeps, nil, rm, MatrixOptions{})
 	require.ErrorContains(t, err, "no-gpu.json: engine vllm but no gpu")
 
 	dir = t.TempDir()
@@ -227,7 +256,7 @@ func TestCompareThresholds(t *testing.T) {
 			require.Equal(t, c.unit, f.Unit)
 			require.Equal(t, 8, f.Conc)
 			require.InDelta(t, c.pctOf, f.Pct, 1e-9)
-			require.Equal(t, []SweepLevels{{Sweep: "s", Concs: []int{8}}}, r.Rerun())
+			require.Equal(t, []SweepLevels{{Sweep: "s", Job: "s", Concs: []int{8}}}, r.Rerun())
 		})
 	}
 }
@@ -249,14 +278,99 @@ func TestCompareFailedAndMissing(t *testing.T) {
 	require.Contains(t, b.String(), "-run '^TestSimSweeps$/^a$'")
 }
 
-// TestMergeRefusesPlans: a plan's sweep directory is refused with what to
-// use instead, not read as sweeps named after its server variants.
-func TestMergeRefusesPlans(t *testing.T) {
+func writePlan(t *testing.T, dir, name, body string) string {
+	t.Helper()
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, PlansDir), 0o755))
+	p := filepath.Join(dir, PlansDir, name+".json")
+	require.NoError(t, os.WriteFile(p, []byte(body), 0o644))
+	return p
+}
+
+// TestPlanMatrix: a plan on a GPU gets that GPU's runners and a timeout
+// that grows with its pairs, levels and repeats; a plan that would not
+// fit its runners' timeout, names no GPU, or shares a sweep's name is an
+// error naming its file.
+func TestPlanMatrix(t *testing.T) {
+	rm, err := LoadRunnerMap(runnerMap)
+	require.NoError(t, err)
+	dir := t.TempDir()
+	writeSweep(t, dir, "s", "sim", "")
+	const workload = `"isl": 1024, "osl": 2048, "concurrencies": [4, 8, 16, 32], "num_prompts_mul": 8`
+	writePlan(t, dir, "tp", `{"name": "tp", "engine": "vllm", "model": "m", "gpu": "AMD Instinct MI300X", `+workload+`,
+		"servers": [{"name": "tp1", "tp": 1}, {"name": "tp2", "tp": 2}]}`)
+	sweeps, err := LoadSweepFiles(dir)
+	require.NoError(t, err)
+	plans, err := LoadPlanFiles(dir)
+	require.NoError(t, err)
+	m, err := MakeMatrices(sweeps, plans, rm, MatrixOptions{})
+	require.NoError(t, err)
+	require.Equal(t, 1, m.GPUJobs)
+	require.Equal(t, 1, m.SimJobs)
+	e := m.Matrices[0].Include[1]
+	require.Equal(t, "tp", e.Sweep)
+	require.True(t, e.NeedsGPU)
+	require.Equal(t, rm.GPUs["AMD Instinct MI300X"].Labels, e.RunsOn)
+	require.Equal(t, 2, e.Pairs)
+	require.Equal(t, 8, e.Levels)
+	// Two engine starts and eight levels of eight waves of 2048 output
+	// tokens: over an hour at the assumed 30 ms a token; the job gets
+	// twice that and the set-up.
+	require.Greater(t, plans[0].Estimate(), time.Hour)
+	require.Equal(t, int(math.Ceil((2*plans[0].Estimate()+planSetup).Minutes()/5))*5, e.TimeoutMinutes)
+	require.LessOrEqual(t, e.TimeoutMinutes, rm.GPUs["AMD Instinct MI300X"].TimeoutMinutes)
+
+	// Three repeats no longer fit the MI300X runners' 240 minutes.
+	_, err = MakeMatrices(sweeps, plans, rm, MatrixOptions{Count: 3})
+	require.ErrorContains(t, err, filepath.Join(dir, PlansDir, "tp.json")+": 2 pairs, 8 levels")
+	require.ErrorContains(t, err, "raise their timeout_minutes, run fewer repeats or split the plan")
+
+	for _, c := range []struct{ name, body, want string }{
+		{"nogpu", `{"name": "nogpu", "engine": "vllm", "model": "m", ` + workload + `}`, "engine vllm but no gpu"},
+		{"s", `{"name": "s", "engine": "sim", "model": "m", ` + workload + `}`, `are both named "s"`},
+	} {
+		d := t.TempDir()
+		writeSweep(t, d, "s", "sim", "")
+		writePlan(t, d, c.name, c.body)
+		sweeps, err := LoadSweepFiles(d)
+		require.NoError(t, err)
+		plans, err := LoadPlanFiles(d)
+		require.NoError(t, err)
+		_, err = MakeMatrices(sweeps, plans, rm, MatrixOptions{})
+		require.ErrorContains(t, err, filepath.Join(d, PlansDir, c.name+".json"))
+		require.ErrorContains(t, err, c.want)
+	}
+	d := t.TempDir()
+	writePlan(t, d, "a", `{"name": "b", "engine": "sim", "model": "m", `+workload+`}`)
+	_, err = LoadPlanFiles(d)
+	require.ErrorContains(t, err, `a.json: name "b": must be the file's base name "a"`)
+}
+
+// TestFindRunsInPlan: each pair of a plan's sweep directory that has a run
+// directory is a run named <plan>/<server>/<bench>; a pair that never ran
+// is left out.
+func TestFindRunsInPlan(t *testing.T) {
 	root := t.TempDir()
-	sweepDir := filepath.Join(root, "sim-server-settings-20260101T000000Z")
-	require.NoError(t, os.MkdirAll(filepath.Join(sweepDir, "seqs16", "isl256"), 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(sweepDir, "sweep.json"), []byte("{}"), 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(sweepDir, "seqs16", "isl256", "run.json"), []byte("{}"), 0o644))
-	_, err := Merge(root)
-	require.ErrorContains(t, err, sweepDir+" is the sweep directory of a plan")
+	sweepDir := filepath.Join(root, "result-p", "p", "run1", "p-20260101T000000Z")
+	for _, d := range []string{"seqs16/isl256", "seqs32/isl256", "seqs64/isl256"} {
+		require.NoError(t, os.MkdirAll(filepath.Join(sweepDir, d), 0o755))
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(sweepDir, "plan.json"), []byte(`{"name": "p", "model_config": "/elsewhere/config.json"}`), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(sweepDir, "sweep.json"), []byte(`{"schema_version": 1, "pairs": [
+		{"server": "seqs16", "bench": "isl256", "dir": "seqs16/isl256"},
+		{"server": "seqs32", "bench": "isl256", "dir": "seqs32/isl256"},
+		{"server": "seqs64", "bench": "isl256", "dir": "seqs64/isl256"}]}`), 0o644))
+	for _, d := range []string{"seqs16/isl256", "seqs32/isl256"} {
+		require.NoError(t, os.WriteFile(filepath.Join(sweepDir, d, "run.json"), []byte("{}"), 0o644))
+	}
+	runs, err := FindRuns(root)
+	require.NoError(t, err)
+	require.Len(t, runs, 2)
+	for i, server := range []string{"seqs16", "seqs32"} {
+		require.Equal(t, RunDir{Sweep: "p/" + server + "/isl256", Repeat: "p-20260101T000000Z", Dir: filepath.Join(sweepDir, server, "isl256"),
+			Plan: "p", Server: server, Bench: "isl256"}, runs[i])
+	}
+
+	require.NoError(t, os.WriteFile(filepath.Join(sweepDir, "plan.json"), []byte(`{}`), 0o644))
+	_, err = FindRuns(root)
+	require.ErrorContains(t, err, filepath.Join(sweepDir, "plan.json")+": no plan name")
 }

@@ -20,7 +20,12 @@ type Summary struct {
 
 // SweepSummary is one sweep's results.
 type SweepSummary struct {
+	// Sweep is the sweep's name, or <plan>/<server>/<bench> for a plan's
+	// pair, which Plan, Server and Bench name apart.
 	Sweep  string         `json:"sweep"`
+	Plan   string         `json:"plan,omitempty"`
+	Server string         `json:"server,omitempty"`
+	Bench  string         `json:"bench,omitempty"`
 	Engine string         `json:"engine"`
 	Model  string         `json:"model"`
 	ISL    int            `json:"isl"`
@@ -78,7 +83,7 @@ func Merge(roots ...string) (*Summary, error) {
 	}
 	for _, r := range s.Runs {
 		if len(s.Sweeps) == 0 || s.Sweeps[len(s.Sweeps)-1].Sweep != r.Sweep {
-			s.Sweeps = append(s.Sweeps, SweepSummary{Sweep: r.Sweep, Engine: r.Info.Engine.Kind, Model: r.Info.Engine.Model,
+			s.Sweeps = append(s.Sweeps, SweepSummary{Sweep: r.Sweep, Plan: r.Plan, Server: r.Server, Bench: r.Bench, Engine: r.Info.Engine.Kind, Model: r.Info.Engine.Model,
 				ISL: r.Info.Sweep.ISL, OSL: r.Info.Sweep.OSL, Runs: []string{}, Levels: []LevelSummary{}})
 		}
 		ss := &s.Sweeps[len(s.Sweeps)-1]
@@ -230,7 +235,8 @@ func num(v float64) string {
 
 // BenchResults are every completed level of every run as Go benchmark
 // lines named as BenchmarkSweep names them
-// (Sweep/sweep=S/model=M/isl=I/osl=O/conc=N), one line per repeat, so that
+// (Sweep/sweep=S/model=M/isl=I/osl=O/conc=N; a plan's pair
+// Sweep/plan=P/server=V/bench=B/model=...), one line per repeat, so that
 // benchstat compares two fleets' merges with the repeats as samples.
 func (s *Summary) BenchResults() []results.BenchResult {
 	var out []results.BenchResult
@@ -240,7 +246,11 @@ func (s *Summary) BenchResults() []results.BenchResult {
 				continue
 			}
 			name := results.BenchName(r.Info.Engine.Model, r.Info.Sweep.ISL, r.Info.Sweep.OSL, l.Conc)
-			name = "Sweep/sweep=" + r.Sweep + "/" + strings.TrimPrefix(name, "Sweep/")
+			which := "sweep=" + r.Sweep
+			if r.Plan != "" {
+				which = "plan=" + r.Plan + "/server=" + r.Server + "/bench=" + r.Bench
+			}
+			name = "Sweep/" + which + "/" + strings.TrimPrefix(name, "Sweep/")
 			out = append(out, results.BenchResult{Name: name, Iters: 1, Metrics: l.Metrics})
 		}
 	}

@@ -69,18 +69,20 @@ type Regression struct {
 	Notes []string `json:"notes"`
 
 	engines map[string]string // sweep → engine, for the re-run commands
+	plans   map[string]string // sweep → plan, for a plan's pairs
 }
 
 // Regressed reports whether any level regressed.
 func (r *Regression) Regressed() bool { return len(r.Findings) > 0 }
 
-// Rerun are the regressed sweeps, each once, with their regressed levels.
+// Rerun are the regressed sweeps (and plans' pairs), each once, with
+// their regressed levels.
 func (r *Regression) Rerun() []SweepLevels {
 	var out []SweepLevels
 	for _, f := range r.Findings {
 		i := slices.IndexFunc(out, func(s SweepLevels) bool { return s.Sweep == f.Sweep })
 		if i < 0 {
-			out = append(out, SweepLevels{Sweep: f.Sweep})
+			out = append(out, SweepLevels{Sweep: f.Sweep, Job: cmp.Or(r.plans[f.Sweep], f.Sweep)})
 			i = len(out) - 1
 		}
 		if !slices.Contains(out[i].Concs, f.Conc) {
@@ -93,18 +95,36 @@ func (r *Regression) Rerun() []SweepLevels {
 	return out
 }
 
-// SweepLevels names levels of a sweep.
+// SweepLevels names levels of a sweep, or of a plan's pair.
 type SweepLevels struct {
 	Sweep string
+	// Job is the matrix job that runs it (profile-model matrix --only):
+	// the sweep, or the plan.
+	Job   string
 	Concs []int
+}
+
+// Jobs are the matrix jobs to re-run, each once, in order.
+func (r *Regression) Jobs() []string {
+	var out []string
+	for _, s := range r.Rerun() {
+		if !slices.Contains(out, s.Job) {
+			out = append(out, s.Job)
+		}
+	}
+	return out
 }
 
 // Compare compares the new results with the baseline's, level by level
 // (sweeps matched by name, levels by concurrency).
 func Compare(base, cur *Summary, t Thresholds) *Regression {
-	r := &Regression{Thresholds: t, Findings: []Finding{}, Missing: []string{}, NewOnly: []string{}, Notes: []string{}, engines: map[string]string{}}
+	r := &Regression{Thresholds: t, Findings: []Finding{}, Missing: []string{}, NewOnly: []string{}, Notes: []string{},
+		engines: map[string]string{}, plans: map[string]string{}}
 	for _, s := range append(slices.Clone(base.Sweeps), cur.Sweeps...) {
 		r.engines[s.Sweep] = s.Engine
+		if s.Plan != "" {
+			r.plans[s.Sweep] = s.Plan
+		}
 	}
 	for _, bs := range base.Sweeps {
 		i := slices.IndexFunc(cur.Sweeps, func(s SweepSummary) bool { return s.Sweep == bs.Sweep })
@@ -254,7 +274,7 @@ func (r *Regression) WriteMarkdown(w io.Writer, baseName, curName string) error 
 	if !r.Regressed() {
 		b.WriteString("**No regression.**\n")
 	} else {
-		fmt.Fprintf(&b, "**%d regressions** in %d sweeps.\n\n", len(r.Findings), len(r.Rerun()))
+		fmt.Fprintf(&b, "**%d regressions** in %d sweeps (a plan's server × bench pair counts as one: <plan>/<server>/<bench>).\n\n", len(r.Findings), len(r.Rerun()))
 		b.WriteString("| sweep | level | kind | metric | baseline | new | change | kernel |\n|---|---:|---|---|---:|---:|---:|---|\n")
 		fs := slices.Clone(r.Findings)
 		slices.SortStableFunc(fs, func(x, y Finding) int {
@@ -268,8 +288,12 @@ func (r *Regression) WriteMarkdown(w io.Writer, baseName, curName string) error 
 			fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s | %+.1f%% | %s |\n", f.Sweep, f.Conc, f.Kind, f.Unit, num(f.Old), num(f.New), f.Pct, f.kernelCell())
 		}
 		b.WriteString("\n## Re-run with the profiler\n\n")
-		b.WriteString("Each sweep profiles every level; keep its traces (they are uploaded as traces-<sweep>) and read them with profile-model diff:\n\n")
+		b.WriteString("Each sweep (and plan) profiles every level; keep its traces (they are uploaded as traces-<sweep>) and read them with profile-model diff:\n\n")
 		for _, s := range r.Rerun() {
+			if p := r.plans[s.Sweep]; p != "" {
+				fmt.Fprintf(&b, "* %s, levels %s: `profile-model run --plan fixtures/sweeps/plans/%s.json --out runs`\n", s.Sweep, joinInts(s.Concs), p)
+				continue
+			}
 			fmt.Fprintf(&b, "* %s, levels %s: `PROFILE_MODEL_KEEP_RUNS=runs go test -count=1 -timeout 6h%s -run '%s' ./profiling/`\n",
 				s.Sweep, joinInts(s.Concs), r.tagsOf(s.Sweep), TestRun(r.testOf(s.Sweep), s.Sweep))
 		}

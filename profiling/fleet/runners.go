@@ -15,6 +15,8 @@ import (
 	"strings"
 
 	"github.com/go-json-experiment/json"
+
+	"github.com/profile-model/profile-model/profiling/engine"
 )
 
 // RunnerMap says where each kind of sweep runs: the runner labels of the
@@ -87,3 +89,19 @@ func ParseRunnerMap(data []byte, path string) (*RunnerMap, error) {
 
 // Path is the file the map was read from.
 func (rm *RunnerMap) Path() string { return rm.path }
+
+// runner is where a job of the engine on the GPU runs; path names the
+// sweep or plan in errors.
+func (rm *RunnerMap) runner(kind engine.Kind, gpu, path string) (Runner, error) {
+	if kind == engine.Sim {
+		return rm.Sim, nil
+	}
+	if gpu == "" {
+		return Runner{}, fmt.Errorf("%s: engine %s but no gpu: the matrix picks the runner by its gpu; declare it (e.g. \"AMD Instinct MI355X\")", path, kind)
+	}
+	r, ok := rm.GPUs[gpu]
+	if !ok {
+		return Runner{}, fmt.Errorf("%s: gpu %q has no runner in %s: add it under gpus with its runs-on labels", path, gpu, rm.Path())
+	}
+	return r, nil
+}

@@ -74,6 +74,18 @@ func newEstimator(p *Plan, o Options, work []pairWork) *estimator {
 	return e
 }
 
+// Estimate is the modelled time of a fresh run of the plan: every level
+// of every pair, and one engine start per server variant (what run --plan
+// --dry-run prints, before anything is on disk).
+func (p *Plan) Estimate() time.Duration {
+	pairs, _ := p.Pairs()
+	work := make([]pairWork, len(pairs))
+	for i, pr := range pairs {
+		work[i] = pairWork{pair: pr, todo: pr.Workload.Concurrencies}
+	}
+	return newEstimator(p, Options{}, work).remaining()
+}
+
 func startModel(spec engine.Spec) time.Duration {
 	if spec.Kind == engine.Sim {
 		return AssumedSimStart

@@ -37,6 +37,10 @@ type Plan struct {
 	Description string `json:"description,omitzero"`
 	Engine      string `json:"engine"` // atom, vllm, sglang or sim
 	Model       string `json:"model"`
+	// GPU is the device the plan runs on, as sweep declarations name it
+	// (e.g. "AMD Instinct MI355X"): the fleet's job matrix picks its
+	// runners by it. Not needed for the simulated engine.
+	GPU string `json:"gpu,omitzero"`
 
 	// Server settings every variant starts from.
 	TP              int               `json:"tp,omitzero"`
@@ -174,6 +178,9 @@ func (p *Plan) check() error {
 	}
 	if p.Model == "" {
 		bad("model: name the model the engine serves")
+	}
+	if kind == engine.Sim && p.GPU != "" {
+		bad("gpu %q: the simulated engine needs no GPU; leave gpu out", p.GPU)
 	}
 	if kind != engine.Sim && (len(p.SimKernels) > 0 || p.TimeScale != 0) {
 		bad("sim_kernels and time_scale are for engine sim only")

@@ -63,6 +63,7 @@ func TestParseRejects(t *testing.T) {
 		{"unknown link key", `{` + base + `, "links": [{"server": "max_num_seqs", "bench": "top"}]}`, []string{"links[0]", `bench "top"`}},
 		{"links keep nothing", `{` + base + `, "max_num_seqs": 64, "links": [{"server": "max_num_seqs", "bench": "max_concurrency"}]}`, []string{"links", "nothing would run"}},
 		{"engine none", `{"name": "p", "engine": "none", "model": "m", "isl": 8, "osl": 4, "concurrencies": [1]}`, []string{"engine none"}},
+		{"gpu on the simulated engine", `{` + base + `, "gpu": "AMD Instinct MI355X"}`, []string{"gpu", "needs no GPU"}},
 		{"time scale on a real engine", `{` + strings.Replace(base, `"sim"`, `"vllm"`, 1) + `, "servers": [{"name": "a", "time_scale": 10}]}`, []string{"servers[0] (a)", "time_scale"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -212,6 +213,12 @@ func TestEstimate(t *testing.T) {
 	e := newEstimator(p, Options{}, []pairWork{pw})
 	require.Equal(t, 2*wave(2)+wave(4)+2*AssumedSimExport+AssumedSimStart, e.remaining())
 	require.Equal(t, 2, e.levelsLeft())
+	require.Equal(t, e.remaining(), p.Estimate(), "a fresh run's estimate")
+	// Two server variants: every level twice, two engine starts.
+	p2, err := Parse([]byte(`{"name": "p", "engine": "sim", "model": "m", "isl": 100, "osl": 10, "concurrencies": [2, 4], "num_prompts": 4, "warmups": 0,
+		"servers": [{"name": "a"}, {"name": "b"}]}`), "plan.json")
+	require.NoError(t, err)
+	require.Equal(t, 2*p.Estimate(), p2.Estimate())
 
 	// conc 2 on disk, measured at twice its model: conc 4 is estimated at
 	// twice its model too; the engine still has to start for it.
