@@ -63,6 +63,9 @@ func runMatrix(_ context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
+	if len(sweeps) == 0 && len(plans) == 0 {
+		return fmt.Errorf("matrix: no sweep declarations (*.json) in %s and no plans in %s", dir, filepath.Join(dir, fleet.PlansDir))
+	}
 	if *only != "" {
 		var keepS []*fleet.SweepFile
 		var keepP []*fleet.PlanFile

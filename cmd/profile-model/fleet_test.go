@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -188,4 +190,176 @@ func TestFleetUsageErrors(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	err := run(context.Background(), []string{"merge", t.TempDir()}, &stdout, &stderr)
 	require.ErrorContains(t, err, "no run directories (run.json)")
+}
+
+// TestMatrixCommands: the repository's matrix has one job per sweep and
+// plan, and each job's command is valid bash that calls profile-model
+// commands and flags that exist.
+func TestMatrixCommands(t *testing.T) {
+	t.Parallel()
+	var stdout, stderr bytes.Buffer
+	require.NoError(t, run(context.Background(), []string{"matrix", "../../fixtures/sweeps"}, &stdout, &stderr), stderr.String())
+	var m fleet.Matrices
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), &m))
+	sweeps, err := fleet.LoadSweepFiles("../../fixtures/sweeps")
+	require.NoError(t, err)
+	plans, err := fleet.LoadPlanFiles("../../fixtures/sweeps")
+	require.NoError(t, err)
+	require.Equal(t, len(sweeps), m.Sweeps)
+	require.Equal(t, len(plans), m.Plans)
+	commands := commandFlags()
+	n := 0
+	for _, mx := range m.Matrices {
+		for _, e := range mx.Include {
+			n++
+			require.NotEmpty(t, e.Command, e.Sweep)
+			require.Empty(t, errors.Join(checkScript(e.Command, commands)...), e.Sweep)
+		}
+	}
+	require.Equal(t, len(sweeps)+len(plans), n)
+}
+
+// simPlan writes a plan of the simulated engine on the tables: two
+// server settings, "ref" on simTables and "tuned" on tuned, one workload
+// at levels 4 and 8 (decode steps as in simSweepRun, long enough for each
+// level to decode its full batch). It returns the sweeps folder.
+func simPlan(t *testing.T, tuned []string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "sweeps")
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, fleet.PlansDir), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(filepath.Dir(dir), "runners.json"),
+		[]byte(`{"sim": {"labels": ["ubuntu-latest"], "timeout_minutes": 30}, "gpus": {"G": {"labels": ["self-hosted", "g"], "timeout_minutes": 60}}}`), 0o644))
+	p := map[string]any{
+		"name": "sim-moe-plan", "engine": "sim", "model": "MiniMaxAI/MiniMax-M2.5", "time_scale": 0.25,
+		"server_args": []string{"--layers", "4", "--seed", "1"}, "max_num_seqs": 8,
+		"servers": []map[string]any{
+			{"name": "ref", "args": []string{"--kernels", absJoin(t, simTables)}},
+			{"name": "tuned", "args": []string{"--kernels", absJoin(t, tuned)}},
+		},
+		"benches": []map[string]any{{"name": "isl256-osl16", "isl": 256, "osl": 16, "concurrencies": []int{4, 8}, "num_prompts_mul": 2}},
+		"warmups": 0, "seed": 1,
+	}
+	data, err := json.Marshal(p)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, fleet.PlansDir, "sim-moe-plan.json"), data, 0o644))
+	return dir
+}
+
+// absJoin joins the absolute paths of files with commas: the jobs run
+// from the repository root.
+func absJoin(t *testing.T, files []string) string {
+	t.Helper()
+	var out []string
+	for _, f := range files {
+		a, err := filepath.Abs(f)
+		require.NoError(t, err)
+		out = append(out, a)
+	}
+	return strings.Join(out, ",")
+}
+
+// runMatrixJobs runs the command of every job of the matrix of the
+// sweeps folder as the workflow does (bash, from the repository root,
+// profile-model on the PATH: here this test binary), count repeats each,
+// keeping the results under results.
+func runMatrixJobs(t *testing.T, sweeps, results string, count int) []fleet.Entry {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	require.NoError(t, run(context.Background(), []string{"matrix", "--count", strconv.Itoa(count), sweeps}, &stdout, &stderr), stderr.String())
+	var m fleet.Matrices
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), &m))
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	bin := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(bin, "profile-model"), []byte("#!/bin/sh\nexec "+strconv.Quote(exe)+" \"$@\"\n"), 0o755))
+	var entries []fleet.Entry
+	for _, mx := range m.Matrices {
+		for _, e := range mx.Include {
+			cmd := exec.Command("bash", "-o", "pipefail", "-c", e.Command)
+			cmd.Dir = "../.."
+			cmd.Env = append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"), "PROFILE_MODEL_TEST_MAIN=1",
+				"COUNT="+strconv.Itoa(count), "PROFILE_MODEL_KEEP_RUNS="+results)
+			out, err := cmd.CombinedOutput()
+			require.NoError(t, err, "job %s: %s\n%s", e.Sweep, e.Command, out)
+			entries = append(entries, e)
+		}
+	}
+	return entries
+}
+
+// TestRegressSimPlan: a server-setting plan through the fleet: matrix,
+// the job's command, merge and regress. A 30% slower MoE expert GEMM in
+// one setting is a regression naming the plan, that setting, each level
+// and the kernel, with a failing exit; the same tables again are none.
+func TestRegressSimPlan(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("bash is not on PATH: the jobs' commands cannot run")
+	}
+	slowTables, slowed := slowMoE(t, 1.3)
+	base, same, slow := t.TempDir(), t.TempDir(), t.TempDir()
+	entries := runMatrixJobs(t, simPlan(t, simTables), base, 2) // two repeats: medians
+	require.Len(t, entries, 1)
+	e := entries[0]
+	require.Equal(t, "sim-moe-plan", e.Sweep)
+	require.False(t, e.NeedsGPU)
+	require.Equal(t, []string{"ubuntu-latest"}, e.RunsOn)
+	require.Equal(t, 2, e.Pairs)
+	require.Equal(t, 4, e.Levels)
+	runMatrixJobs(t, simPlan(t, simTables), same, 1)
+	runMatrixJobs(t, simPlan(t, slowTables), slow, 1)
+	kernelOnly := []string{"--throughput-drop", "-1", "--latency-rise", "-1"}
+
+	var stdout, stderr bytes.Buffer
+	err := run(context.Background(), append([]string{"regress", base, same}, kernelOnly...), &stdout, &stderr)
+	require.NoError(t, err, "%s%s", stdout.String(), stderr.String())
+	require.Contains(t, stdout.String(), "No regression")
+	require.Contains(t, stdout.String(), "4 levels compared", "two settings × two levels")
+
+	stdout.Reset()
+	stderr.Reset()
+	rerun := filepath.Join(t.TempDir(), "rerun.txt")
+	err = run(context.Background(), append([]string{"regress", "--json", "--rerun-file", rerun, base, slow}, kernelOnly...), &stdout, &stderr)
+	require.ErrorIs(t, err, errSilent, stdout.String())
+	var rep fleet.Regression
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), &rep))
+	moe := fleet.CategoryUnit("MoE expert GEMM")
+	const pair = "sim-moe-plan/tuned/isl256-osl16"
+	levels := map[int]bool{}
+	for _, f := range rep.Findings {
+		require.Equal(t, pair, f.Sweep, "only the slowed setting: %+v", f)
+		require.Equal(t, "kernel", f.Kind)
+		require.Contains(t, []string{moe, fleet.LayerUnit}, f.Unit, "%+v", f)
+		require.Contains(t, slowed, f.Kernel, "the kernel named is one of those slowed: %+v", f)
+		if f.Unit == moe {
+			require.InDelta(t, 30, f.Pct, 8, "about the 30%% put in: %+v", f)
+			levels[f.Conc] = true
+		}
+	}
+	require.Equal(t, map[int]bool{4: true, 8: true}, levels, "the MoE expert GEMM regressed at both levels; notes: %v", rep.Notes)
+	data, err := os.ReadFile(rerun)
+	require.NoError(t, err)
+	require.Equal(t, "sim-moe-plan\n", string(data), "the job to re-run is the plan's")
+
+	stdout.Reset()
+	err = run(context.Background(), append([]string{"regress", base, slow}, kernelOnly...), &stdout, &stderr)
+	require.ErrorIs(t, err, errSilent)
+	md := stdout.String()
+	require.Contains(t, md, "| "+pair+" | 4 | kernel | moe-expert-gemm-us/layer |")
+	require.Contains(t, md, "| "+pair+" | 8 | kernel | moe-expert-gemm-us/layer |")
+	require.Contains(t, md, "* "+pair+", levels 4, 8: `profile-model run --plan fixtures/sweeps/plans/sim-moe-plan.json")
+	require.NotContains(t, md, "sim-moe-plan/ref/")
+
+	// merge names each pair, with its repeats.
+	out := t.TempDir()
+	stdout.Reset()
+	require.NoError(t, run(context.Background(), []string{"merge", "--out", out, base}, &stdout, &stderr))
+	for _, s := range []string{"ref", "tuned"} {
+		for _, c := range []string{"4", "8"} {
+			require.Contains(t, stdout.String(), "| sim-moe-plan/"+s+"/isl256-osl16 | sim | "+c+" | 2/0 |")
+		}
+	}
+	rs, err := results.LoadBench(filepath.Join(out, "bench.txt"))
+	require.NoError(t, err)
+	require.Len(t, rs, 8, "two settings, two levels, two repeats")
+	require.True(t, strings.HasPrefix(rs[0].Name, "Sweep/plan=sim-moe-plan/server=ref/bench=isl256-osl16/model=MiniMaxAI_MiniMax-M2.5/isl=256/osl=16/conc="), rs[0].Name)
 }

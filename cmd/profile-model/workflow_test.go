@@ -235,7 +235,7 @@ func commandFlags() map[string][]string {
 }
 
 var (
-	pmCallRe = regexp.MustCompile(`profile-model"?\s+([a-z][\w-]*)`)
+	pmCallRe = regexp.MustCompile(`profile-model"?[ \t]+([a-z][\w-]*)`)
 	flagRe   = regexp.MustCompile(`(?:^|\s|\()--([a-z][\w-]*)`)
 )
 
@@ -346,7 +346,7 @@ func TestFleetWorkflowsBroken(t *testing.T) {
 	cases := []struct {
 		file, old, new, want string
 	}{
-		{"gpu-sweep-jobs.yml", "RUN: ${{ matrix.run }}", "RUN: ${{ matrix.rnu }}", "matrix.rnu"},
+		{"gpu-sweep-jobs.yml", "COMMAND: ${{ matrix.command }}", "COMMAND: ${{ matrix.comand }}", "matrix.comand"},
 		{"gpu-sweeps.yml", "merge --out merged", "merge --output merged", "--output"},
 		{"gpu-sweeps.yml", `matrix "${args[@]}"`, `matrices "${args[@]}"`, "profile-model matrices"},
 		{"gpu-sweeps.yml", "--sim-only", "--gpu-less", "--gpu-less"},
@@ -354,7 +354,7 @@ func TestFleetWorkflowsBroken(t *testing.T) {
 		{"gpu-sweeps.yml", "uses: actions/checkout@v4", "uses: actions/checkout@main", "pin an action"},
 		{"gpu-sweep-jobs.yml", "name: result-${{ matrix.sweep }}", "name: results-${{ matrix.sweep }}", "no job uploads"},
 		{"gpu-sweep-jobs.yml", "    shell: bash\n", "    shell: sh\n", "pipefail"},
-		{"gpu-sweep-jobs.yml", `profile-model" report`, `profile-model" reprot`, "profile-model reprot"},
+		{"gpu-sweep-jobs.yml", `profile-model report "$dir"`, `profile-model reprot "$dir"`, "profile-model reprot"},
 	}
 	for _, c := range cases {
 		t.Run(c.want, func(t *testing.T) {

@@ -40,14 +40,16 @@ func (s *SweepFile) NeedsCorpus() bool {
 // Path is the declaration file.
 func (s *SweepFile) Path() string { return s.path }
 
-// LoadSweepFiles reads every *.json declaration of dir, sorted by name.
+// LoadSweepFiles reads every *.json declaration of dir, sorted by name
+// (none when dir holds only plans; a folder that is not there is an
+// error).
 func LoadSweepFiles(dir string) ([]*SweepFile, error) {
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return nil, fmt.Errorf("sweeps folder %s: not a folder (%v): give the folder of the sweep declarations, e.g. fixtures/sweeps", dir, err)
+	}
 	paths, err := filepath.Glob(filepath.Join(dir, "*.json"))
 	if err != nil {
 		return nil, err
-	}
-	if len(paths) == 0 {
-		return nil, fmt.Errorf("no sweep declarations (*.json) in %s", dir)
 	}
 	var out []*SweepFile
 	for _, p := range paths {
