@@ -119,25 +119,7 @@ func TestRegressSimMoE(t *testing.T) {
 	err = run(context.Background(), append([]string{"regress", "--json", "--rerun-file", rerun, base, slow}, kernelOnly...), &stdout, &stderr)
 	require.ErrorIs(t, err, errSilent, stdout.String())
 	require.Contains(t, stderr.String(), "regressions in 1 sweeps")
-	var rep fleet.Regression
-	require.NoError(t, json.Unmarshal(stdout.Bytes(), &rep))
-	moe := fleet.CategoryUnit("MoE expert GEMM")
-	levels := map[int]bool{}
-	for _, f := range rep.Findings {
-		require.Equal(t, "sim-moe", f.Sweep)
-		require.Equal(t, "kernel", f.Kind)
-		// The MoE expert GEMM category, and the whole layer when the
-		// category's share lifts it beyond 10% too.
-		require.Contains(t, []string{moe, fleet.LayerUnit}, f.Unit, "%+v", f)
-		require.Contains(t, slowed, f.Kernel, "the kernel named is one of those slowed: %+v", f)
-		require.NotNil(t, f.KernelUS)
-		require.Greater(t, f.KernelUS[1]/f.KernelUS[0], 1.1, "the kernel named rose: %+v", f)
-		if f.Unit == moe {
-			require.InDelta(t, 30, f.Pct, 8, "about the 30%% put in: %+v", f)
-			levels[f.Conc] = true
-		}
-	}
-	require.Equal(t, map[int]bool{4: true, 8: true}, levels, "the MoE expert GEMM regressed at both levels; notes: %v", rep.Notes)
+	requireMoEFindings(t, stdout.Bytes(), "sim-moe", slowed)
 	data, err := os.ReadFile(rerun)
 	require.NoError(t, err)
 	require.Equal(t, "sim-moe\n", string(data))
@@ -170,6 +152,31 @@ func TestRegressSimMoE(t *testing.T) {
 	require.Len(t, s.Sweeps[0].Runs, 2)
 }
 
+// requireMoEFindings: regress --json printed kernel findings of the
+// sweep only, each the MoE expert GEMM category (about the 30% put in) or
+// the whole layer (when the category's share lifts it beyond 10% too),
+// naming a slowed kernel that rose, at both levels 4 and 8.
+func requireMoEFindings(t *testing.T, out []byte, sweep string, slowed []string) {
+	t.Helper()
+	var rep fleet.Regression
+	require.NoError(t, json.Unmarshal(out, &rep))
+	moe := fleet.CategoryUnit("MoE expert GEMM")
+	levels := map[int]bool{}
+	for _, f := range rep.Findings {
+		require.Equal(t, sweep, f.Sweep, "%+v", f)
+		require.Equal(t, "kernel", f.Kind)
+		require.Contains(t, []string{moe, fleet.LayerUnit}, f.Unit, "%+v", f)
+		require.Contains(t, slowed, f.Kernel, "the kernel named is one of those slowed: %+v", f)
+		require.NotNil(t, f.KernelUS)
+		require.Greater(t, f.KernelUS[1]/f.KernelUS[0], 1.1, "the kernel named rose: %+v", f)
+		if f.Unit == moe {
+			require.InDelta(t, 30, f.Pct, 8, "about the 30%% put in: %+v", f)
+			levels[f.Conc] = true
+		}
+	}
+	require.Equal(t, map[int]bool{4: true, 8: true}, levels, "the MoE expert GEMM regressed at both levels; notes: %v", rep.Notes)
+}
+
 func TestFleetUsageErrors(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
@@ -178,6 +185,7 @@ func TestFleetUsageErrors(t *testing.T) {
 	}{
 		{[]string{"matrix"}, "want one sweeps folder"},
 		{[]string{"matrix", "--max-per-matrix", "300", "x"}, "--max-per-matrix 300"},
+		{[]string{"matrix", "--count", "0", "x"}, "--count 0"},
 		{[]string{"merge"}, "give the folders"},
 		{[]string{"regress", "a"}, "want BASELINE and RESULTS"},
 	} {
@@ -320,22 +328,9 @@ func TestRegressSimPlan(t *testing.T) {
 	rerun := filepath.Join(t.TempDir(), "rerun.txt")
 	err = run(context.Background(), append([]string{"regress", "--json", "--rerun-file", rerun, base, slow}, kernelOnly...), &stdout, &stderr)
 	require.ErrorIs(t, err, errSilent, stdout.String())
-	var rep fleet.Regression
-	require.NoError(t, json.Unmarshal(stdout.Bytes(), &rep))
-	moe := fleet.CategoryUnit("MoE expert GEMM")
+	// Only the slowed setting's pair regressed.
 	const pair = "sim-moe-plan/tuned/isl256-osl16"
-	levels := map[int]bool{}
-	for _, f := range rep.Findings {
-		require.Equal(t, pair, f.Sweep, "only the slowed setting: %+v", f)
-		require.Equal(t, "kernel", f.Kind)
-		require.Contains(t, []string{moe, fleet.LayerUnit}, f.Unit, "%+v", f)
-		require.Contains(t, slowed, f.Kernel, "the kernel named is one of those slowed: %+v", f)
-		if f.Unit == moe {
-			require.InDelta(t, 30, f.Pct, 8, "about the 30%% put in: %+v", f)
-			levels[f.Conc] = true
-		}
-	}
-	require.Equal(t, map[int]bool{4: true, 8: true}, levels, "the MoE expert GEMM regressed at both levels; notes: %v", rep.Notes)
+	requireMoEFindings(t, stdout.Bytes(), pair, slowed)
 	data, err := os.ReadFile(rerun)
 	require.NoError(t, err)
 	require.Equal(t, "sim-moe-plan\n", string(data), "the job to re-run is the plan's")
