@@ -30,6 +30,9 @@ func lintWorkflows(t *testing.T, root string) []string {
 	require.NoError(t, err)
 	paths, err := filepath.Glob(filepath.Join(proj.WorkflowsDir(), "*.yml"))
 	require.NoError(t, err)
+	yaml, err := filepath.Glob(filepath.Join(proj.WorkflowsDir(), "*.yaml"))
+	require.NoError(t, err)
+	paths = append(paths, yaml...)
 	require.NotEmpty(t, paths, "no workflows in %s", proj.WorkflowsDir())
 	errs, err := l.LintFiles(paths, proj)
 	require.NoError(t, err)
@@ -40,7 +43,8 @@ func lintWorkflows(t *testing.T, root string) []string {
 	return out
 }
 
-// TestActionlint: the repository's workflows pass actionlint.
+// TestActionlint: the repository's workflows (every .yml and .yaml of
+// .github/workflows) pass actionlint.
 func TestActionlint(t *testing.T) {
 	t.Parallel()
 	root, err := filepath.Abs("../..")
