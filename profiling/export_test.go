@@ -1,8 +1,8 @@
 package profiling
 
-// The harness's helpers for fleet_test.go, an external test package: it
-// imports profiling/fleet, which imports profiling/plan, which imports
-// this package.
+// The harness's test functions that fleet_test.go calls from an external
+// test package: it imports profiling/fleet, which imports profiling/plan,
+// which imports this package.
 var (
 	LoadSweepsForTest   = loadSweeps
 	SweepNamedForTest   = sweepNamed
