@@ -84,8 +84,8 @@ var (
 	// Tensile (rocBLAS, hipBLASLt) names the data type after the two
 	// operand layouts: S/D single/double, B bf16, H half, F8/B8/I8 8-bit.
 	tensileType = regexp.MustCompile(`^Cijk_A[a-z]+_B[a-z]+_([A-Z][A-Z0-9]*)`)
-	word16      = regexp.MustCompile(`bf16|fp16|f16|bfloat16|half|hgemm|_h\d{3,5}gemm|__nv_bfloat16|__hip_bfloat16`)
-	floatArg    = regexp.MustCompile(`^[\w:]+<float,`)
+	word16      = lazyRE(`bf16|fp16|f16|bfloat16|half|hgemm|_h\d{3,5}gemm|__nv_bfloat16|__hip_bfloat16`)
+	floatArg    = lazyRE(`^[\w:]+<float,`)
 )
 
 // gemmPrecisionEvidence is the precision a GEMM kernel's spelling states,

@@ -2,6 +2,7 @@ package inventory
 
 import (
 	"bytes"
+	"regexp"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -54,6 +55,29 @@ func FuzzNames(f *testing.F) {
 			back, err := ParseLayerCSV(bytes.NewReader(formatCompatLayerCSV([]LayerRow{{Kernel: name, ShortName: "s", Count: 1}})))
 			if err != nil || back[0].Kernel != name {
 				t.Fatalf("compat CSV round trip of %q: %v %+v", name, err, back)
+			}
+		}
+	})
+}
+
+// FuzzRequiredLiterals: a regular expression's literal filter admits every
+// string it matches (the filter may only skip names that cannot match).
+func FuzzRequiredLiterals(f *testing.F) {
+	for _, r := range DefaultRules().rules {
+		if r.re != nil {
+			f.Add(strings.TrimPrefix(r.Pattern, "re:"), "void "+r.re.String())
+		}
+	}
+	f.Add(`_(sgemm|s\d+gemm)`, "_s1688gemm")
+	f.Add(`x(a|b)+y[cd]{2,3}`, "xabaydcd")
+	f.Fuzz(func(t *testing.T, expr, s string) {
+		re, err := regexp.Compile(expr)
+		if err != nil {
+			return
+		}
+		for _, in := range []string{s, re.FindString(s)} {
+			if re.MatchString(in) && !requiredLiterals(expr).admits(in) {
+				t.Fatalf("%q matches %q, but its filter %v rules it out", expr, in, requiredLiterals(expr))
 			}
 		}
 	})

@@ -140,22 +140,38 @@ func TestDocumentedRulesColumns(t *testing.T) {
 	require.Error(t, err, "another order is refused")
 }
 
-// TestRequiredLiterals: the literals that filter names before a rule's
-// regular expression runs are ones every match contains; a name without
-// them is no match, with or without the filter.
+// TestRequiredLiterals: the literals that filter names before a regular
+// expression runs are ones every match contains; a name without them is no
+// match, with or without the filter, and names the filter exists for (a
+// GEMM that states no precision) are ruled out before the expression runs.
 func TestRequiredLiterals(t *testing.T) {
 	t.Parallel()
-	for expr, want := range map[string][]string{
-		`kernel_gemm_xdl_cshuffle_v3.*(blockscale|f8|fp8)`: {"kernel_gemm_xdl_cshuffle_v3"},
-		`^Cijk_A[a-z]+_B[a-z]+_(F8|B8)`:                    {"Cijk_A"},
-		`[Ff]mha`:                                          {"mha"},
-		`flash_fwd|flash::|pytorch_flash|flash_attn`:       {"flash", "pytorch_flash", "flash_attn"}, // the parser factors out adjacent common prefixes
-		`sm\d+_xmma_gemm`:                                  {"_xmma_gemm"},
-		`(?i)gemm`:                                         nil,
-		`a*`:                                               nil,
-		`x|y*`:                                             nil,
+	ck := "void ck::kernel_gemm_xdl_cshuffle_v3<ck::GridwiseGemm_0000123, 256, 128>(ck::Argument)"
+	for _, c := range []struct {
+		expr             string
+		matched, refused []string // refused: ruled out by the filter alone
+	}{
+		{`kernel_gemm_xdl_cshuffle_v3.*(blockscale|f8|fp8)`, []string{"kernel_gemm_xdl_cshuffle_v3<f8>", "kernel_gemm_xdl_cshuffle_v3_fp8"}, []string{ck, "f8 kernel_gemm_xdl_cshuffle_v3"[3:]}},
+		{`^Cijk_A[a-z]+_B[a-z]+_(F8|B8)`, []string{"Cijk_Ailk_Bljk_F8"}, []string{"Cijk_Ailk_Bljk_BBS", "Cijk_A_F8"}},
+		{`[Ff]mha`, []string{"fmha_fwd", "Fmha"}, []string{"mh_a"}},
+		{`flash_fwd|flash::|pytorch_flash|flash_attn`, []string{"flash::x", "pytorch_flash_y"}, []string{"flash_bwd"}},
+		{`sm\d+_xmma_gemm`, []string{"sm90_xmma_gemm_bf16"}, []string{"sm_xmma_gemm", "xmma_gemm"}},
+		{`_(sgemm|s1688gemm|tf32|s\d+gemm)`, []string{"_s884gemm", "_tf32"}, []string{strings.ToLower(ck), "_sgem"}},
+		{`bf16|half|_h\d{3,5}gemm`, []string{"_h1688gemm", "x_bf16"}, []string{strings.ToLower(ck)}},
 	} {
-		require.Equal(t, want, requiredLiterals(expr), expr)
+		f := requiredLiterals(c.expr)
+		re := regexp.MustCompile(c.expr)
+		for _, s := range c.matched {
+			require.True(t, re.MatchString(s), "%s matches %q", c.expr, s)
+			require.True(t, f.admits(s), "%s: the filter admits its match %q", c.expr, s)
+		}
+		for _, s := range c.refused {
+			require.False(t, re.MatchString(s), "%s does not match %q", c.expr, s)
+			require.False(t, f.admits(s), "%s: the filter rules out %q", c.expr, s)
+		}
+	}
+	for _, expr := range []string{`(?i)gemm`, `a*`, `x|y*`, `\w+`} {
+		require.Nil(t, requiredLiterals(expr), "%s has no literal every match holds", expr)
 	}
 	rs, err := ParseRules(strings.NewReader("priority,pattern,category,provider,short_name\n90,re:sm\\d+_xmma_gemm,G,P,\n"), "t.csv")
 	require.NoError(t, err)
