@@ -88,9 +88,13 @@ func NewClassifier(tr *tracing.Trace, rules *Rules) *Classifier {
 		}
 	}
 	for id, a := range share {
-		if a.seen {
-			c.decode[tr.Names[id]] = 2*a.in > a.all
-			c.prefill[tr.Names[id]] = 2*a.pre > a.all
+		// Only the names that run mostly in one kind of step: a million
+		// distinct names outside steps take no entry.
+		if a.seen && 2*a.in > a.all {
+			c.decode[tr.Names[id]] = true
+		}
+		if a.seen && 2*a.pre > a.all {
+			c.prefill[tr.Names[id]] = true
 		}
 	}
 	for id, m := range opTime {
@@ -114,6 +118,15 @@ func (c *Classifier) Classify(name string) Class {
 	cl := c.classify(name, nil)
 	c.memo[name] = cl
 	return cl
+}
+
+// classifyOnce is Classify for a name asked for once (the inventory's
+// distinct names): it does not keep the answer.
+func (c *Classifier) classifyOnce(name string) Class {
+	if cl, ok := c.memo[name]; ok {
+		return cl
+	}
+	return c.classify(name, nil)
 }
 
 func (c *Classifier) classify(name string, ex *explain) Class {

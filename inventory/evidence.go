@@ -103,14 +103,15 @@ func gemmPrecisionEvidence(name string) string {
 		}
 	}
 	full := readableName(name)
-	if lowPrecision.MatchString(nameWords(full)) {
+	words := nameWords(full)
+	if lowPrecision.MatchString(words) {
 		return gemm8
 	}
 	lower := strings.ToLower(full)
 	if word16.MatchString(lower) {
 		return gemm16
 	}
-	if floatArg.MatchString(strings.TrimPrefix(full, "void ")) || fp32GEMM.MatchString(nameWords(full)) {
+	if floatArg.MatchString(strings.TrimPrefix(full, "void ")) || fp32GEMM.MatchString(words) {
 		return gemm32
 	}
 	return ""

@@ -3,6 +3,7 @@ package inventory
 import (
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // The fallbacks after the rule table. The rule table names kernels seen
@@ -19,16 +20,25 @@ func nameWords(name string) string {
 	b.Grow(len(name) + 8)
 	b.WriteByte('_')
 	prevLower, prevDigit, prevSep := false, false, true
-	for _, r := range name {
+	for i := 0; i < len(name); {
+		r, size := rune(name[i]), 1
+		if r >= utf8.RuneSelf {
+			r, size = utf8.DecodeRuneInString(name[i:])
+		}
+		i += size
 		switch {
-		case unicode.IsLetter(r):
-			upper := unicode.IsUpper(r)
+		case 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || r >= utf8.RuneSelf && unicode.IsLetter(r):
+			upper := 'A' <= r && r <= 'Z' || r >= utf8.RuneSelf && unicode.IsUpper(r)
 			if upper && (prevLower || prevDigit) && !prevSep {
 				b.WriteByte('_')
 			}
-			b.WriteRune(unicode.ToLower(r))
+			if r < utf8.RuneSelf {
+				b.WriteByte(byte(unicode.ToLower(r))) // ASCII: one byte, as the rune
+			} else {
+				b.WriteRune(unicode.ToLower(r))
+			}
 			prevLower, prevDigit, prevSep = !upper, false, false
-		case unicode.IsDigit(r):
+		case '0' <= r && r <= '9' || r >= utf8.RuneSelf && unicode.IsDigit(r):
 			b.WriteRune(r)
 			prevLower, prevDigit, prevSep = false, true, false
 		default:

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -79,6 +80,43 @@ func FuzzRequiredLiterals(f *testing.F) {
 			if re.MatchString(in) && !requiredLiterals(expr).admits(in) {
 				t.Fatalf("%q matches %q, but its filter %v rules it out", expr, in, requiredLiterals(expr))
 			}
+		}
+	})
+}
+
+// FuzzNameWords: the byte-at-a-time nameWords spells every name as the
+// rune-at-a-time definition does.
+func FuzzNameWords(f *testing.F) {
+	f.Add("void ck::kernel_gemm_xdl_cshuffle_v3<ck::GridwiseGemm_0000123, 256, 128>(ck::Argument)")
+	f.Add("fmhaFwdKernel_ÄÖ_ǅx\xff9Σσ")
+	f.Fuzz(func(t *testing.T, name string) {
+		var b strings.Builder
+		b.WriteByte('_')
+		prevLower, prevDigit, prevSep := false, false, true
+		for _, r := range name {
+			switch {
+			case unicode.IsLetter(r):
+				upper := unicode.IsUpper(r)
+				if upper && (prevLower || prevDigit) && !prevSep {
+					b.WriteByte('_')
+				}
+				b.WriteRune(unicode.ToLower(r))
+				prevLower, prevDigit, prevSep = !upper, false, false
+			case unicode.IsDigit(r):
+				b.WriteRune(r)
+				prevLower, prevDigit, prevSep = false, true, false
+			default:
+				if !prevSep {
+					b.WriteByte('_')
+				}
+				prevLower, prevDigit, prevSep = false, false, true
+			}
+		}
+		if !prevSep {
+			b.WriteByte('_')
+		}
+		if got := nameWords(name); got != b.String() {
+			t.Fatalf("nameWords(%q) = %q, want %q", name, got, b.String())
 		}
 	})
 }

@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/csv"
 	"io"
-	"math"
 	"slices"
 	"strconv"
 
@@ -57,18 +56,23 @@ type Inventory struct {
 	Uncategorised []KernelRow               `json:"uncategorised"`
 	Categories    map[string]units.Duration `json:"categories"` // category -> total µs
 	DecodeSteps   int                       `json:"decode_steps"`
-	Kernels       []KernelRow               `json:"kernels"`
+	Kernels       KernelList                `json:"kernels"`
 	ByCategory    []CategoryRow             `json:"by_category"`
 }
 
-type acc struct {
+// kernelAgg is one distinct kernel while it is counted and after: its name
+// index into the trace's names and its class index, not their strings, so
+// that a million distinct names cost tens of bytes each. A KernelRow is
+// made from it only when a row is read (KernelList.At).
+type kernelAgg struct {
+	name     int32 // index into KernelList.names
+	class    int32 // index into KernelList.classes
 	kind     tracing.ActivityKind
 	n        int
 	total    int64
 	min, max int64
 	mean, m2 float64 // µs, Welford
 	decode   int64   // ns inside decode steps
-	name     string
 }
 
 // uncategorisedMax is how many of the largest Other kernels an Inventory lists.
@@ -92,8 +96,8 @@ func BuildInventory(ctx context.Context, tr *tracing.Trace, cl *Classifier, laye
 			}
 		}
 	}
-	byName := make([]*acc, len(tr.Names)) // by name index
-	var order []*acc
+	byName := make([]int32, len(tr.Names)) // by name index: 1 + index into aggs
+	aggs := make([]kernelAgg, 0, min(len(tr.Names), len(tr.Kernels)))
 	for i := range tr.Kernels {
 		if i%(1<<16) == 0 {
 			if err := ctx.Err(); err != nil {
@@ -101,12 +105,13 @@ func BuildInventory(ctx context.Context, tr *tracing.Trace, cl *Classifier, laye
 			}
 		}
 		k := &tr.Kernels[i]
-		a := byName[k.NameID]
-		if a == nil {
-			a = &acc{kind: k.Kind, name: tr.NameOf(k), min: k.Dur, max: k.Dur}
-			byName[k.NameID] = a
-			order = append(order, a)
+		ai := byName[k.NameID]
+		if ai == 0 {
+			aggs = append(aggs, kernelAgg{name: k.NameID, kind: k.Kind, min: k.Dur, max: k.Dur})
+			ai = int32(len(aggs))
+			byName[k.NameID] = ai
 		}
+		a := &aggs[ai-1]
 		a.n++
 		a.total += k.Dur
 		a.min, a.max = min(a.min, k.Dur), max(a.max, k.Dur)
@@ -118,38 +123,46 @@ func BuildInventory(ctx context.Context, tr *tracing.Trace, cl *Classifier, laye
 			a.decode += k.Dur
 		}
 	}
+	byName, inDecode = nil, nil
 	inv := &Inventory{Rules: cl.rules.Source, Categories: map[string]units.Duration{}, BySource: map[Source]units.Duration{}, DecodeSteps: decodeSteps, Uncategorised: []KernelRow{}}
 	var kernelNS, gpuNS, otherNS int64
-	for _, a := range order {
+	for _, a := range aggs {
 		gpuNS += a.total
 		if a.kind == tracing.KindKernel {
 			kernelNS += a.total
 		}
 	}
+	list := KernelList{names: tr.Names, gpuNS: gpuNS}
+	classIDs := map[rowClass]int32{}
 	cats := map[string]*CategoryRow{}
 	provs := map[string]map[string]bool{}
-	for _, a := range order {
+	for i := range aggs {
+		if i%(1<<16) == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
+		a := &aggs[i]
+		name := tr.Names[a.name]
 		var c Class
 		if a.kind == tracing.KindKernel {
-			c = cl.Classify(a.name)
+			c = cl.classifyOnce(name)
 			inv.BySource[c.Source] += units.Duration(a.total)
-		} else if c = cl.rules.Classify(a.name); c.Source != SourceRule {
+		} else if c = cl.rules.Classify(name); c.Source != SourceRule {
 			// A copy or memset is one by what it is, not by its name.
-			c = Class{Category: "Memcpy / memset", Provider: "runtime", ShortName: a.name, Source: SourceRule}
+			c = Class{Category: "Memcpy / memset", Provider: "runtime", ShortName: name, Source: SourceRule}
 		}
 		if a.kind == tracing.KindKernel && c.Category == Other {
 			otherNS += a.total
 		}
-		row := KernelRow{Kernel: a.name, ShortName: c.ShortName, Category: c.Category, Source: c.Source, Provider: c.Provider,
-			Kind: a.kind.String(), Count: a.n, Total: units.Duration(a.total), AvgUS: a.mean,
-			MinUS: float64(a.min) / 1000, MaxUS: float64(a.max) / 1000}
-		if a.n > 1 {
-			row.StdUS = math.Sqrt(a.m2 / float64(a.n-1))
+		rc := compactClass(name, c)
+		id, ok := classIDs[rc]
+		if !ok {
+			id = int32(len(list.classes))
+			list.classes = append(list.classes, rc)
+			classIDs[rc] = id
 		}
-		if gpuNS > 0 {
-			row.Pct = float64(a.total) / float64(gpuNS) * 100
-		}
-		inv.Kernels = append(inv.Kernels, row)
+		a.class = id
 		cr := cats[c.Category]
 		if cr == nil {
 			cr = &CategoryRow{Category: c.Category}
@@ -166,12 +179,16 @@ func BuildInventory(ctx context.Context, tr *tracing.Trace, cl *Classifier, laye
 			cr.DecodeStepUS += float64(a.decode) / 1000 / float64(decodeSteps)
 		}
 	}
-	slices.SortStableFunc(inv.Kernels, func(a, b KernelRow) int {
-		return cmp.Or(cmp.Compare(b.Total, a.Total), cmp.Compare(a.Kernel, b.Kernel))
+	slices.SortStableFunc(aggs, func(a, b kernelAgg) int {
+		return cmp.Or(cmp.Compare(b.total, a.total), cmp.Compare(tr.Names[a.name], tr.Names[b.name]))
 	})
-	for _, r := range inv.Kernels {
-		if r.Category == Other && len(inv.Uncategorised) < uncategorisedMax {
-			inv.Uncategorised = append(inv.Uncategorised, r)
+	if len(aggs) > 0 {
+		list.aggs = slices.Clip(aggs)
+		inv.Kernels = list
+	}
+	for i, a := range list.aggs {
+		if list.classes[a.class].Category == Other && len(inv.Uncategorised) < uncategorisedMax {
+			inv.Uncategorised = append(inv.Uncategorised, list.At(i))
 		}
 	}
 	inv.KernelTime, inv.GPUTime = units.Duration(kernelNS), units.Duration(gpuNS)
@@ -250,7 +267,7 @@ func (inv *Inventory) WriteKernelsCSV(out io.Writer) error {
 	w := csv.NewWriter(out)
 	_ = w.Write(KernelsHeader)
 	rec := make([]string, len(KernelsHeader))
-	for _, r := range inv.Kernels {
+	for _, r := range inv.Kernels.All() {
 		rec = append(rec[:0], r.Kernel, r.ShortName, r.Category, r.Provider, strconv.Itoa(r.Count), r.Total.String(),
 			f3(r.AvgUS), f3(r.MinUS), f3(r.MaxUS), f3(r.StdUS), f2(r.Pct), string(r.Source))
 		if err := w.Write(rec); err != nil {

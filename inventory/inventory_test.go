@@ -23,11 +23,11 @@ func TestBuildInventory(t *testing.T) {
 	inv, err := BuildInventory(context.Background(), tr, nil, nil)
 	require.NoError(t, err)
 	names := []string{}
-	for _, r := range inv.Kernels {
+	for _, r := range inv.Kernels.All() {
 		names = append(names, r.Kernel)
 	}
 	require.Equal(t, []string{"aiter::pa_bf16_x", "Cijk_Alik_Bljk_BBS", "Memcpy DtoD (Device -> Device)", "my_kernel"}, names, "sorted by total time")
-	pa := inv.Kernels[0]
+	pa := inv.Kernels.At(0)
 	require.Equal(t, 3, pa.Count)
 	require.Equal(t, units.Duration(30_000), pa.Total)
 	require.InDelta(t, 10.0, pa.AvgUS, 1e-12)
@@ -75,7 +75,7 @@ func TestCorpusCoverage(t *testing.T) {
 			inv, err := BuildInventory(context.Background(), tr, nil, nil)
 			require.NoError(t, err)
 			var sum int64
-			for _, r := range inv.Kernels {
+			for _, r := range inv.Kernels.All() {
 				if r.Kind == "kernel" {
 					sum += int64(r.Total)
 				}
@@ -97,7 +97,7 @@ func TestCorpusCoverage(t *testing.T) {
 
 func others(inv *Inventory) []string {
 	var out []string
-	for _, r := range inv.Kernels {
+	for _, r := range inv.Kernels.All() {
 		if r.Category == Other && len(out) < 10 {
 			out = append(out, fmt.Sprintf("%s (%.2f%%)", r.Kernel, r.Pct))
 		}

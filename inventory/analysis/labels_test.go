@@ -78,7 +78,7 @@ func measureAgreement(t *testing.T, trace string, labels map[string]label) agree
 		text string
 	}
 	var misses []miss
-	for _, k := range res.Inventory.Kernels {
+	for _, k := range res.Inventory.Kernels.All() {
 		if k.Kind != tracing.KindKernel.String() {
 			continue
 		}

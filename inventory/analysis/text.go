@@ -218,8 +218,8 @@ func WriteKernelsText(w io.Writer, path string, inv *inventory.Inventory, top in
 	// One definition for the count and the time: GPU kernels, without
 	// copies and memsets (listed in the table, said apart here).
 	kernels, copies := 0, 0
-	for _, r := range inv.Kernels {
-		if r.Kind == tracing.KindKernel.String() {
+	for i := range inv.Kernels.Len() {
+		if inv.Kernels.Kind(i) == tracing.KindKernel.String() {
 			kernels++
 		} else {
 			copies++
@@ -233,14 +233,14 @@ func WriteKernelsText(w io.Writer, path string, inv *inventory.Inventory, top in
 		path, kernels, inv.KernelTime, copyNote, inv.OtherPct, inventory.Other, inv.Rules)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "total_us\tpct\tcount\tavg_us\tcategory\tby\tprovider\tshort_name")
-	for i, r := range inv.Kernels {
+	for i, r := range inv.Kernels.All() {
 		if i == top {
 			break
 		}
 		fmt.Fprintf(tw, "%s\t%.2f\t%d\t%.1f\t%s\t%s\t%s\t%s\n", r.Total, r.Pct, r.Count, r.AvgUS, r.Category, r.Source, r.Provider, r.ShortName)
 	}
 	tw.Flush()
-	if n := len(inv.Kernels) - top; n > 0 && top >= 0 {
+	if n := inv.Kernels.Len() - top; n > 0 && top >= 0 {
 		fmt.Fprintf(w, "... and %d more in %s\n", n, more)
 	}
 	fmt.Fprintln(w)

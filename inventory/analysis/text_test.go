@@ -26,11 +26,11 @@ func TestKernelsHeaderCountsOneKind(t *testing.T) {
 	}{
 		{"with copies", inventory.Inventory{
 			Rules: "r", KernelTime: 30000, GPUTime: 37000,
-			Kernels: []inventory.KernelRow{row("a", tracing.KindKernel, 20), row("b", tracing.KindKernel, 10), row("Memcpy HtoD", tracing.KindMemcpy, 5), row("Memset", tracing.KindMemset, 2)},
+			Kernels: inventory.KernelRows([]inventory.KernelRow{row("a", tracing.KindKernel, 20), row("b", tracing.KindKernel, 10), row("Memcpy HtoD", tracing.KindMemcpy, 5), row("Memset", tracing.KindMemset, 2)}),
 		}, "t: 2 distinct kernels, 30.000 µs kernel time (memcpy/memset not included: 2 distinct, 7.000 µs), 0.00% in Other (rules: r)"},
 		{"kernels only", inventory.Inventory{
 			Rules: "r", KernelTime: 20000, GPUTime: 20000,
-			Kernels: []inventory.KernelRow{row("a", tracing.KindKernel, 20)},
+			Kernels: inventory.KernelRows([]inventory.KernelRow{row("a", tracing.KindKernel, 20)}),
 		}, "t: 1 distinct kernels, 20.000 µs kernel time (no memcpy/memset in the trace), 0.00% in Other (rules: r)"},
 	}
 	for _, c := range cases {

@@ -125,7 +125,7 @@ func fromResult(r *analysis.Result) (*Profile, error) {
 		p.KernelsPerLayer = lt.KernelsPerLayer
 		p.Positions = positionsOf(lt.Positions)
 	}
-	for _, k := range r.Inventory.Kernels {
+	for _, k := range r.Inventory.Kernels.All() {
 		p.Kernels = append(p.Kernels, Kernel{Kernel: k.Kernel, ShortName: k.ShortName, Category: k.Category,
 			Provider: k.Provider, Count: k.Count, TotalUS: k.Total.US()})
 	}

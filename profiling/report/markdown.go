@@ -583,7 +583,7 @@ func (v *view) inventorySection(b *md) {
 			continue
 		}
 		phase := kernelPhase(l)
-		for _, k := range inv.Kernels {
+		for _, k := range inv.Kernels.All() {
 			kk := key{k.Category, k.Provider, phase(k)}
 			a := byKey[kk]
 			if a == nil {
@@ -626,11 +626,11 @@ func (v *view) inventorySection(b *md) {
 	}
 	b.p("Kernel time no category rule matched (%s): %s.\n\n", inventory.Other, strings.Join(other, ", "))
 	top := v.lv[last]
-	if inv := top.File.Inventory; inv != nil && len(inv.Kernels) > 0 {
+	if inv := top.File.Inventory; inv != nil && inv.Kernels.Len() > 0 {
 		b.p("Top kernels at %s by total time (a kernel that runs at several positions of the decode layer lists each role):\n\n", top.name())
 		roles := kernelRoles(top)
 		var rows [][]string
-		for i, k := range inv.Kernels {
+		for i, k := range inv.Kernels.All() {
 			if i == 10 {
 				break
 			}
