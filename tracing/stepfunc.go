@@ -12,18 +12,23 @@ import (
 
 // sourceStepFunction: steps delimited by the engine's step function on the
 // CPU side (vLLM's execute_model, SGLang's run_batch and forward_batch_*,
-// a model runner's run_model), kernels through the correlation of the
+// ATOM's model runner forward), kernels through the correlation of the
 // launches made inside it.
 const sourceStepFunction = "step_function"
 
 // stepFunctions are the functions of one engine step; a generic name
-// counts only in a model runner's file. (A model runner's forward is not
-// one: it runs once per graph piece or micro-batch in some engines.)
+// counts only in a model runner's file (a model's own forward runs per
+// layer, graph piece or micro-batch). ATOM's engine core calls its model
+// runner's forward once per scheduled batch (prepare inputs, run_model,
+// sample); releases before October 2025 called run instead. run_model
+// alone leaves the sampler out, so it counts only when nothing holds it.
 var stepFunctions = [...]struct{ file, fn string }{
 	{"", "execute_model"},
 	{"", "run_batch"},
 	{"", "forward_batch_generation"},
 	{"", "forward_batch"},
+	{"model_runner", "forward"},
+	{"model_runner", "run"},
 	{"model_runner", "run_model"},
 }
 
@@ -58,7 +63,8 @@ func stepFunctionNext(b []byte) bool {
 	name := b[:e]
 	// Cheap first: every step function's name ends in one of these.
 	if !bytes.HasSuffix(name, []byte("model")) && !bytes.HasSuffix(name, []byte("batch")) &&
-		!bytes.HasSuffix(name, []byte("generation")) {
+		!bytes.HasSuffix(name, []byte("generation")) && !bytes.HasSuffix(name, []byte("forward")) &&
+		!bytes.HasSuffix(name, []byte("run")) {
 		return false
 	}
 	return isStepFunction(name)
