@@ -18,7 +18,7 @@ import (
 
 // vLLM's piecewise graphs: N+1 graph launches per decode step with the
 // attention launched eagerly between them and no step annotation. Steps
-// come from the structure of the timeline, and the robust layers across
+// come from the period of the launch sequence, and the robust layers across
 // the pieces and the eager kernels find the real layer and its count,
 // with and without tensor-parallel all-reduces inside the pieces.
 func TestPiecewiseStepsAndLayers(t *testing.T) {
@@ -43,7 +43,7 @@ func TestPiecewiseStepsAndLayers(t *testing.T) {
 				got := map[string]int{}
 				for _, st := range tr.Steps {
 					got[string(st.Kind)]++
-					require.Equal(t, "structure", st.Source, "steps found by the structure of the timeline")
+					require.Equal(t, "launch_period", st.Source, "steps found by the period of the launch sequence")
 				}
 				require.Equal(t, truth.Steps, got)
 				lt, err := inventory.DecodeLayers(context.Background(), tr, inventory.LayerOptions{})
@@ -60,7 +60,8 @@ func TestPiecewiseStepsAndLayers(t *testing.T) {
 // On a fast GPU the host is slow to launch each graph piece: the GPU idles
 // between the pieces of a step as long as between steps, and gaps cannot
 // tell them apart. The engine's step function (vLLM's execute_model in the
-// Python frames) still does: the true steps and the layer count come back.
+// Python frames) still does, and without the frames the period of the
+// launch sequence does: the true steps and the layer count come back.
 func TestPiecewiseEqualGapsStepsFromStepFunction(t *testing.T) {
 	t.Parallel()
 	const layers = 16
@@ -115,7 +116,7 @@ func TestPiecewiseEqualGapsStepsFromStepFunction(t *testing.T) {
 	require.Equal(t, truth.Layers, lt.Layers)
 	require.Equal(t, truth.KernelsPerLayer, lt.KernelsPerLayer)
 
-	// Without the Python frames, the gaps alone do not give the steps.
+	// Without the Python frames: the period of the launch sequence.
 	var buf bytes.Buffer
 	_, err = synth.Generate(context.Background(), &buf, synth.GenerateOptions{
 		Layers: layers, DecodeSteps: 9, PrefillSteps: 1, BS: 8, Seed: 5, PythonPerStep: -1,
@@ -124,5 +125,15 @@ func TestPiecewiseEqualGapsStepsFromStepFunction(t *testing.T) {
 	require.NoError(t, err)
 	bare, err := tracing.Read(context.Background(), &buf, "bare.json", tracing.Options{})
 	require.NoError(t, err)
-	require.NotEqual(t, len(tr.Steps), len(bare.Steps), "gaps alone find other steps")
+	require.Equal(t, map[string]int{"launch_period": len(bare.Steps)}, bare.Summarize().StepSources)
+	got = map[string]int{}
+	for _, st := range bare.Steps {
+		got[string(st.Kind)]++
+	}
+	require.Equal(t, truth.Steps, got)
+	lt, err = inventory.DecodeLayers(context.Background(), bare, inventory.LayerOptions{})
+	require.NoError(t, err)
+	require.Equal(t, truth.Layers, lt.Layers)
+	require.Equal(t, truth.KernelsPerLayer, lt.KernelsPerLayer)
+	requireMatchesTruth(t, lt.Positions, truth.Positions)
 }

@@ -124,7 +124,8 @@ const (
 )
 
 // The evidence that delimited a step (Step.Source), in order of
-// preference; sourceStructure (piecewise.go) when none did.
+// preference; sourceStepFunction (stepfunc.go), sourceLaunchPeriod
+// (period.go) and sourceStructure (piecewise.go) when no annotation did.
 const (
 	sourceGPUAnnotation = "gpu_annotation"
 	sourceCPUAnnotation = "cpu_annotation"
@@ -142,7 +143,7 @@ const (
 type Step struct {
 	Kind     StepKind
 	Label    string          // the annotation as written
-	Source   string          // what delimited it: gpu_annotation, cpu_annotation, profiler_step, graph_launch or structure
+	Source   string          // what delimited it: gpu_annotation, cpu_annotation, step_function, profiler_step, launch_period, structure or graph_launch
 	BS       int             // real batch size, 0 when unknown
 	PaddedBS int             // padded graph batch (decode[bs=R/G]), 0 when none
 	Tokens   int             // tokens processed, 0 when unknown

@@ -275,8 +275,9 @@ func outermost(out []labelled) []labelled {
 }
 
 // segmentSteps splits the GPU timeline into steps, trying in order
-// engine labels (GPU side, then CPU side through correlation),
-// ProfilerStep#N, and graph launches.
+// engine labels (GPU side, then CPU side through correlation), the
+// engine's step function, ProfilerStep#N, the period of the launch
+// sequence, the idle gaps of the timeline, and graph launches.
 func segmentSteps(t *Trace, idx corrIndex) {
 	for _, profiler := range []bool{false, true} {
 		gpu := stepAnnotations(t.Annotations, true, profiler)
@@ -291,7 +292,7 @@ func segmentSteps(t *Trace, idx corrIndex) {
 			return
 		}
 	}
-	if structureSteps(t) {
+	if periodSteps(t) || structureSteps(t) {
 		return
 	}
 	for gi := range t.Graphs {

@@ -53,7 +53,7 @@ func runSynth(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		eagerDecode  = fs.Bool("eager-decode", false, "variant: decode steps launched eagerly and labelled prefill[bs=N tok=N ...]")
 		metaFirst    = fs.Bool("meta-first", false, "write baseTimeNanoseconds and the other trailing keys before traceEvents")
 		piecewise    = fs.Bool("piecewise", false, "variant: decode steps replayed as vLLM's piecewise graphs (a graph per piece, attention launched eagerly between them, no step annotations)")
-		equalGaps    = fs.Bool("piecewise-equal-gaps", false, "variant (with --piecewise): the GPU idles between graph pieces as long as between steps, as on a fast GPU; steps come from the engine's step function in the Python frames")
+		equalGaps    = fs.Bool("piecewise-equal-gaps", false, "variant (with --piecewise): the GPU idles between graph pieces as long as between steps, as on a fast GPU: steps come from the engine's step function in the Python frames, or without them (--python-per-step -1) from the period of the launch sequence")
 		tpAllReduce  = fs.Bool("tp-allreduce", false, "variant: a tensor-parallel rank's kernels (an all-reduce before each norm, an all-gather before the sampler)")
 		force        = fs.Bool("force", false, "replace --out and --truth when they exist (never a --layer-csv)")
 		exact        = fs.Bool("exact", false, "reproduce the one --layer-csv exactly: layers --mode compat on the trace writes that file back byte for byte (--layers and --decode-steps are chosen from its count)")
