@@ -103,15 +103,21 @@ type LayerTable struct {
 	Steps    int    `json:"steps"`     // steps analysed
 	// Layers is the number of layers per step (the most common); in compat
 	// mode, the number of layer slices averaged.
-	Layers          int              `json:"layers"`
-	LayersHist      map[int]int      `json:"layers_hist,omitempty"` // layers per step -> steps
-	KernelsPerLayer []int            `json:"kernels_per_layer"`     // one entry per layer kind
-	Positions       []Position       `json:"positions"`
-	Irregular       []IrregularLayer `json:"irregular"`
-	Prologue        []string         `json:"prologue,omitempty"` // kernels before the first layer (first step)
-	Epilogue        []string         `json:"epilogue,omitempty"` // kernels after the last layer (first step)
-	Anchor          string           `json:"anchor,omitempty"`
-	Warnings        []diag.Warning   `json:"warnings,omitempty"`
+	Layers          int         `json:"layers"`
+	LayersHist      map[int]int `json:"layers_hist,omitempty"` // layers per step -> steps
+	KernelsPerLayer []int       `json:"kernels_per_layer"`     // one entry per layer kind
+	// WallUS is, per layer kind, the GPU time one layer takes with the
+	// kernels that overlap on other streams counted once (the union of
+	// their intervals over the kind's layers, divided by their number), as
+	// ATOM's trace parser totals a layer; nil when no streams overlap (the
+	// positions' averages then sum to it).
+	WallUS    []float64        `json:"wall_us,omitempty"`
+	Positions []Position       `json:"positions"`
+	Irregular []IrregularLayer `json:"irregular"`
+	Prologue  []string         `json:"prologue,omitempty"` // kernels before the first layer (first step)
+	Epilogue  []string         `json:"epilogue,omitempty"` // kernels after the last layer (first step)
+	Anchor    string           `json:"anchor,omitempty"`
+	Warnings  []diag.Warning   `json:"warnings,omitempty"`
 }
 
 // Rows returns the table in the compatible CSV's row type.

@@ -1,8 +1,10 @@
 package inventory
 
 import (
+	"cmp"
 	"context"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/profile-model/profile-model/internal/diag"
@@ -280,4 +282,56 @@ func TestCompatAnchorDoubts(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A kernel on a second stream that overlaps the main one: the positions'
+// averages sum past the GPU time, and WallUS is the union of the layers'
+// kernel intervals per layer (as ATOM's trace parser totals a layer). With
+// one stream there is nothing to count once, and WallUS stays empty.
+func TestRobustWallTime(t *testing.T) {
+	t.Parallel()
+	const layers = 6
+	withSide := func(li int) []k {
+		ks := layer(dense, li)
+		// The router runs beside the post-attention norm and past its end.
+		return append(ks[:6:6], append([]k{{name: "router_gemm", stream: 1, dur: 9000}}, ks[6:]...)...)
+	}
+	var ks []k
+	for li := range layers {
+		ks = append(ks, withSide(li)...)
+	}
+	tr := makeTrace(tracing.StepDecode, ks)
+	lt, err := DecodeLayers(context.Background(), tr, LayerOptions{})
+	require.NoError(t, err)
+	require.Equal(t, layers, lt.Layers)
+	require.Empty(t, lt.Irregular)
+
+	// The union of every kernel's interval, merged after sorting.
+	type iv struct{ s, e int64 }
+	var ivs []iv
+	for _, kr := range tr.Kernels {
+		ivs = append(ivs, iv{kr.Start, kr.End()})
+	}
+	slices.SortFunc(ivs, func(a, b iv) int { return cmp.Compare(a.s, b.s) })
+	var union, end int64
+	for _, v := range ivs {
+		if v.s >= end {
+			union += v.e - v.s
+		} else if v.e > end {
+			union += v.e - end
+		}
+		end = max(end, v.e)
+	}
+	sum := 0.0
+	for _, p := range lt.Positions {
+		sum += p.AvgUS
+	}
+	require.Len(t, lt.WallUS, 1)
+	require.InDelta(t, float64(union)/1e3/layers, lt.WallUS[0], 1e-9)
+	require.Less(t, lt.WallUS[0], sum, "the router's overlap is counted once")
+
+	one := makeTrace(tracing.StepDecode, step(layers, dense))
+	lt, err = DecodeLayers(context.Background(), one, LayerOptions{})
+	require.NoError(t, err)
+	require.Nil(t, lt.WallUS)
 }

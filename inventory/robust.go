@@ -435,6 +435,64 @@ func classify(t *LayerTable, all []rawLayer, k int, tr *tracing.Trace, cl *Class
 		}
 	}
 	t.Positions = positions(st, classOf, short)
+	t.WallUS = wallTime(tr, all, kindOf, renum, len(order))
+}
+
+// wallTime is the time one layer of each kind keeps the GPU busy, a kernel
+// that overlaps another on another stream counted once: the union of the
+// kernel intervals of the kind's regular layers (those that run exactly
+// its kernels), divided by their number. Nil unless streams overlap by
+// more than 0.1% of the kernels' time. Layers come in time order, so the
+// union is merged as they come, each layer's kernels in start order.
+func wallTime(tr *tracing.Trace, all []rawLayer, kindOf map[string]int, renum map[int]int, kinds int) []float64 {
+	type run struct {
+		end                int64
+		union, sum, layers int64
+	}
+	acc := make([]run, kinds)
+	var byStart []int32
+	byTime := func(x, y int32) int { return cmp.Compare(tr.Kernels[x].Start, tr.Kernels[y].Start) }
+	for _, l := range all {
+		c, regular := kindOf[l.key]
+		if !regular {
+			continue
+		}
+		a := &acc[renum[c]]
+		a.layers++
+		ks := l.kernels
+		if !slices.IsSortedFunc(ks, byTime) {
+			// The side streams' kernels follow the main stream's.
+			byStart = append(byStart[:0], ks...)
+			slices.SortFunc(byStart, byTime)
+			ks = byStart
+		}
+		for _, k := range ks {
+			kr := &tr.Kernels[k]
+			start, end := kr.Start, kr.End()
+			a.sum += kr.Dur
+			switch {
+			case start >= a.end:
+				a.union += end - start
+			case end > a.end:
+				a.union += end - a.end
+			default:
+				continue
+			}
+			a.end = end
+		}
+	}
+	overlap := false
+	for _, a := range acc {
+		overlap = overlap || float64(a.union) < 0.999*float64(a.sum)
+	}
+	if !overlap {
+		return nil
+	}
+	out := make([]float64, kinds)
+	for c, a := range acc {
+		out[c] = float64(a.union) / 1e3 / float64(max(a.layers, 1))
+	}
+	return out
 }
 
 // findStructure finds the layers of one main-stream id sequence, or nil.

@@ -266,7 +266,7 @@ func sectionJSON(group string, n int) []byte {
 func BenchmarkScanSection(b *testing.B) {
 	sections := []struct{ name, group string }{
 		{"python", `  {
-    "ph": "X", "cat": "python_function", "name": "atom/model_engine/model_runner.py(1208): forward", "pid": 2451, "tid": 2451,
+    "ph": "X", "cat": "python_function", "name": "atom/model_engine/model_runner.py(987): prepare_inputs", "pid": 2451, "tid": 2451,
     "ts": 4912346589181.000, "dur": 15.296,
     "args": {
       "Python parent id": 3, "Python id": 4, "Python thread": 0

@@ -169,14 +169,18 @@ type builder struct {
 	dimIndex map[launchDims]int32
 	launches []runtimeLaunch
 	anns     []annotation
-	ops      opLog
-	legacy   bool // 2021 category names seen
-	cuda     bool
-	hip      bool
-	fracTS   bool // timestamps with decimals
-	minTS    int64
-	maxTS    int64
-	any      bool
+	// stepFrame is the last step-function Python frame kept on each track:
+	// one nested in it (a recursive call, a frame the stack records again)
+	// is not kept, as the outermost one delimits the step.
+	stepFrame map[[2]int64][2]int64
+	ops       opLog
+	legacy    bool // 2021 category names seen
+	cuda      bool
+	hip       bool
+	fracTS    bool // timestamps with decimals
+	minTS     int64
+	maxTS     int64
+	any       bool
 	// For the checks of impossible times: the events with the first and
 	// the last start, and the longest kernel.
 	minIdx, maxStart, maxStartIdx int64
@@ -263,12 +267,29 @@ func (b *builder) add(ev *traceEvent) {
 		b.ops.add(ev.External, ev.Name)
 		return // CPU ops do not widen the trace's span
 	case eventAnnotation, eventGPUAnnotation:
+		if ev.Cat == "python_function" && b.nestedStepFrame(ev) {
+			break
+		}
 		b.anns = append(b.anns, annotation{
 			Name: ev.Name, Start: ev.TS, Dur: ev.Dur, GPU: ev.Type == eventGPUAnnotation,
 			PID: ev.PID, TID: ev.TID, External: ev.External,
 		})
 	}
 	b.span(ev.TS, ev.TS+ev.Dur, ev.Index)
+}
+
+// nestedStepFrame tells whether the step-function frame ev lies inside the
+// last one kept on its track, noting it as the last one when not.
+func (b *builder) nestedStepFrame(ev *traceEvent) bool {
+	tr := [2]int64{ev.PID, ev.TID}
+	if last, ok := b.stepFrame[tr]; ok && ev.TS >= last[0] && ev.TS+ev.Dur <= last[1] {
+		return true
+	}
+	if b.stepFrame == nil {
+		b.stepFrame = map[[2]int64][2]int64{}
+	}
+	b.stepFrame[tr] = [2]int64{ev.TS, ev.TS + ev.Dur}
+	return false
 }
 
 // kernels decodes the kernel log. A large one is decoded, and the garbage

@@ -77,6 +77,7 @@ func runServeSim(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs.BoolVar(&cfg.EnforceEager, "enforce-eager", false, "decode without graph replay: eager launches, steps labelled eager_decode[...] (prefill[...] with --atom-release legacy)")
 	release := fs.String("atom-release", string(sim.ReleaseCurrent), "ATOM release whose frames, labels and replies to speak: current (mid-2026: compact frames, raw finish reasons, \"choices\": [] usage frame, chat role frame) or legacy (early 2026)")
 	fs.BoolVar(&cfg.MarkTrace, "mark-trace", false, "write the capture trace of each graph batch size beside each rank's traces (capture_traces/bs_<bs>_q_1_rank<r>.json.gz), each graph kernel under its module scope and op with shapes, as ATOM's --mark-trace does")
+	fs.BoolVar(&cfg.TwoStreams, "two-streams", false, "run two kernels of each layer (the post-attention copy and the router GEMM) on a second stream that overlaps the main one, also in the capture traces")
 	fs.IntVar(&cfg.ReasoningTokens, "reasoning-tokens", 0, "a thinking model: the first N tokens of each chat reply stream as reasoning_content")
 	fs.IntVar(&cfg.MergeFrames, "merge-frames", 0, "put K tokens in every frame (ATOM merges only when the client falls behind; the simulator always does, for reproducible numbers)")
 	fs.IntVar(&cfg.EmptyTokenEvery, "empty-token-every", 0, "every Nth token streams as empty text, its text coming with the next (a UTF-8 character split by the detokenizer)")

@@ -83,6 +83,9 @@ func (b *synthBackend) Run(st synth.Step) units.Duration {
 			b.noteGraph(rows)
 		}
 	}
+	if b.cfg.TwoStreams {
+		synth.SideStream(runs)
+	}
 	if b.rec != nil {
 		st.Kernels = runs
 		b.rec.Record(st)

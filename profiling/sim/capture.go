@@ -64,6 +64,9 @@ func (b *synthBackend) writeCaptures(ctx context.Context, rankDir string, rank i
 		// The graph's kernels are those of a decode step at its size;
 		// their times do not matter (nothing runs during a capture).
 		runs := b.model.DecodeStep(bs, 0, rand.New(rand.NewPCG(uint64(bs), 0)))
+		if b.cfg.TwoStreams {
+			synth.SideStream(runs)
+		}
 		err := atomicfile.WriteFunc(path, func(w io.Writer) error {
 			_, err := synth.WriteCapture(ctx, w, synth.CaptureOptions{
 				Runs: runs, BS: bs, MaxQ: 1, At: b.cfg.clock.Now().UnixNano(),

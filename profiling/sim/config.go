@@ -143,6 +143,11 @@ type Config struct {
 	// profiled decode steps replayed.
 	MarkTrace bool
 
+	// TwoStreams runs two kernels of each layer (the post-attention copy
+	// and the router GEMM) on a second stream that overlaps the main one,
+	// in the traces and in the capture traces' warmup forward.
+	TwoStreams bool
+
 	// PythonPerStep is the number of python_function events per step in the
 	// trace (0: the recorder's default, like a trace recorded with stacks;
 	// negative: none).

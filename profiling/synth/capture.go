@@ -68,6 +68,7 @@ func WriteCapture(ctx context.Context, w io.Writer, o CaptureOptions) (int, erro
 	// The warmup forward: each kernel launched, then run on the GPU,
 	// under its module's scope on both sides.
 	cur, gpu := at+50_000, int64(0)
+	var lastMain, side int64
 	var ext, corr int64 = 1 << 20, 1 << 20 // apart from the capture's ids
 	for k := range o.Runs {
 		r := &o.Runs[k]
@@ -87,16 +88,22 @@ func WriteCapture(ctx context.Context, w io.Writer, o CaptureOptions) (int, erro
 		x("cuda_runtime", r.Launch, cpuPID, cpuTID, cur+10_000, launchDurNS, kineto.IntArg("External id", ext), kineto.StrArg("kernel", r.Name),
 			kineto.IntArg("cid", cidOf(r.Launch)), kineto.IntArg("correlation", corr),
 			kineto.IntsArg("grid", gridOf(r)), kineto.IntsArg("block", []int64{256, 1, 1}), kineto.IntArg("shared memory", 0))
-		start := max(gpu, cur+15_000)
 		dur := max(int64(r.Dur), 1_000)
-		x("gpu_user_annotation", scope, gpuPID, mainStream, start, dur, kineto.IntArg("External id", ext))
-		x("kernel", r.Name, gpuPID, mainStream, start, dur, kineto.IntArg("External id", ext), kineto.IntArg("device", gpuPID),
-			kineto.IntArg("stream", mainStream), kineto.IntArg("correlation", corr), kineto.StrArg("kind", "Dispatch Kernel"),
+		// A side-stream kernel runs beside the main stream's last one.
+		stream, start := int64(mainStream), max(gpu, cur+15_000)
+		if r.Stream != 0 {
+			stream, start = sideStream, max(lastMain, side, cur+15_000)
+			side = start + dur
+		} else {
+			lastMain, gpu = start, start+dur
+		}
+		x("gpu_user_annotation", scope, gpuPID, stream, start, dur, kineto.IntArg("External id", ext))
+		x("kernel", r.Name, gpuPID, stream, start, dur, kineto.IntArg("External id", ext), kineto.IntArg("device", gpuPID),
+			kineto.IntArg("stream", stream), kineto.IntArg("correlation", corr), kineto.StrArg("kind", "Dispatch Kernel"),
 			kineto.IntsArg("grid", gridOf(r)), kineto.IntsArg("block", []int64{256, 1, 1}))
-		gpu = start + dur
 		cur += 25_000
 	}
-	at = max(cur, gpu) + 50_000 // the capture starts when the warmup is done
+	at = max(cur, gpu, side) + 50_000 // the capture starts when the warmup is done
 	var ls []launch
 	cur = at + 50_000
 	for k := range o.Runs {

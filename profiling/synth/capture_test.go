@@ -145,3 +145,37 @@ func TestWriteCaptureWarmupForward(t *testing.T) {
 		}
 	}
 }
+
+// With two streams, the warmup forward runs each side-stream kernel on
+// its own stream (ATOM's parser matches the replay stream by stream).
+func TestWriteCaptureSideStream(t *testing.T) {
+	t.Parallel()
+	runs := kernelmodel.Default().DecodeStep(8, 0, rand.New(rand.NewPCG(3, 4)))
+	synth.SideStream(runs)
+	side := 0
+	for _, r := range runs {
+		if r.Stream != 0 {
+			side++
+		}
+	}
+	require.Positive(t, side)
+	var buf bytes.Buffer
+	_, err := synth.WriteCapture(context.Background(), &buf, synth.CaptureOptions{Runs: runs, BS: 8, MaxQ: 1})
+	require.NoError(t, err)
+	var doc struct {
+		TraceEvents []struct {
+			Ph, Cat string
+			TID     int64
+			Args    map[string]any
+		} `json:"traceEvents"`
+	}
+	require.NoError(t, json.Unmarshal(buf.Bytes(), &doc))
+	onSide := 0
+	for _, e := range doc.TraceEvents {
+		if e.Ph == "X" && e.Cat == "kernel" && e.TID == 1 {
+			require.Equal(t, float64(1), e.Args["stream"])
+			onSide++
+		}
+	}
+	require.Equal(t, side, onSide, "every side-stream kernel of the warmup on stream 1")
+}

@@ -204,11 +204,22 @@ func applyVariants(runs []kernelmodel.KernelRun, o *GenerateOptions, rng *rand.R
 			r.Name = o.RenameAnchor
 			r.ShortName = "PA (paged_attn)"
 		}
-		if o.TwoStreams && r.Layer >= 0 && (r.ShortName == "Triton_copy" || (r.ShortName == "GEMM_BF16 (rocBLAS)" && r.Pos < 8)) {
+	}
+	if o.TwoStreams {
+		SideStream(runs)
+	}
+	return runs
+}
+
+// SideStream moves two kernels of each layer, the post-attention copy and
+// the router GEMM, to a second stream that overlaps the main one.
+func SideStream(runs []kernelmodel.KernelRun) {
+	for i := range runs {
+		r := &runs[i]
+		if r.Layer >= 0 && (r.ShortName == "Triton_copy" || (r.ShortName == "GEMM_BF16 (rocBLAS)" && r.Pos < 8)) {
 			r.Stream = 1
 		}
 	}
-	return runs
 }
 
 // isAttention tells the attention kernels of a layer by their category.

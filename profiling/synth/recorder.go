@@ -875,8 +875,8 @@ func (e *emitter) cpuOps(i int) {
 var pyFrames = []string{
 	"atom/model_engine/engine_core.py(318): busy_loop",
 	"atom/model_engine/engine_core.py(352): step",
+	"atom/model_engine/model_runner.py(1208): forward", // once per step: the model runner's step
 	"torch/utils/_contextlib.py(120): decorate_context",
-	"atom/model_engine/model_runner.py(1208): forward",
 	"atom/model_engine/scheduler.py(214): schedule",
 	"atom/model_engine/model_runner.py(987): prepare_inputs",
 	"atom/utils/forward_context.py(141): set_forward_context",
