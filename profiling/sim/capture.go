@@ -67,6 +67,9 @@ func (b *synthBackend) writeCaptures(ctx context.Context, rankDir string, rank i
 		if b.cfg.TwoStreams {
 			synth.SideStream(runs)
 		}
+		if b.cfg.TP > 1 {
+			runs = synth.WithAllReduces(runs)
+		}
 		err := atomicfile.WriteFunc(path, func(w io.Writer) error {
 			_, err := synth.WriteCapture(ctx, w, synth.CaptureOptions{
 				Runs: runs, BS: bs, MaxQ: 1, At: b.cfg.clock.Now().UnixNano(),

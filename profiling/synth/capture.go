@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 
 	"github.com/profile-model/profile-model/internal/units"
 	"github.com/profile-model/profile-model/profiling/kernelmodel"
@@ -25,12 +26,16 @@ type CaptureOptions struct {
 	Trace kineto.WriterOptions
 }
 
+// warmupFill is the kernel a custom all-reduce runs in the warmup forward.
+const warmupFill = "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<c10::BFloat16>, std::array<char*, 1ul> >(int, at::native::FillFunctor<c10::BFloat16>, std::array<char*, 1ul>)"
+
 // WriteCapture writes a capture trace as ATOM writes one per graph batch
 // size (capture_traces/bs_<bs>_q_<q>_rank<r>.json.gz): first the warmup
 // forward that runs before the capture, eagerly, every kernel of the step
 // but the sampler launched and run once, each under its module's scope on
-// the CPU and on the GPU (gpu_user_annotation), correlated to its launch;
-// then, inside a capture_graph_bs_<bs> annotation, every kernel of the
+// the CPU and on the GPU (gpu_user_annotation), correlated to its launch
+// (a custom all-reduce runs a fill there, as aiter's does outside a
+// capture); then, inside a capture_graph_bs_<bs> annotation, every kernel of the
 // forward pass launched once more, under a record_function scope
 // "nn.Module: <module path>" and the CPU op that launches it (with its
 // Input Dims and Input type), never running. It returns the number of
@@ -82,10 +87,16 @@ func WriteCapture(ctx context.Context, w io.Writer, o CaptureOptions) (int, erro
 		if m := mods[k]; m.Path != "" {
 			scope = "nn.Module: " + m.Path
 		}
+		name := r.Name
+		if strings.Contains(name, "cross_device_reduce") {
+			// aiter's custom all-reduce only communicates inside a
+			// capture; in the warmup it returns zeros like its input.
+			name = warmupFill
+		}
 		ext++
 		corr++
 		x("user_annotation", scope, cpuPID, cpuTID, cur, 22_000, kineto.IntArg("External id", ext), kineto.IntArg("Record function id", 0))
-		x("cuda_runtime", r.Launch, cpuPID, cpuTID, cur+10_000, launchDurNS, kineto.IntArg("External id", ext), kineto.StrArg("kernel", r.Name),
+		x("cuda_runtime", r.Launch, cpuPID, cpuTID, cur+10_000, launchDurNS, kineto.IntArg("External id", ext), kineto.StrArg("kernel", name),
 			kineto.IntArg("cid", cidOf(r.Launch)), kineto.IntArg("correlation", corr),
 			kineto.IntsArg("grid", gridOf(r)), kineto.IntsArg("block", []int64{256, 1, 1}), kineto.IntArg("shared memory", 0))
 		dur := max(int64(r.Dur), 1_000)
@@ -98,7 +109,7 @@ func WriteCapture(ctx context.Context, w io.Writer, o CaptureOptions) (int, erro
 			lastMain, gpu = start, start+dur
 		}
 		x("gpu_user_annotation", scope, gpuPID, stream, start, dur, kineto.IntArg("External id", ext))
-		x("kernel", r.Name, gpuPID, stream, start, dur, kineto.IntArg("External id", ext), kineto.IntArg("device", gpuPID),
+		x("kernel", name, gpuPID, stream, start, dur, kineto.IntArg("External id", ext), kineto.IntArg("device", gpuPID),
 			kineto.IntArg("stream", stream), kineto.IntArg("correlation", corr), kineto.StrArg("kind", "Dispatch Kernel"),
 			kineto.IntsArg("grid", gridOf(r)), kineto.IntsArg("block", []int64{256, 1, 1}))
 		cur += 25_000

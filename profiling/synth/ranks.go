@@ -70,6 +70,13 @@ func scaled(d units.Duration, f float64) units.Duration {
 	return units.Duration(math.Round(float64(d) * f))
 }
 
+// WithAllReduces returns a step's kernels as one rank of a tensor-parallel
+// engine runs them: an all-reduce before each norm of every layer (what a
+// rank's capture trace captures).
+func WithAllReduces(ks []kernelmodel.KernelRun) []kernelmodel.KernelRun {
+	return rankKernels(ks, 1, 1, TP{}.allReduce())
+}
+
 func rankKernels(ks []kernelmodel.KernelRun, f, fSlow float64, ar units.Duration) []kernelmodel.KernelRun {
 	out := make([]kernelmodel.KernelRun, 0, len(ks)+len(ks)/8)
 	var own, slow units.Duration // compute since the last all-reduce, on this rank and on the slowest
