@@ -95,14 +95,18 @@ func (t *LayerTable) AddCapture(c *tracing.Capture) []diag.Warning {
 			continue
 		}
 		var bad []string
+		match := make([][]int, len(wins))
+		for wi, w := range wins {
+			match[wi] = windowMatch(names[w:w+len(want)], want)
+		}
 		for j, i := range at {
 			var paths []string
 			p := &t.Positions[i]
-			for _, w := range wins {
-				ck := &c.Kernels[w+j]
-				if !sameKernel(ck.Name, want[j]) {
+			for wi, w := range wins {
+				if match[wi][j] < 0 {
 					continue
 				}
+				ck := &c.Kernels[w+match[wi][j]]
 				if len(paths) == 0 {
 					p.Op, p.InputDims, p.InputTypes = ck.Op, ck.InputDims, ck.InputTypes
 				}
@@ -238,8 +242,8 @@ func captureWindows(names, want []string) (starts []int, exact bool) {
 			continue
 		}
 		same := 0
-		for j := range want {
-			if sameKernel(names[i+j], want[j]) {
+		for _, m := range windowMatch(names[i:i+n], want) {
+			if m >= 0 {
 				same++
 			}
 		}
@@ -258,6 +262,36 @@ func captureWindows(names, want []string) (starts []int, exact bool) {
 		return starts, true
 	}
 	return partial, false
+}
+
+// windowMatch pairs each wanted position with a captured kernel of the
+// window: the one at its own index when the names agree, else the nearest
+// unpaired one of the same name. The table orders a layer's positions by
+// when they start on the GPU, the capture by launch, and kernels on other
+// streams can start in another order than they were launched. -1: none.
+func windowMatch(names, want []string) []int {
+	m := make([]int, len(want))
+	used := make([]bool, len(names))
+	for j := range want {
+		m[j] = -1
+		if sameKernel(names[j], want[j]) {
+			m[j], used[j] = j, true
+		}
+	}
+	for j := range want {
+		if m[j] >= 0 {
+			continue
+		}
+		for d := 1; d < len(names) && m[j] < 0; d++ {
+			for _, k := range [2]int{j - d, j + d} {
+				if k >= 0 && k < len(names) && !used[k] && sameKernel(names[k], want[j]) {
+					m[j], used[k] = k, true
+					break
+				}
+			}
+		}
+	}
+	return m
 }
 
 // sameKernel compares a kernel's name in the execution trace with the

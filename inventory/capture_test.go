@@ -166,3 +166,18 @@ func TestAddCapture(t *testing.T) {
 		require.Equal(t, formatCompatLayerCSV(lt.Rows()), lt.CSV())
 	})
 }
+
+// A layer whose side-stream kernel starts on the GPU before the main
+// stream's kernel launched ahead of it: the table's order (by start) and
+// the capture's (by launch) differ, and each position still finds its
+// captured kernel, the nearest of its name.
+func TestWindowMatchAcrossStreams(t *testing.T) {
+	t.Parallel()
+	captured := []string{"attn", "copy", "router", "topk", "gemm", "topk"}
+	byStart := []string{"attn", "copy", "topk", "router", "gemm", "topk"}
+	require.Equal(t, []int{0, 1, 3, 2, 4, 5}, windowMatch(captured, byStart))
+	require.Equal(t, []int{0, -1}, windowMatch([]string{"a", "b"}, []string{"a", "c"}))
+	starts, exact := captureWindows(append(captured, captured...), byStart)
+	require.True(t, exact)
+	require.Equal(t, []int{0, 6}, starts)
+}
