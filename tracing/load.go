@@ -169,10 +169,13 @@ type builder struct {
 	dimIndex map[launchDims]int32
 	launches []runtimeLaunch
 	anns     []annotation
-	// stepFrame is the last step-function Python frame kept on each track:
-	// one nested in it (a recursive call, a frame the stack records again)
-	// is not kept, as the outermost one delimits the step.
-	stepFrame map[[2]int64][2]int64
+	// frames are the engine's step-function Python frames, kept apart
+	// from the annotations and without their names (all a step needs is
+	// where and when); lastFrame is the last one kept on each track: one
+	// nested in it (a recursive call, a frame the stack records again) is
+	// not kept, as the outermost one delimits the step.
+	frames    []stepFrame
+	lastFrame map[[2]int64]stepFrame
 	ops       opLog
 	legacy    bool // 2021 category names seen
 	cuda      bool
@@ -267,7 +270,8 @@ func (b *builder) add(ev *traceEvent) {
 		b.ops.add(ev.External, ev.Name)
 		return // CPU ops do not widen the trace's span
 	case eventAnnotation, eventGPUAnnotation:
-		if ev.Cat == "python_function" && b.nestedStepFrame(ev) {
+		if ev.Cat == "python_function" {
+			b.stepFrame(ev)
 			break
 		}
 		b.anns = append(b.anns, annotation{
@@ -278,18 +282,19 @@ func (b *builder) add(ev *traceEvent) {
 	b.span(ev.TS, ev.TS+ev.Dur, ev.Index)
 }
 
-// nestedStepFrame tells whether the step-function frame ev lies inside the
-// last one kept on its track, noting it as the last one when not.
-func (b *builder) nestedStepFrame(ev *traceEvent) bool {
+// stepFrame keeps the step-function frame ev unless it lies inside the
+// last one kept on its track.
+func (b *builder) stepFrame(ev *traceEvent) {
+	f := stepFrame{Start: ev.TS, Dur: ev.Dur, PID: ev.PID, TID: ev.TID}
 	tr := [2]int64{ev.PID, ev.TID}
-	if last, ok := b.stepFrame[tr]; ok && ev.TS >= last[0] && ev.TS+ev.Dur <= last[1] {
-		return true
+	if last, ok := b.lastFrame[tr]; ok && f.Start >= last.Start && f.Start+f.Dur <= last.Start+last.Dur {
+		return
 	}
-	if b.stepFrame == nil {
-		b.stepFrame = map[[2]int64][2]int64{}
+	if b.lastFrame == nil {
+		b.lastFrame = map[[2]int64]stepFrame{}
 	}
-	b.stepFrame[tr] = [2]int64{ev.TS, ev.TS + ev.Dur}
-	return false
+	b.lastFrame[tr] = f
+	b.frames = append(b.frames, f)
 }
 
 // kernels decodes the kernel log. A large one is decoded, and the garbage
@@ -327,6 +332,7 @@ func (b *builder) finish(sc *scanner, name string, truncated bool) *Trace {
 		Dims:        b.dimList,
 		Launches:    b.launches,
 		Annotations: b.anns,
+		stepFrames:  b.frames,
 	}
 	// Everything here runs after the scan, so on the critical path: the
 	// launches and annotations are moved to the base time and sorted on
@@ -340,8 +346,12 @@ func (b *builder) finish(sc *scanner, name string, truncated bool) *Trace {
 		for i := range t.Annotations {
 			t.Annotations[i].Start += base
 		}
+		for i := range t.stepFrames {
+			t.stepFrames[i].Start += base
+		}
 		sortByStart(t.Launches, func(l *runtimeLaunch) int64 { return l.Start })
 		sortByStart(t.Annotations, func(a *annotation) int64 { return a.Start })
+		sortByStart(t.stepFrames, func(f *stepFrame) int64 { return f.Start })
 	})
 	kernels, names, sorted := b.kernels(base)
 	t.Kernels, t.Names = kernels, names

@@ -204,6 +204,7 @@ type Trace struct {
 	Launches    []runtimeLaunch // runtime launches with a correlation id
 	Graphs      []graphLaunch
 	Annotations []annotation
+	stepFrames  []stepFrame // the engine's step function in the Python frames (stepfunc.go)
 	Steps       []Step
 	// Ops names the CPU ops that launched GPU work, by External id (the
 	// id a launch and its kernels carry); nil when the trace has none.

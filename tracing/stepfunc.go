@@ -2,6 +2,8 @@ package tracing
 
 import (
 	"bytes"
+	"cmp"
+	"slices"
 	"strings"
 )
 
@@ -70,16 +72,32 @@ func stepFunctionNext(b []byte) bool {
 	return isStepFunction(name)
 }
 
-// stepFunctionAnnotations returns the CPU-side step functions, outermost
-// only on each track (vLLM's worker's execute_model holds its model
-// runner's).
-func stepFunctionAnnotations(anns []annotation) []labelled {
-	var out []labelled
-	for i := range anns {
-		a := &anns[i]
+// stepFrame is a Python frame of the engine's step function: where and
+// when it ran (the reader keeps no more of it).
+type stepFrame struct {
+	Start, Dur int64
+	PID, TID   int64
+}
+
+// stepFunctionAnnotations returns the CPU-side step functions, from the
+// Python frames and from CPU ops of the same names, outermost only on each
+// track (vLLM's worker's execute_model holds its model runner's).
+func stepFunctionAnnotations(t *Trace) []labelled {
+	anns := make([]annotation, 0, len(t.stepFrames))
+	for _, f := range t.stepFrames {
+		anns = append(anns, annotation{Name: "python_function", Start: f.Start, Dur: f.Dur, PID: f.PID, TID: f.TID})
+	}
+	for _, a := range t.Annotations {
 		if !a.GPU && !strings.HasPrefix(a.Name, "ProfilerStep#") && isStepFunction([]byte(a.Name)) {
-			out = append(out, labelled{a, Step{Source: sourceStepFunction}})
+			anns = append(anns, a)
 		}
+	}
+	if len(t.stepFrames) > 0 && len(anns) > len(t.stepFrames) {
+		slices.SortStableFunc(anns, func(a, b annotation) int { return cmp.Compare(a.Start, b.Start) })
+	}
+	out := make([]labelled, len(anns))
+	for i := range anns {
+		out[i] = labelled{&anns[i], Step{Source: sourceStepFunction}}
 	}
 	return outermost(out)
 }

@@ -285,7 +285,7 @@ func segmentSteps(t *Trace, idx corrIndex) {
 		if !profiler && len(gpu) == 0 && len(cpu) == 0 {
 			// No engine label: the engine's step function, before
 			// ProfilerStep#N (one profiler step can hold many engine steps).
-			cpu = stepFunctionAnnotations(t.Annotations)
+			cpu = stepFunctionAnnotations(t)
 		}
 		if len(gpu) > 0 || len(cpu) > 0 {
 			stepsFromAnnotations(t, idx, gpu, cpu)
