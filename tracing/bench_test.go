@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"strconv"
@@ -197,12 +198,18 @@ func BenchmarkLoadFile(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.SetBytes(size)
-	defer reportCPU(b)()
-	for b.Loop() {
-		if _, err := tracing.Load(context.Background(), path, tracing.Options{}); err != nil {
-			b.Fatal(err)
-		}
+	// ops: as layers and kernels read it (the CPU ops kept), or as
+	// inspect does.
+	for _, ops := range []bool{false, true} {
+		b.Run(fmt.Sprintf("ops=%v", ops), func(b *testing.B) {
+			b.SetBytes(size)
+			defer reportCPU(b)()
+			for b.Loop() {
+				if _, err := tracing.Load(context.Background(), path, tracing.Options{Ops: ops}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 

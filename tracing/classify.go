@@ -50,6 +50,10 @@ func classify(cat []byte) class {
 
 var profilerStep = []byte("ProfilerStep#")
 
+// phComplete is the phase of a complete event ("X"), the one kept for
+// kernels.
+var phComplete = []byte("X")
+
 // The keys Kineto writes first, as literals (compared in place, they
 // compile to word loads).
 const (

@@ -29,8 +29,8 @@ func (s *scanner) parseEvent(b []byte) (end int, kept bool, msg string) {
 }
 
 // fastEvent reads the events in the layout Kineto writes (ph, then cat):
-// a kernel in one pass, a skipped event on its category alone, a flow or
-// instant by its shape. done is false when the general parser must read
+// a kept complete event in one pass, a skipped event on its category (or
+// its name) alone, a flow or instant by its shape. done is false when the general parser must read
 // the event.
 func (s *scanner) fastEvent(b []byte) (end int, kept bool, msg string, done bool) {
 	if p, j := kinetoCat(b); j > 0 {
@@ -40,20 +40,25 @@ func (s *scanner) fastEvent(b []byte) (end int, kept bool, msg string, done bool
 		}
 		cat := b[j : j+e]
 		cl := classify(cat)
-		if cl == clKernel && b[p] == 'X' && !s.noFast {
-			if end, ok := s.kernelFast(b, j+e+1); ok {
-				s.ev.Cat = s.intern(cat)
-				s.countCat(cat, true)
-				return end, true, "", true
-			}
-		}
 		if cl == clPython && !stepFunctionNext(b[j+e+1:]) {
 			cl = clSkip // the many Python frames that are no step function
 		}
-		if cl != clSkip {
+		if cl == clSkip {
+			return s.skipRest(b, j+e+1, cat)
+		}
+		if b[p] != 'X' || s.noFast {
 			return 0, false, "", false
 		}
-		return s.skipRest(b, j+e+1, cat)
+		end, kept, ok := s.completeFast(b, j+e+1, cl)
+		switch {
+		case !ok:
+			return 0, false, "", false
+		case !kept:
+			return s.skipRest(b, end, cat)
+		}
+		s.ev.Cat = s.intern(cat)
+		s.countCat(cat, true)
+		return end, true, "", true
 	}
 	j := kinetoPhase(b)
 	if j <= 0 || b[j] == 'X' {

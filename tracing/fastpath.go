@@ -7,72 +7,85 @@ import (
 )
 
 // Fast paths for the layout Kineto writes (fixed key order, ": " after
-// each key): a kernel read in one pass, a flow or instant skipped. Each
+// each key): a kept complete event (kernel, launch, CPU op, annotation)
+// read in one pass, one not kept skipped on its name, a flow or instant
+// skipped. Each
 // gives up (ok false) on anything else, and the general parser reads the
 // event again; FuzzFastPaths holds them to its results.
 
-// kernelFast reads a kernel event in the layout Kineto writes: after ph
-// and cat come name, pid, tid, ts, dur and args, each once and in that
-// order, with numbers unquoted and ": " after each key. i is just past the
-// cat string. It fills s.ev as the general path would (but Cat, Index and
-// Offset) and returns the index past the event's '}'. Anything else, and
-// input that ends first, gives ok false: the general path reads the event
-// again from its start, and owns every error message.
-func (s *scanner) kernelFast(b []byte, i int) (end int, ok bool) {
+// completeFast reads a complete ("X") event of class cl in the layout
+// Kineto writes: after ph and cat come name, pid, tid, ts, dur and args,
+// each once and in that order, with numbers unquoted and ": " after each
+// key. i is just past the cat string. When the name says the event is not
+// kept (a CPU op other than a step, a runtime call that launches nothing),
+// it returns kept false and end just past the name, where the caller skips
+// the rest. A kept event fills s.ev as the general path would (but Cat,
+// Index and Offset) and end is past its '}'. Anything else, and input that
+// ends first, gives ok false: the general path reads the event again from
+// its start, and owns every error message.
+func (s *scanner) completeFast(b []byte, i int, cl class) (end int, kept, ok bool) {
 	// Keys are compared as literals written out at each place: the
 	// compiler turns those into a few word loads (a key passed as an
 	// argument would cost a call to memequal).
 	if i = nextMember(b, i); i < 0 || len(b)-i < 9 || string(b[i:i+9]) != `"name": "` {
-		return 0, false
+		return 0, false, false
 	}
 	i += 9
 	e := jsonscan.StringEnd(b, i-1)
 	if e < 0 {
-		return 0, false
+		return 0, false, false
 	}
 	rawName := b[i : e-1]
+	if cl != clKernel {
+		if k, _ := keep(cl, phComplete, rawName, true, true, s.KeepOps); !k {
+			return e, false, true
+		}
+	}
 	ev := &s.ev
-	*ev = traceEvent{Type: eventKernel, Device: -1, Stream: -1}
+	*ev = traceEvent{Type: cl.eventType(rawName), Device: -1, Stream: -1}
+	if cl == clRuntime {
+		_, ev.Graph = isLaunch(rawName)
+	}
 	if i = nextMember(b, e); i < 0 || len(b)-i < 7 || string(b[i:i+7]) != `"pid": ` {
-		return 0, false
+		return 0, false, false
 	}
 	if i, ev.PID, ok = intAt(b, i+7); !ok {
-		return 0, false
+		return 0, false, false
 	}
 	if i = nextMember(b, i); i < 0 || len(b)-i < 7 || string(b[i:i+7]) != `"tid": ` {
-		return 0, false
+		return 0, false, false
 	}
 	if i, ev.TID, ok = intAt(b, i+7); !ok {
-		return 0, false
+		return 0, false, false
 	}
 	if i = nextMember(b, i); i < 0 || len(b)-i < 6 || string(b[i:i+6]) != `"ts": ` {
-		return 0, false
+		return 0, false, false
 	}
 	if i, ev.TS, ok = jsonscan.MicrosAt(b, i+6); !ok {
-		return 0, false
+		return 0, false, false
 	}
 	if i = nextMember(b, i); i < 0 || len(b)-i < 7 || string(b[i:i+7]) != `"dur": ` {
-		return 0, false
+		return 0, false, false
 	}
 	if i, ev.Dur, ok = jsonscan.MicrosAt(b, i+7); !ok {
-		return 0, false
+		return 0, false, false
 	}
 	if i = nextMember(b, i); i < 0 || len(b)-i < 9 || string(b[i:i+9]) != `"args": {` {
-		return 0, false
+		return 0, false, false
 	}
 	if i, ok = kernelArgs(ev, b, i+9); !ok {
-		return 0, false
+		return 0, false, false
 	}
 	i = jsonscan.SkipSpace(b, i)
 	if i >= len(b) || b[i] != '}' {
-		return 0, false
+		return 0, false, false
 	}
 	u, ok := unquote(rawName, s.scratch)
 	if !ok {
-		return 0, false
+		return 0, false, false
 	}
 	ev.Name = s.intern(u)
-	return i + 1, true
+	return i + 1, true, true
 }
 
 // nextMember matches ',' and spaces at b[i] and returns the index of what

@@ -14,14 +14,58 @@ import (
 // exact size. Growing a []Kernel by append would hold the old and the new
 // array at once (1.8× the kernels' memory at the peak); this holds 1.2×.
 type kernelLog struct {
+	recordChunks
+	names nameTable
+	prev  Kernel // fields are written as deltas against the previous record
+}
+
+// recordChunks holds varint records in chunks that grow to 1 MB. A
+// record's deltas restart at each chunk, so each chunk decodes on its own
+// (on several cores at once).
+type recordChunks struct {
 	chunks [][]byte
 	counts []int // records in each chunk
 	cur    []byte
 	curN   int
 	n      int
+}
+
+const recordChunk = 1 << 20
+
+// room makes room in cur for a record of up to size bytes and reports
+// whether a new chunk was begun (the caller restarts its deltas). Chunks
+// start small, so that a trace with few records costs little.
+func (c *recordChunks) room(size int) (fresh bool) {
+	if cap(c.cur)-len(c.cur) >= size {
+		return false
+	}
+	next := 16 << 10
+	if len(c.chunks) > 0 || c.cur != nil {
+		next = min(2*cap(c.cur), recordChunk)
+	}
+	c.flush()
+	c.cur = make([]byte, 0, next)
+	return true
+}
+
+// added counts the record just appended to cur.
+func (c *recordChunks) added() {
+	c.curN++
+	c.n++
+}
+
+func (c *recordChunks) flush() {
+	if c.cur != nil {
+		c.chunks = append(c.chunks, c.cur)
+		c.counts = append(c.counts, c.curN)
+		c.cur, c.curN = nil, 0
+	}
+}
+
+// nameTable numbers distinct names in the order they first come.
+type nameTable struct {
 	names  []string
 	ids    map[string]uint32
-	prev   Kernel // fields are written as deltas against the previous record
 	recent [64]nameID
 }
 
@@ -38,31 +82,32 @@ func nameSlot(s string) int {
 	return (len(s)*31 + int(s[len(s)-1])*7 + int(s[len(s)/2])) & 63
 }
 
-const kernelLogChunk = 1 << 20
+// id returns name's number. A direct-mapped cache comes before the map:
+// names are interned, so a hit compares equal pointers instead of hashing
+// a long name.
+func (t *nameTable) id(name string) uint32 {
+	slot := &t.recent[nameSlot(name)]
+	if slot.id != 0 && slot.name == name {
+		return slot.id - 1
+	}
+	if t.ids == nil {
+		t.ids = map[string]uint32{}
+	}
+	id, ok := t.ids[name]
+	if !ok {
+		id = uint32(len(t.names))
+		t.names = append(t.names, name)
+		t.ids[name] = id
+	}
+	*slot = nameID{name, id + 1}
+	return id
+}
 
 // add logs k under name (k.NameID is set here).
 func (l *kernelLog) add(k *Kernel, name string) {
-	if l.ids == nil {
-		l.ids = map[string]uint32{}
-	}
-	// A direct-mapped cache before the map: names are interned, so a hit
-	// compares equal pointers instead of hashing a long name.
-	slot := &l.recent[nameSlot(name)]
-	id := slot.id - 1
-	if slot.id == 0 || slot.name != name {
-		var ok bool
-		id, ok = l.ids[name]
-		if !ok {
-			id = uint32(len(l.names))
-			l.names = append(l.names, name)
-			l.ids[name] = id
-		}
-		*slot = nameID{name, id + 1}
-	}
+	id := l.names.id(name)
 	k.NameID = int32(id)
-	if cap(l.cur)-len(l.cur) < 10*binary.MaxVarintLen64 {
-		l.flush()
-		l.cur = make([]byte, 0, kernelLogChunk)
+	if l.room(10 * binary.MaxVarintLen64) {
 		l.prev = Kernel{} // each chunk decodes on its own
 	}
 	b := l.cur
@@ -81,16 +126,7 @@ func (l *kernelLog) add(k *Kernel, name string) {
 	b = append(b, flags)
 	l.cur = b
 	l.prev = *k
-	l.curN++
-	l.n++
-}
-
-func (l *kernelLog) flush() {
-	if l.cur != nil {
-		l.chunks = append(l.chunks, l.cur)
-		l.counts = append(l.counts, l.curN)
-		l.cur, l.curN = nil, 0
-	}
+	l.added()
 }
 
 // kernels decodes the log into a new slice, with base added to every
@@ -131,7 +167,7 @@ func (l *kernelLog) kernels(base int64) (out []Kernel, names []string, sorted bo
 		c0, o0 = c1, o1
 	}
 	wg.Wait()
-	names = l.names
+	names = l.names.names
 	*l = kernelLog{}
 	sorted = !slices.Contains(partSorted, false)
 	for _, b := range bounds {

@@ -167,7 +167,7 @@ type builder struct {
 	klog     kernelLog
 	dimList  []launchDims
 	dimIndex map[launchDims]int32
-	launches []runtimeLaunch
+	launches launchLog
 	anns     []annotation
 	// frames are the engine's step-function Python frames, kept apart
 	// from the annotations and without their names (all a step needs is
@@ -253,7 +253,7 @@ func (b *builder) add(ev *traceEvent) {
 		}
 		b.klog.add(&k, ev.Name)
 	case eventLaunch:
-		b.launches = append(b.launches, runtimeLaunch{
+		b.launches.add(&runtimeLaunch{
 			Name: ev.Name, Start: ev.TS, Dur: ev.Dur, Correlation: ev.Correlation,
 			External: ev.External, PID: ev.PID, TID: ev.TID, Graph: ev.Graph,
 		})
@@ -330,19 +330,17 @@ func (b *builder) finish(sc *scanner, name string, truncated bool) *Trace {
 		ByCat:       sc.Categories(),
 		Meta:        h.Meta,
 		Dims:        b.dimList,
-		Launches:    b.launches,
 		Annotations: b.anns,
 		stepFrames:  b.frames,
 	}
 	// Everything here runs after the scan, so on the critical path: the
-	// launches and annotations are moved to the base time and sorted on
-	// another core while the kernels are decoded, sorted and named (on a
-	// dense serving trace, 224k launches beside a million kernels).
+	// launches are decoded, and they and the annotations moved to the base
+	// time and sorted, on another core while the kernels are decoded,
+	// sorted and named (on a dense serving trace, 224k launches beside a
+	// million kernels).
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		for i := range t.Launches {
-			t.Launches[i].Start += base
-		}
+		t.Launches = b.launches.launches(base)
 		for i := range t.Annotations {
 			t.Annotations[i].Start += base
 		}

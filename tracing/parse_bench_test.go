@@ -53,11 +53,11 @@ func BenchmarkParseEvent(b *testing.B) {
 			}
 		})
 	}
-	b.Run("kernelFast", func(b *testing.B) {
+	b.Run("completeFast", func(b *testing.B) {
 		s := newScanner(bytes.NewReader(nil))
 		_, j := kinetoCat(microKernel)
 		for b.Loop() {
-			s.kernelFast(microKernel, j+len("kernel")+1)
+			s.completeFast(microKernel, j+len("kernel")+1, clKernel)
 		}
 	})
 	b.Run("flowFast", func(b *testing.B) {
