@@ -164,18 +164,13 @@ func LoadCapture(ctx context.Context, path string) (*Capture, error) {
 // Module scopes, CPU ops and launches are matched by nesting on each CPU
 // thread: a launch belongs to every scope whose span holds its start.
 func readCapture(ctx context.Context, r io.Reader, name string) (*Capture, error) {
-	br := bufio.NewReaderSize(r, 64<<10)
-	var in io.Reader = br
-	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
-		zr, err := gzip.NewReader(br)
-		if err != nil {
-			return nil, fmt.Errorf("%s: reading gzip header: %w (the file is truncated, or gzip-like but not gzip)", name, err)
-		}
-		defer zr.Close()
-		in = zr
+	in, closeIn, err := captureInput(r, name)
+	if err != nil {
+		return nil, err
 	}
+	defer closeIn()
 	dec := jsontext.NewDecoder(in)
-	c := &Capture{Path: name}
+	cr := captureReader{c: &Capture{Path: name}, threads: map[[2]string][]scope{}, ran: map[int64]bool{}}
 	fail := func(err error) (*Capture, error) {
 		return nil, fmt.Errorf("%s: at byte %d of the JSON: %w (the capture trace is damaged: export it again)", name, dec.InputOffset(), err)
 	}
@@ -184,11 +179,7 @@ func readCapture(ctx context.Context, r io.Reader, name string) (*Capture, error
 	} else if tok.Kind() != '{' {
 		return fail(fmt.Errorf("the document is not a JSON object"))
 	}
-	threads := map[[2]string][]scope{}
-	var launches []capLaunch
-	ran := map[int64]bool{}
 	found := false
-	var ev capEvent
 	for dec.PeekKind() != '}' {
 		key, err := dec.ReadToken()
 		if err != nil {
@@ -201,93 +192,148 @@ func readCapture(ctx context.Context, r io.Reader, name string) (*Capture, error
 			continue
 		}
 		found = true
-		if tok, err := dec.ReadToken(); err != nil {
-			return fail(err)
-		} else if tok.Kind() != '[' {
-			return fail(fmt.Errorf("traceEvents is not an array"))
-		}
-		for dec.PeekKind() != ']' {
-			if c.Events&4095 == 0 && ctx.Err() != nil {
-				return nil, fmt.Errorf("%s: %w", name, ctx.Err())
+		if err := cr.events(ctx, dec, name); err != nil {
+			if done, ok := err.(*finalError); ok {
+				return nil, done.err
 			}
-			v, err := dec.ReadValue()
-			if err != nil {
-				return fail(err)
-			}
-			c.Events++
-			// Python frames are most of a trace recorded with stacks;
-			// only module scopes among them matter: skip the rest unparsed.
-			if bytes.Contains(v, pyFunction) && !bytes.Contains(v, modulePrefix) {
-				continue
-			}
-			ev = capEvent{}
-			if err := json.Unmarshal(v, &ev); err != nil {
-				return nil, fmt.Errorf("%s: event %d: %w (the capture trace is damaged: export it again)", name, c.Events-1, err)
-			}
-			if ev.Ph != "X" {
-				continue
-			}
-			order := int(c.Events)
-			switch cl := classify([]byte(ev.Cat)); {
-			case cl == clKernel:
-				if corr, ok := jsonscan.ParseInt(ev.Args.Correlation); ok {
-					ran[corr] = true
-				}
-			case cl == clRuntime:
-				l, graph := isLaunch([]byte(ev.Name))
-				if !l || graph || strings.Contains(ev.Name, "Memcpy") || strings.Contains(ev.Name, "Memset") {
-					continue
-				}
-				ts, _ := jsonscan.ParseMicros(ev.TS)
-				corr, _ := jsonscan.ParseInt(ev.Args.Correlation)
-				launches = append(launches, capLaunch{
-					k:    CapturedKernel{Name: ev.Args.Kernel, Launch: ev.Name, TS: ts},
-					corr: corr, order: order,
-				})
-				threads[thread(&ev)] = append(threads[thread(&ev)], scope{kind: 255, start: ts, order: len(launches) - 1})
-			case ev.Cat == "python_function" || ev.Cat == "user_annotation" || cl == clOp:
-				if ev.Cat == "user_annotation" && isCaptureLabel(ev.Name) {
-					c.Labels = append(c.Labels, ev.Name)
-					continue
-				}
-				s := scope{kind: scopeOp, name: ev.Name, order: order}
-				if m := moduleName(ev.Cat, ev.Name); m != "" {
-					s.kind, s.name = scopeModule, m
-					c.Modules++
-				} else if cl != clOp {
-					continue
-				} else {
-					s.dims, s.typ = compactJSON(ev.Args.InputDims), compactJSON(ev.Args.InputTypes)
-				}
-				ts, ok := jsonscan.ParseMicros(ev.TS)
-				dur, ok2 := jsonscan.ParseMicros(ev.Dur)
-				if !ok || !ok2 {
-					continue
-				}
-				s.start, s.end = ts, ts+dur
-				threads[thread(&ev)] = append(threads[thread(&ev)], s)
-			}
-		}
-		if _, err := dec.ReadToken(); err != nil {
 			return fail(err)
 		}
 	}
 	if !found {
 		return nil, fmt.Errorf("%s: no traceEvents array: not a Kineto trace", name)
 	}
-	for _, items := range threads {
+	return cr.finish(), nil
+}
+
+// captureInput is r, decompressed when it is gzip, and what closes it.
+func captureInput(r io.Reader, name string) (io.Reader, func(), error) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: reading gzip header: %w (the file is truncated, or gzip-like but not gzip)", name, err)
+		}
+		return zr, func() { zr.Close() }, nil
+	}
+	return br, func() {}, nil
+}
+
+// captureReader collects what a capture trace's events say: the scopes
+// and launches of each CPU thread, and the correlations that ran.
+type captureReader struct {
+	c        *Capture
+	threads  map[[2]string][]scope
+	launches []capLaunch
+	ran      map[int64]bool
+}
+
+// finalError carries an error whose message is complete (a damaged
+// event, a cancel): readCapture returns it as it is, where it adds the
+// byte offset to a decoder's error.
+type finalError struct{ err error }
+
+func (e *finalError) Error() string { return e.err.Error() }
+
+// events reads the traceEvents array, from its '['.
+func (cr *captureReader) events(ctx context.Context, dec *jsontext.Decoder, name string) error {
+	if tok, err := dec.ReadToken(); err != nil {
+		return err
+	} else if tok.Kind() != '[' {
+		return fmt.Errorf("traceEvents is not an array")
+	}
+	c := cr.c
+	var ev capEvent
+	for dec.PeekKind() != ']' {
+		if c.Events&4095 == 0 && ctx.Err() != nil {
+			return &finalError{fmt.Errorf("%s: %w", name, ctx.Err())}
+		}
+		v, err := dec.ReadValue()
+		if err != nil {
+			return err
+		}
+		c.Events++
+		// Python frames are most of a trace recorded with stacks;
+		// only module scopes among them matter: skip the rest unparsed.
+		if bytes.Contains(v, pyFunction) && !bytes.Contains(v, modulePrefix) {
+			continue
+		}
+		ev = capEvent{}
+		if err := json.Unmarshal(v, &ev); err != nil {
+			return &finalError{fmt.Errorf("%s: event %d: %w (the capture trace is damaged: export it again)", name, c.Events-1, err)}
+		}
+		if ev.Ph == "X" {
+			cr.event(&ev, int(c.Events))
+		}
+	}
+	_, err := dec.ReadToken()
+	return err
+}
+
+// event takes one complete event, the order-th of the trace.
+func (cr *captureReader) event(ev *capEvent, order int) {
+	switch cl := classify([]byte(ev.Cat)); {
+	case cl == clKernel:
+		if corr, ok := jsonscan.ParseInt(ev.Args.Correlation); ok {
+			cr.ran[corr] = true
+		}
+	case cl == clRuntime:
+		l, graph := isLaunch([]byte(ev.Name))
+		if !l || graph || strings.Contains(ev.Name, "Memcpy") || strings.Contains(ev.Name, "Memset") {
+			return
+		}
+		ts, _ := jsonscan.ParseMicros(ev.TS)
+		corr, _ := jsonscan.ParseInt(ev.Args.Correlation)
+		cr.launches = append(cr.launches, capLaunch{
+			k:    CapturedKernel{Name: ev.Args.Kernel, Launch: ev.Name, TS: ts},
+			corr: corr, order: order,
+		})
+		cr.threads[thread(ev)] = append(cr.threads[thread(ev)], scope{kind: 255, start: ts, order: len(cr.launches) - 1})
+	case ev.Cat == "python_function" || ev.Cat == "user_annotation" || cl == clOp:
+		cr.scope(ev, cl, order)
+	}
+}
+
+// scope takes a CPU op, a module's Python frame or a capture label.
+func (cr *captureReader) scope(ev *capEvent, cl class, order int) {
+	if ev.Cat == "user_annotation" && isCaptureLabel(ev.Name) {
+		cr.c.Labels = append(cr.c.Labels, ev.Name)
+		return
+	}
+	s := scope{kind: scopeOp, name: ev.Name, order: order}
+	if m := moduleName(ev.Cat, ev.Name); m != "" {
+		s.kind, s.name = scopeModule, m
+		cr.c.Modules++
+	} else if cl != clOp {
+		return
+	} else {
+		s.dims, s.typ = compactJSON(ev.Args.InputDims), compactJSON(ev.Args.InputTypes)
+	}
+	ts, ok := jsonscan.ParseMicros(ev.TS)
+	dur, ok2 := jsonscan.ParseMicros(ev.Dur)
+	if !ok || !ok2 {
+		return
+	}
+	s.start, s.end = ts, ts+dur
+	cr.threads[thread(ev)] = append(cr.threads[thread(ev)], s)
+}
+
+// finish nests each thread's launches in their scopes and keeps the
+// launches that were captured (not run eagerly), in time order.
+func (cr *captureReader) finish() *Capture {
+	c, launches := cr.c, cr.launches
+	for _, items := range cr.threads {
 		nest(items, launches)
 	}
 	slices.SortStableFunc(launches, func(a, b capLaunch) int { return cmp.Compare(a.k.TS, b.k.TS) })
 	for i := range launches {
 		l := &launches[i]
-		if l.corr != 0 && ran[l.corr] {
+		if l.corr != 0 && cr.ran[l.corr] {
 			c.Eager++
 			continue
 		}
 		c.Kernels = append(c.Kernels, l.k)
 	}
-	return c, nil
+	return c
 }
 
 // thread keys a CPU thread by its pid and tid as written.

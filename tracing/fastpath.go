@@ -101,7 +101,7 @@ func nextMember(b []byte, i int) int {
 	return jsonscan.SkipSpace(b, i+1)
 }
 
-// kernelArgs reads a kernel's args from just past their '{' to past their
+// kernelArgs reads an event's args from just past their '{' to past their
 // '}'. Keys it knows, written as Kineto writes them, are read here; from
 // the first other key on, argMembers reads the rest.
 func kernelArgs(ev *traceEvent, b []byte, i int) (int, bool) {
@@ -115,49 +115,7 @@ func kernelArgs(ev *traceEvent, b []byte, i int) (int, bool) {
 	key, v := argKey(b, i)
 	var seen uint16 // a key given twice goes to the general path, which says so
 	for {
-		var n int64
-		var ok bool
-		if key != argOther {
-			if seen&argBit(key) != 0 {
-				return 0, false
-			}
-			seen |= argBit(key)
-		}
-		switch key {
-		case argDevice:
-			if i, n, ok = intAt(b, v); !ok {
-				return 0, false
-			}
-			ev.Device = int32(n)
-		case argStream:
-			if i, n, ok = intAt(b, v); !ok {
-				return 0, false
-			}
-			ev.Stream = int32(n)
-		case argCorrelation:
-			if i, ev.Correlation, ok = intAt(b, v); !ok {
-				return 0, false
-			}
-		case argExternal:
-			if i, ev.External, ok = intAt(b, v); !ok {
-				return 0, false
-			}
-		case argKind:
-			e := jsonscan.StringEnd(b, v-1)
-			if e < 0 {
-				return 0, false
-			}
-			ev.Replay = string(b[v:e-1]) == "Dispatch Task"
-			i = e
-		case argGrid:
-			if i, ok = dims3(&ev.Grid, b, v); !ok {
-				return 0, false
-			}
-		case argBlock:
-			if i, ok = dims3(&ev.Block, b, v); !ok {
-				return 0, false
-			}
-		default:
+		if key == argOther {
 			// An unusual key: the general reader goes on from it.
 			l := lexer{b: b, i: i}
 			an := argNotes{seen: seen}
@@ -165,6 +123,14 @@ func kernelArgs(ev *traceEvent, b []byte, i int) (int, bool) {
 				return 0, false
 			}
 			return l.i, true
+		}
+		if seen&argBit(key) != 0 {
+			return 0, false
+		}
+		seen |= argBit(key)
+		var ok bool
+		if i, ok = argValue(ev, b, key, v); !ok {
+			return 0, false
 		}
 		// The key Kineto writes next, with the ", " before it, in one
 		// compare; else the general way.
@@ -189,6 +155,36 @@ func kernelArgs(ev *traceEvent, b []byte, i int) (int, bool) {
 		}
 		return 0, false
 	}
+}
+
+// argValue reads the value of args key (one kernelArgs knows) at b[v] into
+// ev and returns the index past it.
+func argValue(ev *traceEvent, b []byte, key, v int) (end int, ok bool) {
+	var n int64
+	switch key {
+	case argDevice:
+		end, n, ok = intAt(b, v)
+		ev.Device = int32(n)
+	case argStream:
+		end, n, ok = intAt(b, v)
+		ev.Stream = int32(n)
+	case argCorrelation:
+		end, ev.Correlation, ok = intAt(b, v)
+	case argExternal:
+		end, ev.External, ok = intAt(b, v)
+	case argKind:
+		end = jsonscan.StringEnd(b, v-1)
+		if end < 0 {
+			return 0, false
+		}
+		ev.Replay = string(b[v:end-1]) == "Dispatch Task"
+		ok = true
+	case argGrid:
+		end, ok = dims3(&ev.Grid, b, v)
+	case argBlock:
+		end, ok = dims3(&ev.Block, b, v)
+	}
+	return end, ok
 }
 
 // nextArg matches, at b[i] just past the value of key, the args key

@@ -69,49 +69,12 @@ func read(ctx context.Context, r io.Reader, name string, opts Options, size int6
 	defer closeScan()
 	sc.KeepOps = opts.Ops
 	var b builder
-	for n := 0; sc.Scan(); n++ {
-		if n&4095 == 0 {
-			if ctx.Err() != nil {
-				return nil, fmt.Errorf("%s: %w", name, ctx.Err())
-			}
-			if opts.Progress != nil {
-				opts.Progress(in.n.Load(), size)
-			}
-		}
-		b.add(sc.Event())
+	if err := collect(ctx, sc, &b, in, opts, size); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	if opts.Progress != nil {
-		done := in.n.Load()
-		if sc.Err() == nil && size >= 0 {
-			done = size // the stream was read to its end
-		}
-		opts.Progress(done, size)
-	}
-	if ctx.Err() != nil {
-		return nil, fmt.Errorf("%s: %w", name, ctx.Err())
-	}
-	var warnings []diag.Warning
-	err = sc.Err()
-	var te *jsonscan.TruncatedError
-	var tre *jsonscan.TrailerError
-	if errors.As(err, &tre) {
-		// The JSON is complete: analyse it, and say the file is bad.
-		warnings = append(warnings, diag.New(diag.Trailer, fmt.Sprintf("%s: %s", name, tre.Error())))
-		err = nil
-	}
+	warnings, te, err := scanOutcome(sc, &b, name)
 	if err != nil {
-		if !errors.As(err, &te) {
-			var se *jsonscan.SyntaxError
-			if errors.As(err, &se) && se.Event >= 0 {
-				return nil, fmt.Errorf("%s: %w (the trace is corrupt from there on: export it again)", name, err)
-			}
-			return nil, fmt.Errorf("%s: %w", name, err)
-		}
-		if b.klog.n == 0 {
-			return nil, fmt.Errorf("%s: %w; no GPU kernel was read before the cut, so there is nothing to analyse", name, err)
-		}
-	} else if sc.Events() == 0 {
-		return nil, fmt.Errorf("%s: traceEvents is empty: the profiler recorded nothing (was the workload run between start and stop of the profiler?)", name)
+		return nil, err
 	}
 	// The input buffers are not needed past the scan: give them back
 	// before the kernels are decoded (the peak of memory).
@@ -133,6 +96,60 @@ func read(ctx context.Context, r io.Reader, name string, opts Options, size int6
 	}
 	t.Warnings = append(warnings, t.Warnings...)
 	return t, nil
+}
+
+// collect adds every kept event to b, reporting progress; it stops early
+// only when ctx is cancelled.
+func collect(ctx context.Context, sc *scanner, b *builder, in *countingReader, opts Options, size int64) error {
+	for n := 0; sc.Scan(); n++ {
+		if n&4095 == 0 {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if opts.Progress != nil {
+				opts.Progress(in.n.Load(), size)
+			}
+		}
+		b.add(sc.Event())
+	}
+	if opts.Progress != nil {
+		done := in.n.Load()
+		if sc.Err() == nil && size >= 0 {
+			done = size // the stream was read to its end
+		}
+		opts.Progress(done, size)
+	}
+	return ctx.Err()
+}
+
+// scanOutcome says what the end of the scan means: an error that stops
+// the analysis, or warnings (a bad gzip trailer after complete JSON) and,
+// for a cut trace with kernels before the cut, the truncation.
+func scanOutcome(sc *scanner, b *builder, name string) ([]diag.Warning, *jsonscan.TruncatedError, error) {
+	var warnings []diag.Warning
+	err := sc.Err()
+	var te *jsonscan.TruncatedError
+	var tre *jsonscan.TrailerError
+	if errors.As(err, &tre) {
+		// The JSON is complete: analyse it, and say the file is bad.
+		warnings = append(warnings, diag.New(diag.Trailer, fmt.Sprintf("%s: %s", name, tre.Error())))
+		err = nil
+	}
+	if err != nil {
+		if !errors.As(err, &te) {
+			var se *jsonscan.SyntaxError
+			if errors.As(err, &se) && se.Event >= 0 {
+				return nil, nil, fmt.Errorf("%s: %w (the trace is corrupt from there on: export it again)", name, err)
+			}
+			return nil, nil, fmt.Errorf("%s: %w", name, err)
+		}
+		if b.klog.n == 0 {
+			return nil, nil, fmt.Errorf("%s: %w; no GPU kernel was read before the cut, so there is nothing to analyse", name, err)
+		}
+	} else if sc.Events() == 0 {
+		return nil, nil, fmt.Errorf("%s: traceEvents is empty: the profiler recorded nothing (was the workload run between start and stop of the profiler?)", name)
+	}
+	return warnings, te, nil
 }
 
 // openScanner detects gzip and, unless disabled, moves decompression to a

@@ -488,23 +488,7 @@ func decodeBS(t *Trace) {
 // and warns when GPU events are missing (docs/analysis.md, "Profiler coverage").
 func measureCoverage(t *Trace, minTS, maxTS int64, truncated bool) (ws, we int64, steps bool) {
 	c := &t.Coverage
-	haveWindow, engine := false, false
-	for _, profiler := range []bool{false, true} {
-		for _, l := range stepAnnotations(t.Annotations, false, profiler) {
-			s, e := l.a.Start, l.a.Start+l.a.Dur
-			if !haveWindow || s < ws {
-				ws = s
-			}
-			if !haveWindow || e > we {
-				we = e
-			}
-			haveWindow = true
-		}
-		if haveWindow {
-			engine = !profiler
-			break
-		}
-	}
+	ws, we, haveWindow, engine := stepWindow(t)
 	if !haveWindow {
 		ws, we = minTS, maxTS
 	}
@@ -517,6 +501,49 @@ func measureCoverage(t *Trace, minTS, maxTS int64, truncated bool) (ws, we int64
 		}
 		c.GPUSpan = units.Duration(ge - gs)
 	}
+	countSteps(t)
+	// The GPU runs behind the CPU, so compare spans, not their overlap.
+	// ProfilerStep#N spans host work (data loading, syncs) too: only engine
+	// step labels say when the GPU should have been busy.
+	// Steps without kernels are the sure sign; a span under half the window
+	// catches the case where the CPU steps lost their launches too.
+	covered := min(c.GPUSpan, c.Window)
+	short := c.Window > 0 && float64(covered) < 0.5*float64(c.Window)
+	// A truncated trace lost the GPU events past the cut: the truncation
+	// warning says so, and it is not a profiler buffer drop.
+	// Graph captures launch kernels that never run: their steps have none
+	// by nature, and the capture_trace warning says what the trace is.
+	if !engine || truncated || onlyCaptureSteps(t) || (c.StepsWithoutKernels == 0 && !short) {
+		return ws, we, haveWindow
+	}
+	t.Warnings = append(t.Warnings, diag.New(diag.Coverage, coverageMessage(t, covered, ws, we, gs, ge)))
+	return ws, we, haveWindow
+}
+
+// stepWindow is the span of the step annotations: the engine's labels, or
+// else ProfilerStep#N (engine false); have is false when there are none.
+func stepWindow(t *Trace) (ws, we int64, have, engine bool) {
+	for _, profiler := range []bool{false, true} {
+		for _, l := range stepAnnotations(t.Annotations, false, profiler) {
+			s, e := l.a.Start, l.a.Start+l.a.Dur
+			if !have || s < ws {
+				ws = s
+			}
+			if !have || e > we {
+				we = e
+			}
+			have = true
+		}
+		if have {
+			return ws, we, true, !profiler
+		}
+	}
+	return 0, 0, false, false
+}
+
+// countSteps counts the steps, and those without kernels, into t.Coverage.
+func countSteps(t *Trace) {
+	c := &t.Coverage
 	for i := range t.Steps {
 		st := &t.Steps[i]
 		c.Steps++
@@ -530,27 +557,22 @@ func measureCoverage(t *Trace, minTS, maxTS int64, truncated bool) (ws, we int64
 			}
 		}
 	}
-	// The GPU runs behind the CPU, so compare spans, not their overlap.
-	// ProfilerStep#N spans host work (data loading, syncs) too: only engine
-	// step labels say when the GPU should have been busy.
-	// Steps without kernels are the sure sign; a span under half the window
-	// catches the case where the CPU steps lost their launches too.
-	covered := min(c.GPUSpan, c.Window)
-	short := c.Window > 0 && float64(covered) < 0.5*float64(c.Window)
-	// A truncated trace lost the GPU events past the cut: the truncation
-	// warning says so, and it is not a profiler buffer drop.
-	// Graph captures launch kernels that never run: their steps have none
-	// by nature, and the capture_trace warning says what the trace is.
-	onlyCapture := len(t.Steps) > 0
+}
+
+// onlyCaptureSteps tells a trace whose steps are all graph captures.
+func onlyCaptureSteps(t *Trace) bool {
 	for i := range t.Steps {
 		if t.Steps[i].Kind != StepCapture {
-			onlyCapture = false
-			break
+			return false
 		}
 	}
-	if !engine || truncated || onlyCapture || (c.StepsWithoutKernels == 0 && !short) {
-		return ws, we, haveWindow
-	}
+	return len(t.Steps) > 0
+}
+
+// coverageMessage says how much of the step window [ws, we] the kernels
+// [gs, ge] cover, which steps have none, and what to do.
+func coverageMessage(t *Trace, covered units.Duration, ws, we, gs, ge int64) string {
+	c := &t.Coverage
 	pct := 0.0
 	if c.Window > 0 {
 		pct = 100 * float64(covered) / float64(c.Window)
@@ -572,9 +594,7 @@ func measureCoverage(t *Trace, minTS, maxTS int64, truncated bool) (ws, we int64
 	if len(gaps) > 0 {
 		msg += " (" + strings.Join(gaps, ", ") + ")"
 	}
-	msg += "; the profiler buffer dropped GPU events: raise KINETO_BUFFER_SIZE_MB (e.g. 256 or more), profile a shorter window, or send fewer prompts; per-step numbers cover only the steps with kernels"
-	t.Warnings = append(t.Warnings, diag.New(diag.Coverage, msg))
-	return ws, we, haveWindow
+	return msg + "; the profiler buffer dropped GPU events: raise KINETO_BUFFER_SIZE_MB (e.g. 256 or more), profile a shorter window, or send fewer prompts; per-step numbers cover only the steps with kernels"
 }
 
 // span prints a window length for people: seconds, one decimal.

@@ -581,58 +581,19 @@ func launchesWork(name []byte) bool {
 func (t *trimmer) resolve() error {
 	ev := &t.ev
 	parse := func(raw []byte) error { return reparse(raw, ev) }
-	steps := t.opts.Window == nil
 	// 1. The GPU span of the chosen steps: their GPU annotations and the
 	// GPU work their launches made.
-	if steps {
-		err := t.heldGPU.each(func(raw []byte) error {
-			if err := parse(raw); err != nil {
-				return err
-			}
-			switch classify(ev) {
-			case classGPU:
-				if c := ev.correlation(); c != 0 && t.launched[c] {
-					t.hullOf(ev).add(ev.ts, ev.end())
-				}
-			case classGPUAnn:
-				if t.isStepTwin(ev) {
-					t.hullOf(ev).add(ev.ts, ev.end())
-				}
-			}
-			return nil
-		})
-		if err != nil {
+	if t.opts.Window == nil {
+		if err := t.heldGPU.each(func(raw []byte) error { return t.stepHull(raw, ev) }); err != nil {
 			return err
 		}
 	}
 	// 2. GPU work: launched by a kept launch, or running inside that span.
-	err := t.heldGPU.each(func(raw []byte) error {
-		if err := parse(raw); err != nil {
-			return err
-		}
-		h := t.hull[string(ev.pid)]
-		inHull := h != nil && ev.ts >= h.lo && ev.ts < h.hi
-		switch classify(ev) {
-		case classGPU:
-			if c := ev.correlation(); (c != 0 && t.launched[c]) || inHull {
-				t.keepGPU(ev)
-			}
-		case classGPUAnn:
-			if _, isStep := t.stepLabel(ev); isStep {
-				if t.isStepTwin(ev) {
-					t.keep(ev)
-				}
-			} else if x := ev.externalID(); (x != 0 && t.annExt[x]) || (h != nil && ev.ts < h.hi && ev.end() > h.lo) {
-				t.keep(ev)
-			}
-		}
-		return nil
-	})
-	if err != nil {
+	if err := t.heldGPU.each(func(raw []byte) error { return t.resolveGPU(raw, ev) }); err != nil {
 		return err
 	}
 	// 3. Launches of kept GPU work.
-	err = t.heldLaunch.each(func(raw []byte) error {
+	err := t.heldLaunch.each(func(raw []byte) error {
 		if err := parse(raw); err != nil {
 			return err
 		}
@@ -648,6 +609,58 @@ func (t *trimmer) resolve() error {
 	if err := t.flows(parse); err != nil {
 		return err
 	}
+	t.warnLost()
+	return nil
+}
+
+// stepHull widens the GPU span of the chosen steps by a held GPU event
+// (raw, parsed into ev) that belongs to them.
+func (t *trimmer) stepHull(raw []byte, ev *event) error {
+	if err := reparse(raw, ev); err != nil {
+		return err
+	}
+	switch classify(ev) {
+	case classGPU:
+		if c := ev.correlation(); c != 0 && t.launched[c] {
+			t.hullOf(ev).add(ev.ts, ev.end())
+		}
+	case classGPUAnn:
+		if t.isStepTwin(ev) {
+			t.hullOf(ev).add(ev.ts, ev.end())
+		}
+	}
+	return nil
+}
+
+// resolveGPU keeps a held GPU event (raw, parsed into ev) launched by a
+// kept launch or running inside the steps' GPU span.
+func (t *trimmer) resolveGPU(raw []byte, ev *event) error {
+	if err := reparse(raw, ev); err != nil {
+		return err
+	}
+	h := t.hull[string(ev.pid)]
+	inHull := h != nil && ev.ts >= h.lo && ev.ts < h.hi
+	switch classify(ev) {
+	case classGPU:
+		if c := ev.correlation(); (c != 0 && t.launched[c]) || inHull {
+			t.keepGPU(ev)
+		}
+	case classGPUAnn:
+		if _, isStep := t.stepLabel(ev); isStep {
+			if t.isStepTwin(ev) {
+				t.keep(ev)
+			}
+		} else if x := ev.externalID(); (x != 0 && t.annExt[x]) || (h != nil && ev.ts < h.hi && ev.end() > h.lo) {
+			t.keep(ev)
+		}
+	}
+	return nil
+}
+
+// warnLost warns when GPU launches of the chosen steps have no GPU event
+// in the trimmed trace. (A time window cuts GPU work launched in it that
+// runs after it: no warning then.)
+func (t *trimmer) warnLost() {
 	lost, total := 0, 0
 	for c, work := range t.launched {
 		if work {
@@ -657,12 +670,10 @@ func (t *trimmer) resolve() error {
 			}
 		}
 	}
-	// (A time window cuts GPU work launched in it that runs after it.)
 	if lost > 0 && t.opts.Window == nil {
 		lag := time.Duration(t.hi - t.we)
 		t.res.Warnings = append(t.res.Warnings, fmt.Sprintf("%d of the %d GPU launches of the chosen steps have no GPU event in the trimmed trace: the profiler dropped them, or (in a trace that writes kernels before their launches) they ran more than %v after the steps: raise --max-lag", lost, total, lag))
 	}
-	return nil
 }
 
 // stepLabel says whether a GPU annotation is a step label of the tier the
