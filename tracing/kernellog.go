@@ -146,16 +146,18 @@ func (l *kernelLog) kernels(base int64) (out []Kernel, names []string, sorted bo
 	l.flush()
 	out = make([]Kernel, l.n)
 	// Each chunk's deltas start afresh, so each core decodes a run of
-	// chunks into its own part of out.
+	// chunks into its own part of out, parts of about as many records
+	// (the first chunks are small).
 	parts := min(runtime.GOMAXPROCS(0), len(l.chunks))
 	var wg sync.WaitGroup
 	partSorted := make([]bool, parts)
 	bounds := make([]int, 0, parts) // where each part begins in out
 	c0, o0 := 0, 0
 	for p := 1; p <= parts; p++ {
-		c1, o1 := len(l.chunks)*p/parts, o0
-		for _, n := range l.counts[c0:c1] {
-			o1 += n
+		c1, o1 := c0, o0
+		for c1 < len(l.chunks) && (p == parts || o1 < l.n*p/parts) {
+			o1 += l.counts[c1]
+			c1++
 		}
 		bounds = append(bounds, o0)
 		chunks, dst, ok := l.chunks[c0:c1], out[o0:o1], &partSorted[p-1]
