@@ -121,3 +121,23 @@ func TestKernelLogSorted(t *testing.T) {
 		require.False(t, slices.IsSortedFunc(out, func(a, b Kernel) int { return cmp.Compare(a.Start, b.Start) }))
 	}
 }
+
+// BenchmarkOpLogResolve: a dense serving trace's ops (170k) against its
+// kernels (1M, six per op).
+func BenchmarkOpLogResolve(b *testing.B) {
+	var l opLog
+	names := []string{"aten::mm", "aiter::fp8_quant", "triton_op"}
+	for i := range 170_000 {
+		l.add(int64(1000+i), names[i%len(names)])
+	}
+	ks := make([]Kernel, 1_000_000)
+	for i := range ks {
+		ks[i].External = int64(1000 + i/6)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if m := l.resolve(ks); len(m) != 166_667 {
+			b.Fatalf("%d ops resolved", len(m))
+		}
+	}
+}

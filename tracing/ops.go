@@ -47,7 +47,10 @@ func (l *opLog) resolve(kernels []Kernel) map[int64]string {
 	if len(l.ext) == 0 {
 		return nil
 	}
-	want := map[int64]bool{}
+	// Sized once: growing a map of a few hundred thousand ids rehashes it
+	// several times. Most ids kernels carry are ops' ids, and out holds
+	// at most the ids wanted.
+	want := make(map[int64]bool, min(len(kernels), len(l.ext)))
 	for i := range kernels {
 		if e := kernels[i].External; e != 0 {
 			want[e] = true
@@ -56,7 +59,7 @@ func (l *opLog) resolve(kernels []Kernel) map[int64]string {
 	if len(want) == 0 {
 		return nil
 	}
-	out := map[int64]string{}
+	out := make(map[int64]string, len(want))
 	for i, e := range l.ext {
 		if want[e] {
 			// The innermost op launches: it is written after (and
