@@ -30,8 +30,8 @@ func (s *scanner) parseEvent(b []byte) (end int, kept bool, msg string) {
 
 // fastEvent reads the events in the layout Kineto writes (ph, then cat):
 // a kept complete event in one pass, a skipped event on its category (or
-// its name) alone, a flow or instant by its shape. done is false when the general parser must read
-// the event.
+// its name) alone, a flow or instant by its shape. done is false when the
+// general parser must read the event.
 func (s *scanner) fastEvent(b []byte) (end int, kept bool, msg string, done bool) {
 	if p, j := kinetoCat(b); j > 0 {
 		e := bytes.IndexByte(b[j:min(len(b), j+64)], '"')
