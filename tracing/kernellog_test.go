@@ -122,22 +122,34 @@ func TestKernelLogSorted(t *testing.T) {
 	}
 }
 
-// BenchmarkOpLogResolve: a dense serving trace's ops (170k) against its
-// kernels (1M, six per op).
-func BenchmarkOpLogResolve(b *testing.B) {
-	var l opLog
+// BenchmarkOpLog: a dense serving trace's ops (170k, collected) against
+// its kernels (1M, six per op, resolved).
+func BenchmarkOpLog(b *testing.B) {
 	names := []string{"aten::mm", "aiter::fp8_quant", "triton_op"}
-	for i := range 170_000 {
-		l.add(int64(1000+i), names[i%len(names)])
-	}
-	ks := make([]Kernel, 1_000_000)
-	for i := range ks {
-		ks[i].External = int64(1000 + i/6)
-	}
-	b.ReportAllocs()
-	for b.Loop() {
-		if m := l.resolve(ks); len(m) != 166_667 {
-			b.Fatalf("%d ops resolved", len(m))
+	collect := func() *opLog {
+		var l opLog
+		for i := range 170_000 {
+			l.add(int64(1000+i), names[i%len(names)])
 		}
+		return &l
 	}
+	b.Run("add", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			collect()
+		}
+	})
+	b.Run("resolve", func(b *testing.B) {
+		l := collect()
+		ks := make([]Kernel, 1_000_000)
+		for i := range ks {
+			ks[i].External = int64(1000 + i/6)
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			if m := l.resolve(ks); len(m) != 166_667 {
+				b.Fatalf("%d ops resolved", len(m))
+			}
+		}
+	})
 }
