@@ -1,8 +1,10 @@
 package tracing
 
 import (
+	"cmp"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	gocmp "github.com/google/go-cmp/cmp"
@@ -45,4 +47,40 @@ func TestLaunchLogRoundTrip(t *testing.T) {
 	}
 	var empty launchLog
 	require.Nil(t, empty.launches(base), "no launches: nil, as append left it")
+}
+
+// sortByStart gives what a stable sort gives: on sorted input, on nearly
+// sorted input (insertion within its budget), and on shuffled input (past
+// the budget), with many equal starts whose order must be kept.
+func TestSortByStart(t *testing.T) {
+	t.Parallel()
+	type item struct{ start, order int64 }
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, c := range []struct {
+		name  string
+		swaps int // adjacent-ish displacements; -1 shuffles
+	}{{"sorted", 0}, {"nearly", 40}, {"shuffled", -1}} {
+		in := make([]item, 5000)
+		for i := range in {
+			in[i] = item{start: int64(i / 3), order: int64(i)} // three equal starts each
+		}
+		switch {
+		case c.swaps < 0:
+			rng.Shuffle(len(in), func(i, j int) { in[i], in[j] = in[j], in[i] })
+		default:
+			for range c.swaps {
+				i := 5 + rng.IntN(len(in)-5)
+				k := i - 1 - rng.IntN(4)
+				in[i], in[k] = in[k], in[i]
+			}
+		}
+		for i := range in {
+			in[i].order = int64(i) // the order the input gives equal starts
+		}
+		want := slices.Clone(in)
+		slices.SortStableFunc(want, func(x, y item) int { return cmp.Compare(x.start, y.start) })
+		got := slices.Clone(in)
+		sortByStart(got, func(x *item) int64 { return x.start })
+		require.Equal(t, want, got, c.name)
+	}
 }
