@@ -58,7 +58,9 @@ func NewClassifier(tr *tracing.Trace, rules *Rules) *Classifier {
 		seen         bool
 	}
 	share := make([]acc, len(tr.Names))
-	var opTime map[int32]map[string]int64
+	// Time under each launching op, by kernel name and op name ids.
+	type nameOp struct{ name, op int32 }
+	var opTime map[nameOp]int64
 	for i := range tr.Kernels {
 		k := &tr.Kernels[i]
 		if k.Kind != tracing.KindKernel {
@@ -75,16 +77,11 @@ func NewClassifier(tr *tracing.Trace, rules *Rules) *Classifier {
 				a.pre += k.Dur
 			}
 		}
-		if op := tr.LaunchOp(i); op != "" {
+		if op := tr.LaunchOpID(i); op >= 0 {
 			if opTime == nil {
-				opTime = map[int32]map[string]int64{}
+				opTime = map[nameOp]int64{}
 			}
-			m := opTime[k.NameID]
-			if m == nil {
-				m = map[string]int64{}
-				opTime[k.NameID] = m
-			}
-			m[op] += max(k.Dur, 1)
+			opTime[nameOp{k.NameID, op}] += max(k.Dur, 1)
 		}
 	}
 	for id, a := range share {
@@ -97,14 +94,21 @@ func NewClassifier(tr *tracing.Trace, rules *Rules) *Classifier {
 			c.prefill[tr.Names[id]] = true
 		}
 	}
-	for id, m := range opTime {
-		best, bt := "", int64(-1)
-		for op, t := range m {
-			if t > bt || (t == bt && op < best) {
-				best, bt = op, t
-			}
+	// The op under which a name ran longest (ties: the first name).
+	type pick struct {
+		op string
+		t  int64
+	}
+	best := map[int32]pick{}
+	opNames := tr.OpNames()
+	for key, t := range opTime {
+		op := opNames[key.op]
+		if b, ok := best[key.name]; !ok || t > b.t || (t == b.t && op < b.op) {
+			best[key.name] = pick{op, t}
 		}
-		c.ops[tr.Names[id]] = best
+	}
+	for id, b := range best {
+		c.ops[tr.Names[id]] = b.op
 	}
 	return c
 }

@@ -18,9 +18,9 @@ func TestClassifierLaunchOpAndContext(t *testing.T) {
 	t.Parallel()
 	tr := &tracing.Trace{
 		Steps: []tracing.Step{{Kind: tracing.StepDecode}, {Kind: tracing.StepPrefill}},
-		Ops: map[int64]string{11: "aten::mm", 12: "vllm::unified_attention_with_output", 13: "aten::cudnn_convolution", 14: "my_lib::frobnicate", 15: "_C::cutlass_scaled_mm_fp8",
-			16: "flashinfer::trtllm_fp8_block_scale_moe"},
 	}
+	ops := map[int64]string{11: "aten::mm", 12: "vllm::unified_attention_with_output", 13: "aten::cudnn_convolution", 14: "my_lib::frobnicate", 15: "_C::cutlass_scaled_mm_fp8",
+		16: "flashinfer::trtllm_fp8_block_scale_moe"}
 	k := func(name string, ext int64, step int32) {
 		tr.AddKernel(name, tracing.Kernel{Dur: 1000, External: ext, Step: step, Graph: -1})
 	}
@@ -35,6 +35,7 @@ func TestClassifierLaunchOpAndContext(t *testing.T) {
 	k("bmm_E4m3_E4m3E4m3_Fp32_t128", 16, -1) // a batched GEMM a fused-MoE op launched
 	k("fmha_decode_paged_kernel", 0, 1)      // a "decode" family name in prefill steps
 	k("flash_fwd_prefill_kernel", 0, 0)      // a "prefill" family name in decode steps
+	tr.SetOps(ops)
 	none := DefaultRules().Filter(func(Rule) bool { return false })
 	c := NewClassifier(tr, none)
 	tests := []struct {

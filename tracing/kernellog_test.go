@@ -123,7 +123,7 @@ func TestKernelLogSorted(t *testing.T) {
 }
 
 // BenchmarkOpLog: a dense serving trace's ops (170k, collected) against
-// its kernels (1M, six per op, resolved).
+// its kernels (1M, six per op, resolved and each kernel's op looked up).
 func BenchmarkOpLog(b *testing.B) {
 	names := []string{"aten::mm", "aiter::fp8_quant", "triton_op"}
 	collect := func() *opLog {
@@ -147,9 +147,49 @@ func BenchmarkOpLog(b *testing.B) {
 		}
 		b.ReportAllocs()
 		for b.Loop() {
-			if m := l.resolve(ks); len(m) != 166_667 {
-				b.Fatalf("%d ops resolved", len(m))
+			x := l.resolve(ks)
+			found := 0
+			for i := range ks {
+				if x.id(ks[i].External) >= 0 {
+					found++
+				}
+			}
+			if found != len(ks) {
+				b.Fatalf("%d of %d kernels found their op", found, len(ks))
 			}
 		}
 	})
+}
+
+// The op index answers alike from its table (ids close together) and its
+// sorted list (ids far apart): the last op read under an id wins, an id
+// no op carries and id 0 find none.
+func TestOpIndexDenseAndSparse(t *testing.T) {
+	for _, spread := range []int64{1, 1 << 40} {
+		var l opLog
+		ext := func(i int64) int64 { return 100 + i*spread }
+		l.add(ext(0), "aten::addmm")
+		l.add(ext(1), "aten::linear") // around the mm below, another id
+		l.add(ext(2), "aten::mm")
+		l.add(ext(2), "aten::mm_inner") // the same id again: the later wins
+		l.add(ext(5), "not launching")
+		ks := []Kernel{{External: ext(2)}, {External: ext(0)}, {External: 0}, {External: ext(3)}, {External: ext(2)}}
+		x := l.resolve(ks)
+		require.Equal(t, spread == 1, x.byExt != nil, "spread %d: table or list", spread)
+		name := func(e int64) string {
+			if id := x.id(e); id >= 0 {
+				return x.names[id]
+			}
+			return ""
+		}
+		require.Equal(t, "aten::mm_inner", name(ext(2)))
+		require.Equal(t, "aten::addmm", name(ext(0)))
+		require.Equal(t, "", name(ext(3)), "no op under this id")
+		require.Equal(t, "", name(0))
+		require.Equal(t, "", name(ext(9)), "beyond the kernels' ids")
+		require.Equal(t, "", name(-5))
+	}
+	var none opLog
+	empty := none.resolve([]Kernel{{External: 7}})
+	require.Equal(t, int32(-1), empty.id(7))
 }

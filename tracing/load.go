@@ -25,7 +25,7 @@ type Options struct {
 	// unknown: Read of a stream), and once at the end.
 	Progress func(done, total int64)
 	// Ops keeps the names of the CPU ops that launched kernels
-	// (Trace.Ops, which categories use); it costs parse time on traces
+	// (Trace.LaunchOp, which categories use); it costs parse time on traces
 	// with many CPU ops, so only the analyses that categorise ask for it.
 	Ops bool
 }
@@ -393,7 +393,7 @@ func (b *builder) finish(sc *scanner, name string, truncated bool) *Trace {
 	if !sorted {
 		sortByStart(t.Kernels, func(k *Kernel) int64 { return k.Start })
 	}
-	t.Ops = b.ops.resolve(t.Kernels)
+	t.ops = b.ops.resolve(t.Kernels)
 	b.ops = opLog{}
 	idx := newCorrIndex(t.Kernels)
 	wg.Wait()

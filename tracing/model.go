@@ -206,9 +206,9 @@ type Trace struct {
 	Annotations []annotation
 	stepFrames  []stepFrame // the engine's step function in the Python frames (stepfunc.go)
 	Steps       []Step
-	// Ops names the CPU ops that launched GPU work, by External id (the
-	// id a launch and its kernels carry); nil when the trace has none.
-	Ops map[int64]string
+	// ops names the CPU ops that launched GPU work, by External id (the
+	// id a launch and its kernels carry): LaunchOp, LaunchOpID, OpNames.
+	ops opIndex
 
 	DecodeBS     int         // most frequent decode batch size (each step counted once), 0 when no decode step
 	DecodeBSHist map[int]int // decode batch size -> steps
