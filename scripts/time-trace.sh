@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Times the trace analysis against the floor, as whole processes under
 # /usr/bin/time: plain klauspost gzip decompression of TRACE (the
-# tracing package's TestGunzipTime), then `inspect --json`, `layers` and
+# tracing package's TestGunzipTime; "gunzip" hands the bytes from the
+# decompressor's window to io.Discard, "gunzip-read" copies them out into
+# 1 MB buffers, as any reader that scans on another goroutine must), then
+# `inspect --json`, `layers` and
 # `kernels` of each profile-model binary given, in interleaved rounds so
 # that a busy machine slows every command alike. Prints the median wall
 # time, CPU time (user + system) and peak RSS of each, and the ratios the
@@ -101,6 +104,7 @@ echo "machine: $cores cores, load average $load0 at start" >&2
 for r in $(seq 1 "$rounds"); do
   echo "round $r/$rounds" >&2
   PROFILE_MODEL_GUNZIP=$trace run gunzip "$tmp/tracing.test" -test.run '^TestGunzipTime$' -test.count 1
+  PROFILE_MODEL_GUNZIP=$trace PROFILE_MODEL_GUNZIP_BUFFERS=1 run gunzip-read "$tmp/tracing.test" -test.run '^TestGunzipTime$' -test.count 1
   for i in "${!bins[@]}"; do
     b=${bins[$i]}
     tag=$i:$(basename "$b")
@@ -141,6 +145,7 @@ awk -v cores="$cores" '
       if (l ~ /:inspect$/) {
         p = substr(l, 1, length(l) - 8)
         printf "%s: layers/inspect %.2f, kernels/inspect %.2f (wall; %d cores)\n", p, mw[p ":layers"] / mw[l], mw[p ":kernels"] / mw[l], cores
+        printf "%s: against gunzip-read (%.2f s): inspect %.2f, layers %.2f, kernels %.2f (wall; %d cores)\n", p, mw["gunzip-read"], mw[l] / mw["gunzip-read"], mw[p ":layers"] / mw["gunzip-read"], mw[p ":kernels"] / mw["gunzip-read"], cores
       }
       if (l ~ /:layers-compat$/ && ("python-reference" in mw)) {
         printf "%s vs python-reference: %.1fx faster (wall), %.1fx less CPU, %.1fx less memory (%d cores)\n", l, mw["python-reference"] / mw[l], mc["python-reference"] / mc[l], mm["python-reference"] / mm[l], cores
