@@ -23,8 +23,8 @@
 #   synth    1 GB JSON: synth --target-mb 1000
 #   atom     1 GB JSON, ATOM-style: synth --layer-csv <corpus>/atom-minimax-m2.5/conc8_layer.csv
 #            --bs 8 --decode-steps 480 (597k kernels; needs the corpus)
-#   sim      1.8 GB JSON, dense: what `run --engine sim` writes at concurrency 64
-#            (--num-prompts-mul 13: 5.4M events, 1.05M kernels)
+#   sim      1.9 GB JSON, dense: what `run --engine sim` writes at concurrency 64
+#            (--num-prompts-mul 13: 5.6M events, 1.05M kernels)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
