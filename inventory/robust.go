@@ -103,6 +103,18 @@ type rawLayer struct {
 	start       int64 // ns, start of its first main-stream kernel
 }
 
+// stepsOfKinds counts tr's steps of the given kinds that have kernels,
+// and their kernels.
+func stepsOfKinds(tr *tracing.Trace, kinds []tracing.StepKind) (steps, kernels int) {
+	for i := range tr.Steps {
+		if n := len(tr.Steps[i].Kernels); n > 0 && slices.Contains(kinds, tr.Steps[i].Kind) {
+			steps++
+			kernels += n
+		}
+	}
+	return steps, kernels
+}
+
 func robustLayers(ctx context.Context, tr *tracing.Trace, kinds []tracing.StepKind, opt LayerOptions) (*LayerTable, error) {
 	cl := opt.classes(tr)
 	t := &LayerTable{Mode: ModeRobust, StepKind: string(kinds[0]), Irregular: []IrregularLayer{}, LayersHist: map[int]int{}, KernelsPerLayer: []int{}, Positions: []Position{}}
@@ -174,6 +186,15 @@ func robustLayers(ctx context.Context, tr *tracing.Trace, kinds []tracing.StepKi
 		}
 		kCount[s.k] += len(s.layers)
 		t.LayersHist[len(s.layers)]++
+		if all == nil {
+			// Sized once from the first step: a dense serving trace has
+			// tens of thousands of layers, and growing the list copied
+			// it over and over (0.1 s of a 1M-kernel trace's analysis).
+			// Each layer holds a kernel at least, which bounds a
+			// first step with more layers than the rest.
+			steps, kernels := stepsOfKinds(tr, kinds)
+			all = make([]rawLayer, 0, min(len(s.layers)*steps, kernels))
+		}
 		layers := make([][]int32, len(s.layers))
 		starts := make([]int64, len(s.layers))
 		for j, sp := range s.layers {
