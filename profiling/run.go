@@ -27,6 +27,7 @@ import (
 	"github.com/profile-model/profile-model/profiling/bench"
 	"github.com/profile-model/profile-model/profiling/engine"
 	"github.com/profile-model/profile-model/profiling/sim"
+	"github.com/profile-model/profile-model/profiling/tokenizer"
 )
 
 // Plan is one profiling run.
@@ -59,6 +60,43 @@ type Plan struct {
 // CorpusPrefix marks a path of the reference corpus in a sweep
 // declaration's or a plan's kernel tables ("corpus:atom-minimax-m2.5/...").
 const CorpusPrefix = "corpus:"
+
+// SimKernelsArgs is serve-sim's --kernels flag for the kernel tables of a
+// sweep declaration or a plan (none: no flag). A "corpus:" path is read
+// from the corpus directory, and stays as it is when corpus is ""; any
+// other path goes through rel (relative to the file that names it).
+func SimKernelsArgs(tables []string, corpus string, rel func(string) string) []string {
+	if len(tables) == 0 {
+		return nil
+	}
+	paths := make([]string, len(tables))
+	for i, p := range tables {
+		if r, ok := strings.CutPrefix(p, CorpusPrefix); ok && corpus != "" {
+			p = filepath.Join(corpus, r)
+		} else if !ok {
+			p = rel(p)
+		}
+		paths[i] = p
+	}
+	return []string{"--kernels", strings.Join(paths, ",")}
+}
+
+// SetPromptTokenizer picks how cfg shapes prompts for an engine of kind:
+// the simulated engine's own stand-in tokenizer, or the served model's
+// tokenizer.json when one is found locally (calibrated from the server
+// otherwise).
+func SetPromptTokenizer(cfg *bench.SweepConfig, kind engine.Kind) {
+	if kind == engine.Sim {
+		cfg.Tokenizer, cfg.TokenizerSource = simTokens{}, "the simulated engine's stand-in tokenizer"
+	} else {
+		cfg.LoadTokenizer = tokenizer.FindLocal
+	}
+}
+
+// simTokens counts tokens as the simulated engine does.
+type simTokens struct{}
+
+func (simTokens) Count(text string) int { return sim.CountTokens(text) }
 
 // Result is what a run left on disk.
 type Result struct {

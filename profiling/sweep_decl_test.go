@@ -14,8 +14,6 @@ import (
 
 	"github.com/profile-model/profile-model/profiling/bench"
 	"github.com/profile-model/profile-model/profiling/engine"
-	"github.com/profile-model/profile-model/profiling/sim"
-	"github.com/profile-model/profile-model/profiling/tokenizer"
 )
 
 // Sweep is a profiling sweep declared as data: one JSON file per sweep
@@ -270,33 +268,17 @@ func (s *Sweep) EngineSpec(o SweepOptions) (engine.Spec, error) {
 // spec maps the declaration to the engine's fields; "corpus:" paths stay
 // as they are when o.Corpus is empty.
 func (s *Sweep) spec(o SweepOptions) engine.Spec {
-	spec := engine.Spec{
+	return engine.Spec{
 		Kind: s.Kind(), Model: s.Model, TP: s.TP, Port: o.Port,
 		KVCacheDType: s.KVCacheDType, MaxNumSeqs: s.MaxNumSeqs, MaxModelLen: s.MaxModelLen,
 		Level: s.Level, EnforceEager: s.EnforceEager, CaptureSizes: s.CaptureSizes,
-		TrustRemoteCode: s.TrustRemoteCode, TimeScale: s.TimeScale,
-		ExtraArgs: slices.Clone(s.ServerArgs), Env: s.ServerEnv, Exe: o.Exe,
+		TrustRemoteCode: s.TrustRemoteCode, TimeScale: s.TimeScale, Env: s.ServerEnv, Exe: o.Exe,
+		ExtraArgs: append(slices.Clone(s.ServerArgs), SimKernelsArgs(s.SimKernels, o.Corpus, s.rel)...),
 	}
-	if len(s.SimKernels) > 0 {
-		paths := make([]string, len(s.SimKernels))
-		for i, p := range s.SimKernels {
-			if rel, ok := strings.CutPrefix(p, CorpusPrefix); ok && o.Corpus != "" {
-				p = filepath.Join(o.Corpus, rel)
-			} else if !ok {
-				p = s.rel(p)
-			}
-			paths[i] = p
-		}
-		spec.ExtraArgs = append(spec.ExtraArgs, "--kernels", strings.Join(paths, ","))
-	}
-	return spec
 }
 
 // SweepConfig is the client side of the sweep (Run fills in the server's
 // URL, the model and the trace directory).
-// Prompts are shaped with the simulated engine's own stand-in tokenizer,
-// or with the served model's tokenizer.json when one is found locally
-// (calibrated from the server otherwise).
 func (s *Sweep) SweepConfig(o SweepOptions) bench.SweepConfig {
 	concs := s.Concurrencies
 	if len(o.Concurrencies) > 0 {
@@ -307,18 +289,9 @@ func (s *Sweep) SweepConfig(o SweepOptions) bench.SweepConfig {
 		Concurrencies: slices.Clone(concs), NumPromptsMul: s.NumPromptsMul,
 		RequestRate: math.Inf(1), Warmups: s.Warmups, Seed: s.Seed,
 	}
-	if s.Kind() == engine.Sim {
-		cfg.Tokenizer, cfg.TokenizerSource = simTokens{}, "the simulated engine's stand-in tokenizer"
-	} else {
-		cfg.LoadTokenizer = tokenizer.FindLocal
-	}
+	SetPromptTokenizer(&cfg, s.Kind())
 	return cfg
 }
-
-// simTokens counts tokens as the simulated engine does.
-type simTokens struct{}
-
-func (simTokens) Count(text string) int { return sim.CountTokens(text) }
 
 // Plan is a Run of the sweep into runDir (which must not hold results).
 func (s *Sweep) Plan(runDir string, o SweepOptions) (Plan, error) {

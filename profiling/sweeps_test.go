@@ -71,6 +71,18 @@ func TestSweepCorpusPaths(t *testing.T) {
 		spec.ExtraArgs[i+1])
 }
 
+// TestSimKernelsArgs covers the three kinds of kernel-table path that
+// sweep declarations and plans share.
+func TestSimKernelsArgs(t *testing.T) {
+	t.Parallel()
+	rel := func(p string) string { return filepath.Join("decl", p) }
+	require.Nil(t, SimKernelsArgs(nil, "/c", rel), "no tables, no flag")
+	tables := []string{CorpusPrefix + "a/conc4_layer.csv", "t.csv"}
+	require.Equal(t, []string{"--kernels", "/c/a/conc4_layer.csv,decl/t.csv"}, SimKernelsArgs(tables, "/c", rel))
+	require.Equal(t, []string{"--kernels", "corpus:a/conc4_layer.csv,decl/t.csv"}, SimKernelsArgs(tables, "", rel),
+		"without a corpus a corpus: path stays as it is")
+}
+
 // TestParseSweep covers the declaration format's checks: each bad file
 // fails with a message that names the file and the field.
 func TestParseSweep(t *testing.T) {

@@ -25,8 +25,6 @@ import (
 	"github.com/profile-model/profile-model/profiling"
 	"github.com/profile-model/profile-model/profiling/bench"
 	"github.com/profile-model/profile-model/profiling/engine"
-	"github.com/profile-model/profile-model/profiling/sim"
-	"github.com/profile-model/profile-model/profiling/tokenizer"
 )
 
 // Plan is a sweep plan as data (zero fields are left out of plan.json). Its top-level fields are those of a sweep
@@ -359,18 +357,7 @@ func (p *Plan) spec(s Server, o Options) engine.Spec {
 	if env := mergeEnv(o.Env, p.ServerEnv, s.Env); len(env) > 0 {
 		spec.Env = env
 	}
-	if len(p.SimKernels) > 0 {
-		paths := make([]string, len(p.SimKernels))
-		for i, k := range p.SimKernels {
-			if rel, ok := strings.CutPrefix(k, profiling.CorpusPrefix); ok && o.Corpus != "" {
-				k = filepath.Join(o.Corpus, rel)
-			} else if !ok {
-				k = p.rel(k)
-			}
-			paths[i] = k
-		}
-		spec.ExtraArgs = append(spec.ExtraArgs, "--kernels", strings.Join(paths, ","))
-	}
+	spec.ExtraArgs = append(spec.ExtraArgs, profiling.SimKernelsArgs(p.SimKernels, o.Corpus, p.rel)...)
 	return spec
 }
 
@@ -390,18 +377,9 @@ func (p *Plan) sweepConfig(w Workload) bench.SweepConfig {
 		Concurrencies: slices.Clone(w.Concurrencies), NumPromptsMul: w.NumPromptsMul, NumPrompts: w.NumPrompts,
 		RequestRate: math.Inf(1), Warmups: w.Warmups, Seed: w.Seed,
 	}
-	if p.Kind() == engine.Sim {
-		cfg.Tokenizer, cfg.TokenizerSource = simTokens{}, "the simulated engine's stand-in tokenizer"
-	} else {
-		cfg.LoadTokenizer = tokenizer.FindLocal
-	}
+	profiling.SetPromptTokenizer(&cfg, p.Kind())
 	return cfg
 }
-
-// simTokens counts tokens as the simulated engine does.
-type simTokens struct{}
-
-func (simTokens) Count(text string) int { return sim.CountTokens(text) }
 
 // Pair is a server variant with a bench variant: one run directory.
 type Pair struct {
