@@ -44,36 +44,23 @@ func (l *launchLog) launches(base int64) []runtimeLaunch {
 		*l = launchLog{}
 		return nil
 	}
-	out := make([]runtimeLaunch, 0, l.n)
+	out := make([]runtimeLaunch, l.n)
+	o := 0
 	names := l.names.names
 	for ci, c := range l.chunks {
 		prev := runtimeLaunch{Start: base} // the deltas carry base along
-		for i := 0; i < len(c); {
-			var r runtimeLaunch
-			id, n := binary.Uvarint(c[i:])
-			i += n
-			r.Name = names[id]
-			v, n := binary.Varint(c[i:])
-			i += n
-			r.Start = prev.Start + v
-			r.Dur, n = binary.Varint(c[i:])
-			i += n
-			v, n = binary.Varint(c[i:])
-			i += n
-			r.Correlation = prev.Correlation + v
-			v, n = binary.Varint(c[i:])
-			i += n
-			r.External = prev.External + v
-			v, n = binary.Varint(c[i:])
-			i += n
-			r.PID = prev.PID + v
-			v, n = binary.Varint(c[i:])
-			i += n
-			r.TID = prev.TID + v
-			r.Graph = c[i] != 0
-			i++
-			out = append(out, r)
-			prev = r
+		for rd := (recordReader{c: c}); rd.more(); {
+			r := &out[o]
+			o++
+			r.Name = names[rd.uvarint()]
+			r.Start = prev.Start + rd.varint()
+			r.Dur = rd.varint()
+			r.Correlation = prev.Correlation + rd.varint()
+			r.External = prev.External + rd.varint()
+			r.PID = prev.PID + rd.varint()
+			r.TID = prev.TID + rd.varint()
+			r.Graph = rd.byte() != 0
+			prev = *r
 		}
 		l.chunks[ci] = nil // let the GC take each chunk once decoded
 	}
