@@ -1,18 +1,22 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
+	"cmp"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/profile-model/profile-model/internal/diag"
@@ -21,54 +25,100 @@ import (
 	"github.com/profile-model/profile-model/tracing"
 )
 
-// simProfile serves `n` streaming clients from serve-sim with args, profiles
-// while they run, and returns the rank 0 trace.
-func simProfile(t *testing.T, n int, args ...string) string {
+// simProfile profiles serve-sim (started with args) while n requests
+// decode together, and returns the rank 0 trace. Every decode step of the
+// profile has the batch n, whatever the machine's load: each request asks
+// for more tokens than the test waits for, the profile starts once every
+// stream has its first token (all n prefilled and decoding) and stops
+// after each has received framesIn more, before any ends.
+func simProfile(t *testing.T, n, framesIn int, args ...string) string {
 	t.Helper()
 	profDir := filepath.Join(t.TempDir(), "traces")
 	p := startSim(t, append([]string{"--model", "org/Sim-Model", "--server-port", "0", "--torch-profiler-dir", profDir, "--time-scale", "0.5"}, args...)...)
-	completed := make(chan struct{})
-	stop := make(chan struct{})
+	ctx, cancel := context.WithCancel(t.Context())
+	var (
+		mu     sync.Mutex
+		change = sync.NewCond(&mu)
+		frames = make([]int, n) // data frames each stream has received
+		ended  error            // a stream that ended or failed before it was cancelled
+	)
+	// await waits until stream i has received want[i] frames, each i,
+	// and returns the counts then.
+	await := func(want []int) []int {
+		t.Helper()
+		mu.Lock()
+		defer mu.Unlock()
+		for i := 0; ended == nil && i < n; {
+			if frames[i] < want[i] {
+				change.Wait()
+				continue
+			}
+			i++
+		}
+		require.NoError(t, ended)
+		return slices.Clone(frames)
+	}
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			body := fmt.Sprintf(`{"model":"org/Sim-Model","prompt":"%s","max_tokens":%d,"ignore_eos":true,"stream":true}`, strings.Repeat("w ", 40+i), 20+3*i)
-			for {
-				resp, err := http.Post(p.url+"/v1/completions", "application/json", strings.NewReader(body))
-				if !assert.NoError(t, err) {
-					return
-				}
-				_, err = io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				if !assert.NoError(t, err) {
-					return
-				}
-				select {
-				case completed <- struct{}{}:
-				case <-stop:
-					return
+			// 100000 tokens: minutes of steps, so the stream is still going
+			// when the profile stops.
+			body := fmt.Sprintf(`{"model":"org/Sim-Model","prompt":"%s","max_tokens":100000,"ignore_eos":true,"stream":true}`, strings.Repeat("w ", 40+i))
+			req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.url+"/v1/completions", strings.NewReader(body))
+			if err == nil {
+				req.Header.Set("Content-Type", "application/json")
+				var resp *http.Response
+				if resp, err = http.DefaultClient.Do(req); err == nil && resp.StatusCode != http.StatusOK {
+					b, _ := io.ReadAll(resp.Body)
+					resp.Body.Close()
+					err = fmt.Errorf("HTTP %d: %s", resp.StatusCode, b)
+				} else if err == nil {
+					sc := bufio.NewScanner(resp.Body)
+					for sc.Scan() {
+						if strings.HasPrefix(sc.Text(), "data: ") {
+							mu.Lock()
+							frames[i]++
+							change.Broadcast()
+							mu.Unlock()
+						}
+					}
+					err = cmp.Or(sc.Err(), errors.New("the stream ended"))
+					resp.Body.Close()
 				}
 			}
+			if ctx.Err() != nil {
+				return // cancelled once the profile was taken
+			}
+			mu.Lock()
+			ended = fmt.Errorf("stream %d ended before the profile was taken: %v", i, err)
+			change.Broadcast()
+			mu.Unlock()
 		}()
 	}
+	defer func() {
+		cancel() // the streams end once the profile is taken, not with the test
+		wg.Wait()
+	}()
 	post := func(path string) {
 		resp, err := http.Post(p.url+path, "application/json", nil)
 		require.NoError(t, err)
 		resp.Body.Close()
 		require.Equal(t, http.StatusOK, resp.StatusCode, path)
 	}
-	for range n {
-		<-completed
+	first := make([]int, n)
+	for i := range first {
+		first[i] = 1
 	}
+	await(first)
 	post("/start_profile")
-	for range 2 * n {
-		<-completed
+	from := await(first)
+	for i := range from {
+		from[i] += framesIn
 	}
+	await(from)
 	post("/stop_profile")
-	close(stop)
-	wg.Wait()
 	traces, err := filepath.Glob(filepath.Join(profDir, "rank_0", "Sim-Model_ts_*.pt.trace.json.gz"))
 	require.NoError(t, err)
 	require.Len(t, traces, 1)
@@ -89,7 +139,7 @@ type layersJSON struct {
 // another build warns capture_mismatch.
 func TestLayersCapture(t *testing.T) {
 	t.Parallel()
-	trace := simProfile(t, 6, "--mark-trace", "--cudagraph-capture-sizes", "[4,8,16]", "--layers", "6")
+	trace := simProfile(t, 6, 30, "--mark-trace", "--cudagraph-capture-sizes", "[4,8,16]", "--layers", "6")
 	caps, err := filepath.Glob(filepath.Join(filepath.Dir(trace), tracing.CaptureDir, "*"))
 	require.NoError(t, err)
 	var names []string

@@ -6,6 +6,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -76,14 +77,25 @@ func slowMoE(t *testing.T, factor float64) ([]string, []string) {
 	return out, slowed
 }
 
+// The simulated fleet's levels and the engine's batch limit. Kernel times
+// are compared only between levels of the same decode batch size (the most
+// common in the trace), so that must not depend on the client's timing:
+// each level keeps twice the batch limit in flight, so the engine's own
+// queue refills its batch in the step after a request ends. With no more
+// in flight than the limit, the batch is full only while every client has
+// sent its next request, and a client late by a few steps on a loaded
+// machine made the most common batch one short.
+var simLevels = [2]int{8, 16}
+
+const simMaxSeqs = 4
+
 // simSweepRun runs the simulated engine on the tables into
-// root/<sweep>/<run>, the layout the fleet's jobs keep. Its decode steps
-// last about 3 ms of wall time (4 layers at a quarter of real speed), long
-// beside the client's turnaround, so that every level decodes its full
-// batch: kernel times are compared only between levels of the same batch.
+// root/<sweep>/<run>, the layout the fleet's jobs keep: 4 layers at a
+// quarter of real speed, at the levels simLevels.
 func simSweepRun(t *testing.T, root, sweep string, tables []string) {
 	t.Helper()
-	args := append([]string{"run", "--conc", "4,8", "--isl", "256", "--osl", "16", "--num-prompts-mul", "2", "--max-num-seqs", "8",
+	args := append([]string{"run", "--conc", fmt.Sprintf("%d,%d", simLevels[0], simLevels[1]), "--isl", "256", "--osl", "16",
+		"--num-prompts-mul", "2", "--max-num-seqs", strconv.Itoa(simMaxSeqs),
 		"--time-scale", "0.25", "--tokenizer", "none", "--seed", "1",
 		"--server-arg=--layers", "--server-arg=4", "--server-arg=--kernels", "--server-arg=" + strings.Join(tables, ","),
 		"--out", filepath.Join(root, sweep)}, simArgs(t)...)
@@ -129,17 +141,19 @@ func TestRegressSimMoE(t *testing.T) {
 	err = run(context.Background(), append([]string{"regress", base, slow}, kernelOnly...), &stdout, &stderr)
 	require.ErrorIs(t, err, errSilent)
 	md := stdout.String()
-	require.Contains(t, md, "| sim-moe | 4 | kernel | moe-expert-gemm-us/layer |")
-	require.Contains(t, md, "| sim-moe | 8 | kernel | moe-expert-gemm-us/layer |")
-	require.Contains(t, md, "* sim-moe, levels 4, 8:")
+	for _, c := range simLevels {
+		require.Contains(t, md, fmt.Sprintf("| sim-moe | %d | kernel | moe-expert-gemm-us/layer |", c))
+	}
+	require.Contains(t, md, fmt.Sprintf("* sim-moe, levels %d, %d:", simLevels[0], simLevels[1]))
 
 	// merge: one summary of the repeats, and a benchmark file that
 	// benchstat reads, named as BenchmarkSweep names its levels.
 	out := t.TempDir()
 	stdout.Reset()
 	require.NoError(t, run(context.Background(), []string{"merge", "--out", out, base}, &stdout, &stderr))
-	require.Contains(t, stdout.String(), "| sim-moe | sim | 4 | 2/0 |")
-	require.Contains(t, stdout.String(), "| sim-moe | sim | 8 | 2/0 |")
+	for _, c := range simLevels {
+		require.Contains(t, stdout.String(), fmt.Sprintf("| sim-moe | sim | %d | 2/0 |", c))
+	}
 	rs, err := results.LoadBench(filepath.Join(out, "bench.txt"))
 	require.NoError(t, err)
 	require.Len(t, rs, 4, "two levels of two repeats")
@@ -155,7 +169,7 @@ func TestRegressSimMoE(t *testing.T) {
 // requireMoEFindings: regress --json printed kernel findings of the
 // sweep only, each the MoE expert GEMM category (about the 30% put in) or
 // the whole layer (when the category's share lifts it beyond 10% too),
-// naming a slowed kernel that rose, at both levels 4 and 8.
+// naming a slowed kernel that rose, at both levels of simLevels.
 func requireMoEFindings(t *testing.T, out []byte, sweep string, slowed []string) {
 	t.Helper()
 	var rep fleet.Regression
@@ -174,7 +188,7 @@ func requireMoEFindings(t *testing.T, out []byte, sweep string, slowed []string)
 			levels[f.Conc] = true
 		}
 	}
-	require.Equal(t, map[int]bool{4: true, 8: true}, levels, "the MoE expert GEMM regressed at both levels; notes: %v", rep.Notes)
+	require.Equal(t, map[int]bool{simLevels[0]: true, simLevels[1]: true}, levels, "the MoE expert GEMM regressed at both levels; notes: %v", rep.Notes)
 }
 
 func TestFleetUsageErrors(t *testing.T) {
@@ -229,8 +243,8 @@ func TestMatrixCommands(t *testing.T) {
 
 // simPlan writes a plan of the simulated engine on the tables: two
 // server settings, "ref" on simTables and "tuned" on tuned, one workload
-// at levels 4 and 8 (decode steps as in simSweepRun, long enough for each
-// level to decode its full batch). It returns the sweeps folder.
+// at the levels simLevels (the engine as in simSweepRun, its batch full
+// at every level whatever the client's timing). It returns the sweeps folder.
 func simPlan(t *testing.T, tuned []string) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "sweeps")
@@ -239,12 +253,12 @@ func simPlan(t *testing.T, tuned []string) string {
 		[]byte(`{"sim": {"labels": ["ubuntu-latest"], "timeout_minutes": 30}, "gpus": {"G": {"labels": ["self-hosted", "g"], "timeout_minutes": 60}}}`), 0o644))
 	p := map[string]any{
 		"name": "sim-moe-plan", "engine": "sim", "model": "MiniMaxAI/MiniMax-M2.5", "time_scale": 0.25,
-		"server_args": []string{"--layers", "4", "--seed", "1"}, "max_num_seqs": 8,
+		"server_args": []string{"--layers", "4", "--seed", "1"}, "max_num_seqs": simMaxSeqs,
 		"servers": []map[string]any{
 			{"name": "ref", "args": []string{"--kernels", absJoin(t, simTables)}},
 			{"name": "tuned", "args": []string{"--kernels", absJoin(t, tuned)}},
 		},
-		"benches": []map[string]any{{"name": "isl256-osl16", "isl": 256, "osl": 16, "concurrencies": []int{4, 8}, "num_prompts_mul": 2}},
+		"benches": []map[string]any{{"name": "isl256-osl16", "isl": 256, "osl": 16, "concurrencies": simLevels[:], "num_prompts_mul": 2}},
 		"warmups": 0, "seed": 1,
 	}
 	data, err := json.Marshal(p)
@@ -341,9 +355,10 @@ func TestRegressSimPlan(t *testing.T) {
 	err = run(context.Background(), append([]string{"regress", base, slow}, kernelOnly...), &stdout, &stderr)
 	require.ErrorIs(t, err, errSilent)
 	md := stdout.String()
-	require.Contains(t, md, "| "+pair+" | 4 | kernel | moe-expert-gemm-us/layer |")
-	require.Contains(t, md, "| "+pair+" | 8 | kernel | moe-expert-gemm-us/layer |")
-	require.Contains(t, md, "* "+pair+", levels 4, 8: `profile-model run --plan fixtures/sweeps/plans/sim-moe-plan.json")
+	for _, c := range simLevels {
+		require.Contains(t, md, fmt.Sprintf("| %s | %d | kernel | moe-expert-gemm-us/layer |", pair, c))
+	}
+	require.Contains(t, md, fmt.Sprintf("* %s, levels %d, %d: `profile-model run --plan fixtures/sweeps/plans/sim-moe-plan.json", pair, simLevels[0], simLevels[1]))
 	require.NotContains(t, md, "sim-moe-plan/ref/")
 
 	// merge names each pair, with its repeats.
@@ -351,8 +366,8 @@ func TestRegressSimPlan(t *testing.T) {
 	stdout.Reset()
 	require.NoError(t, run(context.Background(), []string{"merge", "--out", out, base}, &stdout, &stderr))
 	for _, s := range []string{"ref", "tuned"} {
-		for _, c := range []string{"4", "8"} {
-			require.Contains(t, stdout.String(), "| sim-moe-plan/"+s+"/isl256-osl16 | sim | "+c+" | 2/0 |")
+		for _, c := range simLevels {
+			require.Contains(t, stdout.String(), fmt.Sprintf("| sim-moe-plan/%s/isl256-osl16 | sim | %d | 2/0 |", s, c))
 		}
 	}
 	rs, err := results.LoadBench(filepath.Join(out, "bench.txt"))
