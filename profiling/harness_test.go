@@ -149,7 +149,7 @@ var engineExeVars = map[engine.Kind]string{
 }
 
 // sweepOptions is where this machine keeps what the sweep needs: the
-// binary the simulated engine runs as, a free port, the corpus (skipping
+// binary the simulated engine runs as, a free port for a real engine, the corpus (skipping
 // when a sweep needs it and it is absent), a real engine's executable.
 func sweepOptions(tb testing.TB, s *Sweep, concs []int) SweepOptions {
 	tb.Helper()
@@ -162,7 +162,9 @@ func sweepOptions(tb testing.TB, s *Sweep, concs []int) SweepOptions {
 	} else {
 		o.Exe = os.Getenv(engineExeVars[s.Kind()])
 	}
-	o.Port = freePort(tb)
+	if s.Kind() != engine.Sim {
+		o.Port = freePort(tb) // the simulated engine gets a port held from the start
+	}
 	return o
 }
 

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -107,12 +106,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		ExtraArgs: serverArgs, Dir: *serverDir, Exe: *serverExe,
 	}
 	if kind == engine.Sim {
-		spec.TimeScale = *timeScale
-		if spec.Port == 0 {
-			if spec.Port, err = freePort(); err != nil {
-				return err
-			}
-		}
+		spec.TimeScale = *timeScale // port 0: the engine gets a free one, held from the start
 	} else if *timeScale != 1 {
 		return usageError{"run: --time-scale applies to --engine sim only"}
 	}
@@ -176,16 +170,6 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return fmt.Errorf("run: %w (run directory %s)", err, res.Dir)
 	}
 	return nil
-}
-
-// freePort asks the kernel for a free TCP port on loopback.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("finding a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // intList reads "[1,2,4]" or "1,2,4".

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/profile-model/profile-model/profiling/engine"
 	"github.com/profile-model/profile-model/profiling/sim"
 	"github.com/profile-model/profile-model/profiling/tokenizer"
 )
@@ -144,10 +145,9 @@ func runServeSim(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return fmt.Errorf("serve-sim: %w", err)
 	}
-	addr := net.JoinHostPort(*host, strconv.Itoa(*port))
-	ln, err := net.Listen("tcp", addr)
+	ln, err := simListener(*host, *port)
 	if err != nil {
-		return fmt.Errorf("serve-sim: cannot listen on %s (is the port taken by another server?): %w", addr, err)
+		return fmt.Errorf("serve-sim: %w", err)
 	}
 	if err := srv.Serve(ctx, ln); err != nil {
 		if errors.Is(err, sim.ErrCrashed) {
@@ -156,4 +156,24 @@ func runServeSim(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return fmt.Errorf("serve-sim: %w", err)
 	}
 	return nil
+}
+
+// simListener is the socket serve-sim serves on: the one it inherited from
+// the engine launcher, which bound the port before starting it (its port
+// must be the one --server-port names, unless that is 0), or else one it
+// binds on host:port.
+func simListener(host string, port int) (net.Listener, error) {
+	ln, err := engine.InheritedListener()
+	if err != nil || ln != nil {
+		if a, ok := ln.Addr().(*net.TCPAddr); ln != nil && (!ok || port != 0 && a.Port != port) {
+			ln.Close()
+			return nil, fmt.Errorf("the inherited socket listens on %s, not on port %d (--server-port)", ln.Addr(), port)
+		}
+		return ln, err
+	}
+	addr := net.JoinHostPort(host, strconv.Itoa(port))
+	if ln, err = net.Listen("tcp", addr); err != nil {
+		return nil, fmt.Errorf("cannot listen on %s (is the port taken by another server?): %w", addr, err)
+	}
+	return ln, nil
 }

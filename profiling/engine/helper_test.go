@@ -91,6 +91,13 @@ func helperServe(args []string) int {
 		fmt.Fprintf(os.Stderr, "helper: no engine command line: %q\n", args)
 		return 2
 	}
+	// An inherited socket is taken first, before the worker is spawned.
+	ln, err := InheritedListener()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "helper:", err)
+		return 1
+	}
+	how := "inherited"
 	fmt.Printf("helper: loading %s (stdout)\n", model)
 	fmt.Fprintf(os.Stderr, "helper: port %s (stderr)\n", port)
 	pids := []string{strconv.Itoa(os.Getpid())}
@@ -135,11 +142,14 @@ func helperServe(args []string) int {
 		fmt.Fprintln(os.Stderr, "helper:", err)
 		return 1
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:"+port)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "helper:", err)
-		return 1
+	if ln == nil {
+		if ln, err = net.Listen("tcp", "127.0.0.1:"+port); err != nil {
+			fmt.Fprintln(os.Stderr, "helper:", err)
+			return 1
+		}
+		how = "bound"
 	}
+	fmt.Fprintf(os.Stderr, "helper: listening on %s (%s)\n", ln.Addr(), how)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	if err := srv.Serve(ctx, ln); err != nil {

@@ -70,10 +70,15 @@ exec SELF "$@"
 	return r
 }
 
-// freePort returns a port nobody holds, below the kernel's ephemeral range:
-// a port the kernel hands out for bind(0) may become the local end of some
-// outgoing connection (every readiness probe makes one) before the engine
-// binds it. Each port is handed out once per test binary.
+// freePort returns a port nobody holds, below the kernel's ephemeral range,
+// for a stand-in engine to bind as a real engine does (the simulated engine
+// inherits a socket Start bound instead): a port the kernel hands out for
+// bind(0) may become the local end of some outgoing connection (every
+// readiness probe makes one) before the engine binds it. Each port is
+// handed out once per test binary, and reserved against other processes
+// that draw ports so (this package's tests run at the same time from
+// another checkout or job): a port free when drawn could otherwise be
+// drawn by both before either stand-in had bound it.
 func freePort(t *testing.T) int {
 	t.Helper()
 	lo := 32768
@@ -88,10 +93,19 @@ func freePort(t *testing.T) int {
 	defer ports.Unlock()
 	for range 1000 {
 		p := lo - 10000 + rand.IntN(10000)
-		if ports.used[p] || portFree(p) != nil {
+		if ports.used[p] {
 			continue
 		}
-		ports.used[p] = true
+		// The reservation: a name in Linux's abstract socket namespace,
+		// held until this process ends.
+		res, err := net.Listen("unix", "@profile-model-engine-test-port-"+strconv.Itoa(p))
+		if err != nil {
+			continue // another process holds it
+		}
+		ports.used[p], ports.held = true, append(ports.held, res)
+		if portFree(p) != nil {
+			continue
+		}
 		return p
 	}
 	t.Fatal("no free port below the ephemeral range")
@@ -101,6 +115,7 @@ func freePort(t *testing.T) int {
 var ports = struct {
 	sync.Mutex
 	used map[int]bool
+	held []net.Listener // the reservations
 }{used: map[int]bool{}}
 
 // spec is a spec of kind served by the stand-in; env adds helper controls.
@@ -109,7 +124,11 @@ func (r *rig) spec(kind Kind, env map[string]string) Spec {
 	for k, v := range env {
 		e[k] = v
 	}
-	return Spec{Kind: kind, Model: "test/model", Port: r.port, Exe: r.exe, Dir: r.work,
+	port := r.port
+	if kind == Sim {
+		port = 0 // any: Start binds it and the engine inherits the socket
+	}
+	return Spec{Kind: kind, Model: "test/model", Port: port, Exe: r.exe, Dir: r.work,
 		ProfilerDir: filepath.Join(r.runDir, "traces"), Env: e}
 }
 
@@ -280,7 +299,12 @@ func TestLifecycle(t *testing.T) {
 			requireRunning(t, pids)
 
 			// The exact command line, working directory and environment.
-			port, prof := strconv.Itoa(r.port), spec.ProfilerDir
+			port, prof := strconv.Itoa(srv.Spec().Port), spec.ProfilerDir
+			how := "inherited" // the simulated engine serves on the socket Start bound
+			if tt.kind != Sim {
+				require.Equal(t, r.port, srv.Spec().Port)
+				how = "bound"
+			}
 			require.Equal(t, append([]string{r.exe}, tt.args(port, prof)...), r.argv())
 			require.Equal(t, r.work+"\n", r.read("cwd"))
 			env := r.env()
@@ -313,7 +337,7 @@ func TestLifecycle(t *testing.T) {
 			lines := strings.Split(strings.TrimSpace(log), "\n")
 			require.Contains(t, lines[0], fmt.Sprintf("starting the %s engine: %s", tt.kind, srv.Command()))
 			for _, want := range []string{"helper: loading test/model (stdout)", "helper: port " + port + " (stderr)",
-				"worker: idle", "helper: stopped on SIGTERM"} {
+				"helper: listening on 127.0.0.1:" + port + " (" + how + ")", "worker: idle", "helper: stopped on SIGTERM"} {
 				require.Contains(t, lines, want)
 			}
 			require.Contains(t, log, `serve-sim: serving "test/model" on http://127.0.0.1:`+port)
@@ -460,22 +484,26 @@ func TestStartFails(t *testing.T) {
 	}
 }
 
-// TestPortTaken: a held port is refused before anything starts.
+// TestPortTaken: a held port is refused before anything starts, whether
+// the engine binds it (atom) or Start binds it for the engine (sim).
 func TestPortTaken(t *testing.T) {
 	t.Parallel()
-	for _, addr := range []string{"127.0.0.1", "0.0.0.0"} {
-		t.Run(addr, func(t *testing.T) {
-			t.Parallel()
-			r := newRig(t)
-			ln, err := net.Listen("tcp", net.JoinHostPort(addr, "0"))
-			require.NoError(t, err)
-			defer ln.Close()
-			r.port = ln.Addr().(*net.TCPAddr).Port
-			_, err = Start(t.Context(), r.spec(ATOM, nil), r.opts())
-			require.ErrorContains(t, err, fmt.Sprintf("atom engine: port %d is taken: another process listens on it; find it with `ss -ltnp 'sport = :%d'`", r.port, r.port))
-			require.NoFileExists(t, filepath.Join(r.rec, "argv"), "nothing was started")
-			require.NoFileExists(t, filepath.Join(r.runDir, LogFile), "nothing was written")
-		})
+	for _, kind := range []Kind{ATOM, Sim} {
+		for _, addr := range []string{"127.0.0.1", "0.0.0.0"} {
+			t.Run(string(kind)+"/"+addr, func(t *testing.T) {
+				t.Parallel()
+				r := newRig(t)
+				ln, err := net.Listen("tcp", net.JoinHostPort(addr, "0"))
+				require.NoError(t, err)
+				defer ln.Close()
+				spec := r.spec(kind, nil)
+				spec.Port = ln.Addr().(*net.TCPAddr).Port
+				_, err = Start(t.Context(), spec, r.opts())
+				require.ErrorContains(t, err, fmt.Sprintf("%s engine: port %d is taken: another process listens on it; find it with `ss -ltnp 'sport = :%d'`", kind, spec.Port, spec.Port))
+				require.NoFileExists(t, filepath.Join(r.rec, "argv"), "nothing was started")
+				require.NoFileExists(t, filepath.Join(r.runDir, LogFile), "nothing was written")
+			})
+		}
 	}
 }
 
@@ -580,7 +608,8 @@ func TestSimRealBinary(t *testing.T) {
 		t.Run(string(tt.kind), func(t *testing.T) {
 			t.Parallel()
 			r := newRig(t)
-			spec := Spec{Kind: tt.kind, Model: "MiniMaxAI/MiniMax-M2.5", Port: r.port, Dir: r.work, ProfilerDir: filepath.Join(r.runDir, "traces")}
+			spec := r.spec(tt.kind, nil)
+			spec.Model, spec.Env = "MiniMaxAI/MiniMax-M2.5", nil
 			tt.tweak(r, &spec)
 			srv, err := Start(t.Context(), spec, r.opts())
 			require.NoError(t, err)
@@ -588,7 +617,7 @@ func TestSimRealBinary(t *testing.T) {
 			require.NoError(t, srv.Stop(t.Context()))
 			requireGone(t, srv.PID(), []int{srv.PID()})
 			log := r.log()
-			require.Contains(t, log, `serve-sim: serving "MiniMaxAI/MiniMax-M2.5" on http://127.0.0.1:`+strconv.Itoa(r.port))
+			require.Contains(t, log, `serve-sim: serving "MiniMaxAI/MiniMax-M2.5" on http://127.0.0.1:`+strconv.Itoa(srv.Spec().Port))
 			require.Contains(t, log, "engine was stopped (exit status 0)")
 		})
 	}

@@ -174,13 +174,26 @@ func Start(ctx context.Context, spec Spec, opts Options) (*Server, error) {
 	if err := checkGroups(); err != nil {
 		return nil, fmt.Errorf("%s engine: %w", spec.Kind, err)
 	}
-	if s.cmd, err = spec.Command(); err != nil {
+	if _, err = spec.Command(); err != nil {
+		return nil, fmt.Errorf("%s engine: %w", spec.Kind, err)
+	}
+	var held *heldPort // the simulated engine's socket, bound here
+	if spec.Kind == Sim {
+		// A port found free and let go may be taken by any process before
+		// the engine binds it; a socket bound here and inherited is the
+		// engine's from the start. Port 0: any free port.
+		if held, err = holdPort(s.spec.Port); err != nil {
+			return nil, fmt.Errorf("%s engine: %w", spec.Kind, err)
+		}
+		defer held.Close()
+		s.spec.Port = held.port
+	} else if err := portFree(s.spec.Port); err != nil {
+		return nil, fmt.Errorf("%s engine: %w", spec.Kind, err)
+	}
+	if s.cmd, err = s.spec.Command(); err != nil { // with the port bound
 		return nil, fmt.Errorf("%s engine: %w", spec.Kind, err)
 	}
 	s.url = "http://127.0.0.1:" + strconv.Itoa(s.spec.Port)
-	if err := portFree(s.spec.Port); err != nil {
-		return nil, fmt.Errorf("%s engine: %w", spec.Kind, err)
-	}
 	if opts.RunDir == "" {
 		return nil, fmt.Errorf("%s engine: no run directory for %s", spec.Kind, LogFile)
 	}
@@ -200,11 +213,19 @@ func Start(ctx context.Context, spec Spec, opts Options) (*Server, error) {
 	s.proc = exec.Command(s.cmd.Path, s.cmd.Args...)
 	s.proc.Dir = s.cmd.Dir
 	s.proc.Env = s.cmd.environ
+	if held != nil {
+		s.proc.ExtraFiles = []*os.File{held.File}
+		s.proc.Env = append(slices.Clip(s.proc.Env), ListenFDEnv+"=3")
+	}
 	// A file, not a pipe: processes the engine spawns may keep it open after
 	// the engine exits, which must not keep anything here waiting.
 	s.proc.Stdout, s.proc.Stderr = s.log, s.log
 	s.proc.SysProcAttr = groupAttr()
-	if err := s.startProc(); err != nil {
+	err = s.startProc()
+	if held != nil {
+		held.Close() // the engine has its own copy: the port goes with it
+	}
+	if err != nil {
 		fmt.Fprintf(s.log, "# profile-model: the %s engine could not start: %v\n", spec.Kind, err)
 		s.log.Close()
 		return nil, &Error{Kind: spec.Kind, Msg: "could not start " + shellQuote(s.cmd.Path) + " (set the engine's executable, or PATH)",
@@ -236,13 +257,73 @@ func portFree(port int) error {
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
 			if errors.Is(err, syscall.EADDRINUSE) {
-				return fmt.Errorf("port %d is taken: another process listens on it; find it with `ss -ltnp 'sport = :%d'` (or `lsof -iTCP:%d -sTCP:LISTEN`), then stop it or choose another port", port, port, port)
+				return portTaken(port)
 			}
 			return fmt.Errorf("cannot listen on port %d to check that it is free: %w", port, err)
 		}
 		ln.Close()
 	}
 	return nil
+}
+
+// ListenFDEnv names the environment variable that tells the simulated
+// engine which inherited file descriptor is its listening socket.
+const ListenFDEnv = "PROFILE_MODEL_LISTEN_FD"
+
+// heldPort is a loopback socket listening on port, as a file to hand on.
+type heldPort struct {
+	*os.File
+	port int
+}
+
+// holdPort binds 127.0.0.1:port (0: any free port) for an engine to
+// inherit; a port another process listens on is refused as portFree does.
+func holdPort(port int) (*heldPort, error) {
+	if port != 0 {
+		if err := portFree(port); err != nil { // on any address, too
+			return nil, err
+		}
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+	if err != nil {
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return nil, portTaken(port)
+		}
+		return nil, fmt.Errorf("cannot listen on port %d: %w", port, err)
+	}
+	defer ln.Close() // the file is a copy
+	f, err := ln.(*net.TCPListener).File()
+	if err != nil {
+		return nil, fmt.Errorf("handing on the socket of port %d: %w", port, err)
+	}
+	return &heldPort{File: f, port: ln.Addr().(*net.TCPAddr).Port}, nil
+}
+
+// InheritedListener is the listening socket a simulated engine was started
+// with (ListenFDEnv names its descriptor), or nil when it was started
+// without one. The variable is cleared so that nothing the engine starts
+// takes it for its own.
+func InheritedListener() (net.Listener, error) {
+	v, ok := os.LookupEnv(ListenFDEnv)
+	if !ok {
+		return nil, nil
+	}
+	os.Unsetenv(ListenFDEnv)
+	fd, err := strconv.Atoi(v)
+	if err != nil || fd < 3 {
+		return nil, fmt.Errorf("%s=%q: want the number of an inherited descriptor (3 or more)", ListenFDEnv, v)
+	}
+	f := os.NewFile(uintptr(fd), "listener")
+	defer f.Close() // the listener holds a copy
+	ln, err := net.FileListener(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s=%d: not a listening socket: %w", ListenFDEnv, fd, err)
+	}
+	return ln, nil
+}
+
+func portTaken(port int) error {
+	return fmt.Errorf("port %d is taken: another process listens on it; find it with `ss -ltnp 'sport = :%d'` (or `lsof -iTCP:%d -sTCP:LISTEN`), then stop it or choose another port", port, port, port)
 }
 
 // URL is the engine's base URL, e.g. http://127.0.0.1:8000.

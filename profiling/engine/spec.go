@@ -81,7 +81,7 @@ type Spec struct {
 	// request must carry: ATOM answers 400 to a request naming another.
 	Model string
 	TP    int    // tensor-parallel size; 0: 1
-	Port  int    // HTTP port; 0: DefaultPort
+	Port  int    // HTTP port; 0: DefaultPort, for sim any free port (Start binds it)
 	URL   string // none only: the running server's base URL, e.g. http://127.0.0.1:8000
 
 	KVCacheDType string // KV-cache data type; "": fp8 for ATOM, the engine's default otherwise
@@ -160,7 +160,7 @@ func (s Spec) withDefaults() Spec {
 	if s.TP == 0 {
 		s.TP = 1
 	}
-	if s.Port == 0 {
+	if s.Port == 0 && s.Kind != Sim {
 		s.Port = DefaultPort
 	}
 	if s.Kind == ATOM && s.KVCacheDType == "" {
@@ -201,7 +201,7 @@ func (s Spec) Check() (notes []string, err error) {
 	switch {
 	case s.TP < 1:
 		bad("tensor-parallel size %d: must be at least 1", s.TP)
-	case s.Port < 1 || s.Port > 65535:
+	case s.Port < 0 || s.Port > 65535:
 		bad("port %d: must be between 1 and 65535", s.Port)
 	}
 	if s.MaxNumSeqs < 0 {

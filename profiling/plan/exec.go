@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -318,13 +317,6 @@ func (e *engineRun) ensure(ctx context.Context) error {
 		}
 	}
 	spec := e.s.p.spec(e.sv, e.s.o.Options)
-	if spec.Kind == engine.Sim && spec.Port == 0 {
-		port, err := freePort()
-		if err != nil {
-			return err
-		}
-		spec.Port = port
-	}
 	spec.ProfilerDir = absPath(e.traces())
 	se := e.s.index.server(e.sv.Name)
 	fail := func(err error) error {
@@ -390,16 +382,6 @@ func keepOldLog(dir string) error {
 		}
 	}
 	return fmt.Errorf("%s: too many earlier logs", log)
-}
-
-// freePort asks the kernel for a free TCP port on loopback.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("finding a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 func roundDur(d time.Duration) time.Duration {
