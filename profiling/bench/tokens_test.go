@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -383,7 +384,15 @@ func sweepSim(t *testing.T, cfg sim.Config, sc SweepConfig) (*LevelResult, *resu
 
 // With frames of 4 tokens, ITL is still the engine's time per token (not
 // per frame) and tokens_per_frame says 4; the tokens of a frame are spread
-// evenly (no tokenizer), with a warning saying so.
+// evenly (no tokenizer), with a warning saying so. ITL per token is held
+// within each request: every frame after the first gives 4 gaps that
+// differ by at most a nanosecond, and the gaps add up to no more than the
+// stream lasted (a frame's whole gap given to each of its tokens would be
+// 4 times that). The level of one token a frame is the same engine
+// streaming unmerged; its ITL is logged beside, not compared: the two
+// levels are two engines whose wall-clock pace a loaded machine sets
+// apart (medians of 13.0 and 20.4 ms were seen, with two CPU hogs), and
+// the median of single steps and of 4-step averages part too.
 func TestSweepMergedFrames(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs two levels against the simulated engine at full time scale; skipped with -short")
@@ -415,14 +424,31 @@ func TestSweepMergedFrames(t *testing.T) {
 	require.Equal(t, string(splitEven), four.doc.TokensPerFrameMethod)
 	require.Equal(t, osl*conc*2, four.doc.TotalOutputTokens)
 	require.Contains(t, strings.Join(diagMessages(four.lv), "\n"), "spread evenly")
-	for _, o := range four.lv.Outputs {
+	for i, o := range four.lv.Outputs {
 		require.Equal(t, osl/4, o.TokenEvents)
 		require.Equal(t, osl-4, o.ITL.Len(), "a gap per token after the first frame")
+		g := gapsList(o.ITL)
+		for f := 0; f < len(g); f += 4 {
+			frame := slices.Clone(g[f : f+4])
+			slices.Sort(frame)
+			require.LessOrEqual(t, frame[3]-frame[0], time.Duration(1), "request %d, frame %d: its gap spread evenly over its 4 tokens: %v", i, f/4+1, g[f:f+4])
+		}
+		requireGapsWithin(t, o, i)
 	}
-	p1, p4 := one.doc.ITL.Median, four.doc.ITL.Median
-	t.Logf("ITL p50: %.3f ms one token per frame, %.3f ms four per frame (ratio %.3f); TPOT p50 %.3f / %.3f ms",
-		p1, p4, p4/p1, one.doc.TPOT.Median, four.doc.TPOT.Median)
-	require.InEpsilon(t, p1, p4, 0.05, "ITL p50 is per token: %.3f ms against %.3f ms", p4, p1)
+	t.Logf("ITL p50: %.3f ms one token per frame, %.3f ms four per frame; TPOT p50 %.3f / %.3f ms",
+		one.doc.ITL.Median, four.doc.ITL.Median, one.doc.TPOT.Median, four.doc.TPOT.Median)
+}
+
+// requireGapsWithin checks that request i's gaps add up to no more than
+// its stream lasted after the first token.
+func requireGapsWithin(t *testing.T, o output, i int) {
+	t.Helper()
+	var sum time.Duration
+	for d := range o.ITL.All() {
+		require.GreaterOrEqual(t, d, time.Duration(0), "request %d", i)
+		sum += d
+	}
+	require.LessOrEqual(t, sum, o.E2EL-o.TTFT, "request %d: the gaps lie between the first token and the stream's end", i)
 }
 
 func diagMessages(lv *LevelResult) []string {
@@ -458,7 +484,11 @@ func TestSweepReasoningCounted(t *testing.T) {
 
 // The client counts the same on both dialects of the simulated engine,
 // with merged frames, reasoning and tokens sent as empty text, given the
-// served model's tokenizer (so each frame's count is exact).
+// served model's tokenizer (so each frame's count is exact): per request
+// the same frames, tokens and gaps, and gaps that lie within the stream.
+// The two dialects are two engines, whose wall-clock pace a loaded
+// machine sets apart: their ITL medians are logged, not compared
+// (TestDialectsMeasureAlike compares the times of one schedule exactly).
 func TestSweepDialectsAlike(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs two levels against the simulated engine; skipped with -short")
@@ -493,9 +523,10 @@ func TestSweepDialectsAlike(t *testing.T) {
 		require.Equal(t, a.TokenEvents, b.TokenEvents, "request %d", i)
 		require.Equal(t, a.FrameTokens, b.FrameTokens, "request %d", i)
 		require.Equal(t, a.ITL.Len(), b.ITL.Len(), "request %d", i)
+		requireGapsWithin(t, a, i)
+		requireGapsWithin(t, b, i)
 	}
 	t.Logf("ITL p50 legacy %.3f ms, current %.3f ms; tokens per frame %.3f", l.ITL.Median, c.ITL.Median, l.TokensPerFrame)
-	require.InEpsilon(t, l.ITL.Median, c.ITL.Median, 0.15, "same schedule, same per-token gaps")
 }
 
 // BenchmarkReadStreamTokenizer is BenchmarkReadStream with the model's
