@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -293,7 +294,13 @@ func runMatrixJobs(t *testing.T, sweeps, results string, count int) []fleet.Entr
 	exe, err := os.Executable()
 	require.NoError(t, err)
 	bin := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(bin, "profile-model"), []byte("#!/bin/sh\nexec "+strconv.Quote(exe)+" \"$@\"\n"), 0o755))
+	// No fork while the script is open for writing: a child forked then
+	// by a parallel test would hold it open, and running it meanwhile
+	// fails with "text file busy".
+	syscall.ForkLock.RLock()
+	err = os.WriteFile(filepath.Join(bin, "profile-model"), []byte("#!/bin/sh\nexec "+strconv.Quote(exe)+" \"$@\"\n"), 0o755)
+	syscall.ForkLock.RUnlock()
+	require.NoError(t, err)
 	var entries []fleet.Entry
 	for _, mx := range m.Matrices {
 		for _, e := range mx.Include {

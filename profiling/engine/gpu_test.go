@@ -202,7 +202,7 @@ func TestGPUProbeRunsTool(t *testing.T) {
 	require.NoError(t, err)
 	tool := filepath.Join(dir, ROCmSMI)
 	script := "#!/bin/sh\n[ \"$*\" = '--showmeminfo vram --json' ] || { echo \"bad arguments: $*\" >&2; exit 2; }\nexec cat " + shellQuote(fixture) + "\n"
-	require.NoError(t, os.WriteFile(tool, []byte(script), 0o755))
+	writeScript(t, tool, script)
 	look := func(file string) (string, error) {
 		if file == ROCmSMI {
 			return tool, nil
@@ -215,7 +215,7 @@ func TestGPUProbeRunsTool(t *testing.T) {
 	require.Equal(t, "GPU 0: 0.3 of 192.0 GiB used (rocm-smi)", strings.Split(r.String(), "\n")[0])
 
 	// A failing tool's stderr is in the error.
-	require.NoError(t, os.WriteFile(tool, []byte("#!/bin/sh\necho 'ERROR: amdgpu driver not loaded' >&2\nexit 1\n"), 0o755))
+	writeScript(t, tool, "#!/bin/sh\necho 'ERROR: amdgpu driver not loaded' >&2\nexit 1\n")
 	_, err = GPUProbe{LookPath: look}.Memory(t.Context())
 	require.ErrorContains(t, err, `exit status 1: "ERROR: amdgpu driver not loaded"`)
 }

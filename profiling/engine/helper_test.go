@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/profile-model/profile-model/profiling/sim"
 )
 
@@ -158,4 +160,17 @@ func helperServe(args []string) int {
 	}
 	fmt.Fprintln(os.Stderr, "helper: stopped on SIGTERM")
 	return 0
+}
+
+// writeScript writes an executable script for a test to run. No process
+// is forked while the file is open for writing: a child forked then (by
+// a parallel test starting a process) holds the write descriptor until
+// its own exec, and running the script in that moment fails with "text
+// file busy", as it did on a loaded machine.
+func writeScript(t *testing.T, path, script string) {
+	t.Helper()
+	syscall.ForkLock.RLock()
+	err := os.WriteFile(path, []byte(script), 0o755)
+	syscall.ForkLock.RUnlock()
+	require.NoError(t, err)
 }

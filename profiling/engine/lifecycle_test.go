@@ -60,7 +60,7 @@ pwd -P > REC/cwd
 env > REC/env
 exec SELF "$@"
 `)
-	require.NoError(t, os.WriteFile(r.exe, []byte(script), 0o755))
+	writeScript(t, r.exe, script)
 	// Whatever a failing test leaves behind is killed.
 	t.Cleanup(func() {
 		for _, pid := range r.pidsIfAny() {
@@ -600,7 +600,7 @@ func TestSimRealBinary(t *testing.T) {
 		kind: ATOM,
 		tweak: func(r *rig, s *Spec) {
 			stand := filepath.Join(r.work, "python")
-			require.NoError(t, os.WriteFile(stand, []byte("#!/bin/sh\nshift 2\nexec "+shellQuote(bin)+" serve-sim \"$@\"\n"), 0o755))
+			writeScript(t, stand, "#!/bin/sh\nshift 2\nexec "+shellQuote(bin)+" serve-sim \"$@\"\n")
 			s.Exe, s.TP, s.MaxNumSeqs, s.CaptureSizes, s.Level, s.MaxModelLen, s.TrustRemoteCode = stand, 1, 8, []int{1, 2, 4, 8}, new(3), 4096, true
 		},
 	}}
