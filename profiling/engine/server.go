@@ -231,7 +231,6 @@ func Start(ctx context.Context, spec Spec, opts Options) (*Server, error) {
 		return nil, &Error{Kind: spec.Kind, Msg: "could not start " + shellQuote(s.cmd.Path) + " (set the engine's executable, or PATH)",
 			Err: err, LogPath: s.logPath, Tail: readTail(s.logPath, tailLines)}
 	}
-	s.pgid = s.proc.Process.Pid
 	if opts.Started != nil {
 		opts.Started(s.pgid)
 	}
@@ -422,6 +421,9 @@ func (s *Server) startProc() error {
 	go func() {
 		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine, after the engine
 		err := s.proc.Start()
+		if err == nil {
+			s.pgid = s.proc.Process.Pid // before reap can read it
+		}
 		started <- err
 		if err == nil {
 			s.reap()
