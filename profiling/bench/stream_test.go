@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -52,9 +53,14 @@ func TestStreamTransportKeepAlive(t *testing.T) {
 	t.Parallel()
 	var conns atomic.Int32
 	var paths atomic.Value
+	var together atomic.Pointer[sync.WaitGroup] // requests that answer only once all have come
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		paths.Store(r.URL.Path)
 		io.Copy(io.Discard, r.Body)
+		if wg := together.Load(); wg != nil {
+			wg.Done()
+			wg.Wait()
+		}
 		streamHandler(atomFrames(3, 5))(w, r)
 	}))
 	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
@@ -81,10 +87,17 @@ func TestStreamTransportKeepAlive(t *testing.T) {
 	require.Equal(t, int32(2), conns.Load())
 
 	// Several idle connections, all closed by the server (a restart): the
-	// next request goes past every one of them.
+	// next request goes past every one of them. The server answers the
+	// three only once all three have come, so they hold three connections
+	// at once however the machine schedules them (on a loaded machine one
+	// could end before the next was sent, and reuse its connection).
+	var wg sync.WaitGroup
+	wg.Add(3)
+	together.Store(&wg)
 	outs, _, _ := runLoad(context.Background(), c, fromSlice([]request{
 		{Prompt: "a", PromptLen: 1, MaxTokens: 3}, {Prompt: "b", PromptLen: 1, MaxTokens: 3}, {Prompt: "c", PromptLen: 1, MaxTokens: 3},
 	}), load{MaxConcurrency: 3})
+	together.Store(nil)
 	for _, o := range outs {
 		require.True(t, o.OK(), o.Error)
 	}
