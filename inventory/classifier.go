@@ -94,7 +94,8 @@ func NewClassifier(tr *tracing.Trace, rules *Rules) *Classifier {
 			c.prefill[tr.Names[id]] = true
 		}
 	}
-	// The op under which a name ran longest (ties: the first name).
+	// The op under which a name ran longest (ties: the op name first in
+	// sort order, so that map order never decides).
 	type pick struct {
 		op string
 		t  int64
