@@ -7,7 +7,7 @@ import (
 	"io"
 	"sync/atomic"
 
-	"github.com/klauspost/compress/gzip"
+	"github.com/profile-model/profile-model/internal/inflate"
 	"github.com/profile-model/profile-model/internal/diag"
 	"github.com/profile-model/profile-model/internal/jsonscan"
 )
@@ -247,7 +247,7 @@ func (s *scanner) needData() {
 	if s.err != nil {
 		return
 	}
-	if errors.Is(s.rerr, gzip.ErrChecksum) {
+	if errors.Is(s.rerr, inflate.ErrChecksum) {
 		s.err = fmt.Errorf("byte %d: gzip checksum mismatch: the file is corrupt; copy or export it again: %w", s.Offset(), s.rerr)
 		s.state = stDone
 		return
@@ -281,63 +281,32 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// memberReader reads a gzip stream member by member (as gzip's multistream
-// mode does) and notes where a second member begins, so that one starting
-// after the JSON document is not read silently.
-type memberReader struct {
-	zr      *gzip.Reader
-	br      *bufio.Reader
-	cnt     *countingReader
-	out     int64        // uncompressed bytes read
+// gzipMembers notes where a second gzip member begins, so that one
+// starting after the JSON document is not read silently. The inflating
+// goroutine writes it; the scanner reads it.
+type gzipMembers struct {
 	second  atomic.Int64 // uncompressed offset of the second member, -1 when none
 	secondC atomic.Int64 // its compressed offset
 }
 
-func newMemberReader(zr *gzip.Reader, br *bufio.Reader, cnt *countingReader) *memberReader {
-	zr.Multistream(false)
-	m := &memberReader{zr: zr, br: br, cnt: cnt}
-	m.second.Store(-1)
-	return m
-}
-
-func (m *memberReader) Read(p []byte) (int, error) {
-	for {
-		n, err := m.zr.Read(p)
-		m.out += int64(n)
-		if err != io.EOF {
-			return n, err
-		}
-		if _, perr := m.br.Peek(1); perr != nil {
-			return n, io.EOF
-		}
-		at := m.cnt.n.Load() - int64(m.br.Buffered())
-		if err := m.zr.Reset(m.br); err != nil {
-			return n, err // not gzip: a TrailerError says so
-		}
-		if m.second.Load() < 0 {
-			m.secondC.Store(at)
-			m.second.Store(m.out)
-		}
-		m.zr.Multistream(false)
-		if n > 0 {
-			return n, nil
-		}
-	}
-}
-
 // openInput detects gzip by its magic bytes and returns the uncompressed
 // stream; for gzip, also the compressed byte count and the member reader.
-func openInput(r io.Reader) (io.Reader, *countingReader, *memberReader, error) {
+func openInput(r io.Reader) (io.Reader, *countingReader, *gzipMembers, error) {
 	cnt := &countingReader{r: r}
 	br := bufio.NewReaderSize(cnt, 64<<10)
 	magic, _ := br.Peek(2)
 	if len(magic) < 2 || magic[0] != 0x1f || magic[1] != 0x8b {
 		return br, nil, nil, nil
 	}
-	zr, err := gzip.NewReader(br)
+	zr, err := inflate.NewReader(br)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("reading gzip header: %w (the file is truncated, or gzip-like but not gzip)", err)
 	}
-	m := newMemberReader(zr, br, cnt)
-	return m, cnt, m, nil
+	m := &gzipMembers{}
+	m.second.Store(-1)
+	zr.SecondMember = func(out, in int64) {
+		m.secondC.Store(in)
+		m.second.Store(out)
+	}
+	return zr, cnt, m, nil
 }

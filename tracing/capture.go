@@ -14,7 +14,7 @@ import (
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
-	"github.com/klauspost/compress/gzip"
+	"github.com/profile-model/profile-model/internal/inflate"
 
 	"github.com/profile-model/profile-model/internal/jsonscan"
 )
@@ -209,11 +209,11 @@ func readCapture(ctx context.Context, r io.Reader, name string) (*Capture, error
 func captureInput(r io.Reader, name string) (io.Reader, func(), error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
-		zr, err := gzip.NewReader(br)
+		zr, err := inflate.NewReader(br)
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s: reading gzip header: %w (the file is truncated, or gzip-like but not gzip)", name, err)
 		}
-		return zr, func() { zr.Close() }, nil
+		return zr, func() {}, nil
 	}
 	return br, func() {}, nil
 }

@@ -176,7 +176,7 @@ func openScanner(ctx context.Context, r io.Reader, opts Options) (*scanner, func
 type input struct {
 	src io.Reader
 	cnt *countingReader
-	mem *memberReader
+	mem *gzipMembers
 }
 
 // builder collects the kept events of one pass.

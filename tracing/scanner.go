@@ -84,7 +84,7 @@ type scanner struct {
 	ra    *jsonscan.ReadAhead // when set, chunks come from it (rd is unused)
 	chunk bool                // buf is a read-ahead chunk, to give back
 	cnt   *countingReader     // compressed input, nil when not gzip
-	mem   *memberReader       // gzip members, nil when not gzip
+	mem   *gzipMembers       // gzip members, nil when not gzip
 	buf   []byte
 	r, w  int   // unread data is buf[r:w]
 	base  int64 // stream offset of buf[0]
@@ -120,7 +120,7 @@ func newScanner(r io.Reader) *scanner {
 }
 
 // newScannerFrom scans the chunks of a read-ahead.
-func newScannerFrom(ra *jsonscan.ReadAhead, cnt *countingReader, mem *memberReader) *scanner {
+func newScannerFrom(ra *jsonscan.ReadAhead, cnt *countingReader, mem *gzipMembers) *scanner {
 	return &scanner{ra: ra, cnt: cnt, mem: mem, names: make(map[string]string), hdr: traceHeader{Meta: map[string]string{}}}
 }
 

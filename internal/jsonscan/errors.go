@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/klauspost/compress/gzip"
+	"github.com/profile-model/profile-model/internal/inflate"
 )
 
 // The errors a reader reports: input that is not a trace, input cut short,
@@ -59,11 +59,11 @@ type TrailerError struct {
 
 func (e *TrailerError) Error() string {
 	switch {
-	case errors.Is(e.Err, gzip.ErrChecksum):
+	case errors.Is(e.Err, inflate.ErrChecksum):
 		return "gzip checksum mismatch: the file is corrupt; copy or export it again"
 	case errors.Is(e.Err, io.ErrUnexpectedEOF):
 		return fmt.Sprintf("the gzip stream ends unexpectedly at compressed byte %d, after the JSON: its checksum is missing (the file was cut short) or stray bytes follow it, so it could not be verified; copy or export it again", e.CompressedOffset)
-	case errors.Is(e.Err, gzip.ErrHeader):
+	case errors.Is(e.Err, inflate.ErrHeader):
 		return fmt.Sprintf("bytes that are not gzip follow the gzip stream (before compressed byte %d); they were ignored", e.CompressedOffset)
 	}
 	return fmt.Sprintf("reading the gzip stream after the JSON (compressed byte %d): %v", e.CompressedOffset, e.Err)

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/klauspost/compress/gzip"
+	"github.com/profile-model/profile-model/internal/inflate"
 
 	"github.com/profile-model/profile-model/internal/jsonscan"
 )
@@ -66,7 +66,7 @@ func newSplitter(ctx context.Context, r io.Reader) (*splitter, error) {
 		if magic, _ := br.Peek(2); len(magic) < 2 || magic[0] != 0x1f || magic[1] != 0x8b {
 			return br, nil
 		}
-		zr, err := gzip.NewReader(br)
+		zr, err := inflate.NewReader(br)
 		if err != nil {
 			return nil, fmt.Errorf("reading the gzip header: %w (the file is truncated, or not gzip)", err)
 		}
@@ -76,7 +76,7 @@ func newSplitter(ctx context.Context, r io.Reader) (*splitter, error) {
 		return nil, err
 	}
 	sp := &splitter{ra: jsonscan.NewReadAhead(ctx, src), cnt: cnt}
-	_, sp.gzip = src.(*gzip.Reader)
+	_, sp.gzip = src.(*inflate.Reader)
 	return sp, nil
 }
 
