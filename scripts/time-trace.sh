@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Times the trace analysis against the floor, as whole processes under
-# /usr/bin/time: plain klauspost gzip decompression of TRACE (the
-# tracing package's TestGunzipTime; "gunzip" hands the bytes from the
-# decompressor's window to io.Discard, "gunzip-read" copies them out into
-# 1 MB buffers, as any reader that scans on another goroutine must), then
+# /usr/bin/time: plain gzip decompression of TRACE (the tracing
+# package's TestGunzipTime; "gunzip", the floor the ratios are taken
+# against, is klauspost's reader handing the bytes from its window to
+# io.Discard; "gunzip-read" copies them out into 1 MB buffers, as any
+# reader that scans on another goroutine must; "inflate" is the project's
+# own reader, internal/inflate, filling 512 KB buffers as a trace read
+# does), then
 # `inspect --json`, `layers` and
 # `kernels` of each profile-model binary given, in interleaved rounds so
 # that a busy machine slows every command alike. Prints the median wall
@@ -34,11 +37,11 @@ while [[ $# -gt 0 ]]; do
   case $1 in
     -n) rounds=$2; shift 2 ;;
     --python) python=1; shift ;;
-    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
     *) break ;;
   esac
 done
-[[ $# -ge 1 ]] || { sed -n '2,27p' "$0"; exit 2; }
+[[ $# -ge 1 ]] || { sed -n '2,30p' "$0"; exit 2; }
 trace=$1; shift
 [[ -x /usr/bin/time ]] || { echo "needs /usr/bin/time (GNU time: apt-get install time)" >&2; exit 2; }
 bins=("$@")
@@ -105,6 +108,7 @@ for r in $(seq 1 "$rounds"); do
   echo "round $r/$rounds" >&2
   PROFILE_MODEL_GUNZIP=$trace run gunzip "$tmp/tracing.test" -test.run '^TestGunzipTime$' -test.count 1
   PROFILE_MODEL_GUNZIP=$trace PROFILE_MODEL_GUNZIP_BUFFERS=1 run gunzip-read "$tmp/tracing.test" -test.run '^TestGunzipTime$' -test.count 1
+  PROFILE_MODEL_GUNZIP=$trace PROFILE_MODEL_GUNZIP_BUFFERS=inflate run inflate "$tmp/tracing.test" -test.run '^TestGunzipTime$' -test.count 1
   for i in "${!bins[@]}"; do
     b=${bins[$i]}
     tag=$i:$(basename "$b")
@@ -146,6 +150,7 @@ awk -v cores="$cores" '
         p = substr(l, 1, length(l) - 8)
         printf "%s: layers/inspect %.2f, kernels/inspect %.2f (wall; %d cores)\n", p, mw[p ":layers"] / mw[l], mw[p ":kernels"] / mw[l], cores
         printf "%s: against gunzip-read (%.2f s): inspect %.2f, layers %.2f, kernels %.2f (wall; %d cores)\n", p, mw["gunzip-read"], mw[l] / mw["gunzip-read"], mw[p ":layers"] / mw["gunzip-read"], mw[p ":kernels"] / mw["gunzip-read"], cores
+        printf "%s: against inflate (%.2f s): inspect %.2f, layers %.2f, kernels %.2f (wall; %d cores)\n", p, mw["inflate"], mw[l] / mw["inflate"], mw[p ":layers"] / mw["inflate"], mw[p ":kernels"] / mw["inflate"], cores
       }
       if (l ~ /:layers-compat$/ && ("python-reference" in mw)) {
         printf "%s vs python-reference: %.1fx faster (wall), %.1fx less CPU, %.1fx less memory (%d cores)\n", l, mw["python-reference"] / mw[l], mc["python-reference"] / mc[l], mm["python-reference"] / mm[l], cores

@@ -7,8 +7,8 @@ import (
 	"io"
 	"sync/atomic"
 
-	"github.com/profile-model/profile-model/internal/inflate"
 	"github.com/profile-model/profile-model/internal/diag"
+	"github.com/profile-model/profile-model/internal/inflate"
 	"github.com/profile-model/profile-model/internal/jsonscan"
 )
 

@@ -84,7 +84,7 @@ type scanner struct {
 	ra    *jsonscan.ReadAhead // when set, chunks come from it (rd is unused)
 	chunk bool                // buf is a read-ahead chunk, to give back
 	cnt   *countingReader     // compressed input, nil when not gzip
-	mem   *gzipMembers       // gzip members, nil when not gzip
+	mem   *gzipMembers        // gzip members, nil when not gzip
 	buf   []byte
 	r, w  int   // unread data is buf[r:w]
 	base  int64 // stream offset of buf[0]

@@ -21,11 +21,11 @@ func (z *Reader) huffman(p []byte, op int) int {
 	in, ip := z.in, z.ip
 	const litMask, distMask = 1<<litBits - 1, 1<<distBits - 1
 	var err error
+	if z.zeros > 0 {
+		goto careful // past the end of input: only the careful loop knows
+	}
 fast:
 	for ip+fastInput <= len(in) && op+fastRoom <= len(p) {
-		if z.zeros > 0 {
-			break
-		}
 		// Refill to 56-63 bits: the bits above bitsleft that this word
 		// leaves in bitbuf are the stream's next bits, so the next refill
 		// may OR them in again.
@@ -115,6 +115,7 @@ fast:
 		op += z.copyMatch(p, op, distance, length)
 	}
 	z.bitbuf, z.bitsleft, z.ip = bitbuf, bitsleft, ip
+careful:
 	if err == nil && z.st == stHuffman {
 		op, err = z.careful(p, op, reach)
 	}
