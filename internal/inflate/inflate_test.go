@@ -226,11 +226,14 @@ func TestInflateTime(t *testing.T) {
 			t.Fatal(err)
 		}
 		start := time.Now()
-		var r io.Reader = newReader(f)
+		var r io.Reader
 		if which == "klauspost" {
-			if r, err = kgzip.NewReader(f); err != nil {
-				t.Fatal(err)
-			}
+			r, err = kgzip.NewReader(f)
+		} else {
+			r, err = NewReader(f)
+		}
+		if err != nil {
+			t.Fatal(err)
 		}
 		buf := make([]byte, 512<<10)
 		var n int64

@@ -3,6 +3,7 @@ package inflate
 import (
 	"errors"
 	"math/bits"
+	"slices"
 )
 
 // A decoding table maps the next bits of the stream (least significant
@@ -84,6 +85,12 @@ func clenEntry(sym int) uint32 { return flagLiteral | uint32(sym)<<16 }
 // that leave bit patterns unused: none at all (a block of literals has no
 // distances) and a single code of one bit; an unused pattern is an entry
 // of 0, an error when read.
+//
+// A trace of 1 GB has some 20 thousand blocks, each with its own code, so
+// this is not free: the primary table is filled by doubling (the entries
+// of codes up to length l are laid out in its first 2^l slots, which are
+// then copied on), as libdeflate does, rather than one strided store per
+// slot.
 func build(t []uint32, lens []uint8, primary uint, entry symbolEntry) ([]uint32, error) {
 	var count [maxCodeLen + 1]int
 	maxLen := 0
@@ -102,44 +109,76 @@ func build(t []uint32, lens []uint8, primary uint, entry symbolEntry) ([]uint32,
 	if left > 0 && maxLen > 1 {
 		return t, errIncomplete
 	}
-	var next [maxCodeLen + 2]int
-	for l := 1; l <= maxCodeLen; l++ {
-		next[l+1] = (next[l] + count[l]) << 1
-	}
 	size := 1 << primary
-	sub := 0 // index bits of each subtable
-	if maxLen > int(primary) {
-		sub = maxLen - int(primary)
-	}
-	t = append(t[:0], make([]uint32, size)...)
-	for sym, l := range lens {
-		if l == 0 {
-			continue
+	if left > 0 {
+		// Empty, or one code of one bit: the unused half stays 0.
+		t = append(t[:0], make([]uint32, size)...)
+		for sym, l := range lens {
+			if l == 1 {
+				e := entry(sym)
+				if e != 0 {
+					e |= 1
+				}
+				for i := 0; i < size; i += 2 {
+					t[i] = e
+				}
+			}
 		}
-		code := next[l]
-		next[l]++
-		rev := int(bits.Reverse16(uint16(code)) >> (16 - l))
-		e := entry(sym)
+		return t, nil
+	}
+	// Symbols in code order: by length, then by symbol.
+	var at [maxCodeLen + 2]int
+	for l := 1; l <= maxCodeLen; l++ {
+		at[l+1] = at[l] + count[l]
+	}
+	var sorted [numLitLen]uint16
+	for sym, l := range lens {
+		if l != 0 {
+			sorted[at[l]] = uint16(sym)
+			at[l]++
+		}
+	}
+	entryOf := func(sym uint16, l int) uint32 {
+		e := entry(int(sym))
 		if e != 0 { // a symbol the alphabet never uses stays invalid
 			e |= uint32(l)
 		}
-		if int(l) <= int(primary) {
-			for i := rev; i < size; i += 1 << l {
-				t[i] = e
+		return e
+	}
+	t = slices.Grow(t[:0], size)[:size]
+	code, pos, filled := 0, 0, 1
+	for l := 1; l <= int(primary); l++ {
+		copy(t[filled:2*filled], t[:filled])
+		filled *= 2
+		for range count[l] {
+			t[bits.Reverse16(uint16(code))>>(16-l)] = entryOf(sorted[pos], l)
+			code++
+			pos++
+		}
+		code <<= 1
+	}
+	// Longer codes: those that share their first primary bits come one
+	// after another in code order, and share a subtable. The slots of
+	// those first bits hold leftovers of the doubling until their link is
+	// written.
+	sub := maxLen - int(primary) // index bits of each subtable
+	head := -1
+	for l := int(primary) + 1; l <= maxLen; l++ {
+		for range count[l] {
+			rev := int(bits.Reverse16(uint16(code)) >> (16 - l))
+			if h := rev & (size - 1); h != head {
+				head = h
+				t[head] = flagLink | uint32(sub)<<8 | uint32(len(t))<<16
+				t = append(t, make([]uint32, 1<<sub)...)
 			}
-			continue
+			e, off := entryOf(sorted[pos], l), int(t[head]>>16)
+			for i := rev >> primary; i < 1<<sub; i += 1 << (l - int(primary)) {
+				t[off+i] = e
+			}
+			code++
+			pos++
 		}
-		// A long code: its first primary bits pick the subtable, made on
-		// first use; its other bits index into it.
-		head := rev & (size - 1)
-		if t[head] == 0 {
-			t[head] = flagLink | uint32(sub)<<8 | uint32(len(t))<<16
-			t = append(t, make([]uint32, 1<<sub)...)
-		}
-		off := int(t[head] >> 16)
-		for i := rev >> primary; i < 1<<sub; i += 1 << (int(l) - int(primary)) {
-			t[off+i] = e
-		}
+		code <<= 1
 	}
 	return t, nil
 }
