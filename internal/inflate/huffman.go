@@ -17,6 +17,9 @@ func (z *Reader) huffman(p []byte, op int) int {
 	// output so far.
 	reach := z.memberOut - int64(op) // memberOut counts up to op
 	lit, dist := z.lit, z.dist
+	// The primary tables as arrays: an index masked to their size needs
+	// no bounds check.
+	litTop, distTop := (*[1 << litBits]uint32)(lit), (*[1 << distBits]uint32)(dist)
 	bitbuf, bitsleft := z.bitbuf, z.bitsleft
 	in, ip := z.in, z.ip
 	const litMask, distMask = 1<<litBits - 1, 1<<distBits - 1
@@ -33,7 +36,7 @@ fast:
 		ip += int((63 - bitsleft) >> 3)
 		bitsleft |= 56
 
-		e := lit[bitbuf&litMask]
+		e := litTop[bitbuf&litMask]
 		if e&flagLink != 0 {
 			e = lit[e>>16+uint32(bitbuf>>litBits)&(1<<(e>>8&31)-1)]
 		}
@@ -43,7 +46,7 @@ fast:
 			p[op] = byte(e >> 16)
 			op++
 			// A second literal fits in the bits left (at least 41).
-			e = lit[bitbuf&litMask]
+			e = litTop[bitbuf&litMask]
 			if e&(flagLiteral|flagLink) != flagLiteral {
 				continue
 			}
@@ -66,7 +69,7 @@ fast:
 		bitbuf >>= extra
 		bitsleft -= uint(extra)
 
-		d := dist[bitbuf&distMask]
+		d := distTop[bitbuf&distMask]
 		if d&flagLink != 0 {
 			d = dist[d>>16+uint32(bitbuf>>distBits)&(1<<(d>>8&31)-1)]
 		}
