@@ -319,17 +319,31 @@ func (z *Reader) header() error {
 	if flg&0xe0 != 0 {
 		return ErrHeader
 	}
+	// With FHCRC the header's bytes are kept for their CRC: the standard
+	// library, zlib and klauspost's reader check it, and a header that
+	// fails it says the stream is damaged.
+	var seen []byte
+	if flg&2 != 0 {
+		seen = append(seen, h[:]...)
+	}
+	next := func() (byte, error) {
+		b, err := z.readByte()
+		if flg&2 != 0 {
+			seen = append(seen, b)
+		}
+		return b, err
+	}
 	if flg&4 != 0 { // FEXTRA
-		lo, err := z.readByte()
+		lo, err := next()
 		if err != nil {
 			return err
 		}
-		hi, err := z.readByte()
+		hi, err := next()
 		if err != nil {
 			return err
 		}
 		for range int(lo) | int(hi)<<8 {
-			if _, err := z.readByte(); err != nil {
+			if _, err := next(); err != nil {
 				return err
 			}
 		}
@@ -339,7 +353,7 @@ func (z *Reader) header() error {
 			continue
 		}
 		for {
-			b, err := z.readByte()
+			b, err := next()
 			if err != nil {
 				return err
 			}
@@ -348,11 +362,17 @@ func (z *Reader) header() error {
 			}
 		}
 	}
-	if flg&2 != 0 { // FHCRC
-		for range 2 {
-			if _, err := z.readByte(); err != nil {
+	if flg&2 != 0 { // FHCRC: the low 16 bits of the header's CRC-32
+		var c [2]byte
+		for i := range c {
+			b, err := z.readByte()
+			if err != nil {
 				return err
 			}
+			c[i] = b
+		}
+		if binary.LittleEndian.Uint16(c[:]) != uint16(crc32.ChecksumIEEE(seen)) {
+			return ErrHeader
 		}
 	}
 	return nil
