@@ -3,6 +3,7 @@ package inflate
 import (
 	"bytes"
 	stdgzip "compress/gzip"
+	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -11,10 +12,13 @@ import (
 	"math/bits"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"testing"
 	"testing/iotest"
 
 	kgzip "github.com/klauspost/compress/gzip"
+
+	"github.com/profile-model/profile-model/internal/corpus"
 )
 
 // The tests here hold the reader to the standard library's on streams
@@ -53,6 +57,12 @@ func (c *pieceReader) Read(p []byte) (int, error) {
 // returns 0, io.EOF), and never returns more than asked.
 func readRandom(t testing.TB, r io.Reader, rng *rand.Rand, max int) ([]byte, error) {
 	var out []byte
+	err := readRandomTo(t, r, rng, max, func(b []byte) { out = append(out, b...) })
+	return out, err
+}
+
+// readRandomTo is readRandom handing each Read's bytes to sink.
+func readRandomTo(t testing.TB, r io.Reader, rng *rand.Rand, max int, sink func([]byte)) error {
 	buf := make([]byte, max)
 	short := false
 	for {
@@ -71,12 +81,12 @@ func readRandom(t testing.TB, r io.Reader, rng *rand.Rand, max int) ([]byte, err
 		if err == nil && n < k {
 			short = true
 		}
-		out = append(out, buf[:n]...)
+		sink(buf[:n])
 		if err == io.EOF {
-			return out, nil
+			return nil
 		}
 		if err != nil {
-			return out, err
+			return err
 		}
 	}
 }
@@ -777,27 +787,83 @@ func FuzzRoundTrip(f *testing.F) {
 	})
 }
 
-// TestCorpusStreams reads $PROFILE_MODEL_GUNZIP (a large gzip file) in
-// random pieces into random buffers and compares it with the standard
-// library's reading; unset, it is skipped, as the file is big.
+// sameStreamAsStd reads the gzip file at path with this package, in
+// random pieces into random buffers, and with the standard library, and
+// compares the two outputs by their SHA-256 (a trace may be gigabytes).
+func sameStreamAsStd(t *testing.T, path string, rng *rand.Rand) {
+	t.Helper()
+	std := func() ([]byte, error) {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		r, err := stdgzip.NewReader(f)
+		if err != nil {
+			return nil, err
+		}
+		h := sha256.New()
+		_, err = io.Copy(h, r)
+		return h.Sum(nil), err
+	}
+	want, err := std()
+	if err != nil {
+		t.Fatalf("%s, standard library: %v", path, err)
+	}
+	z, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer z.Close()
+	h := sha256.New()
+	r, err := NewReader(&filePieces{f: z, rng: rng, max: 1 + rng.IntN(200<<10)})
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	if err := readRandomTo(t, r, rng, 1+rng.IntN(1<<20), func(b []byte) { h.Write(b) }); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	if got := h.Sum(nil); !bytes.Equal(got, want) {
+		t.Fatalf("%s: output differs from the standard library's (SHA-256 %x against %x)", path, got, want)
+	}
+}
+
+// filePieces reads a file in pieces of 1..max bytes.
+type filePieces struct {
+	f   io.Reader
+	rng *rand.Rand
+	max int
+}
+
+func (p *filePieces) Read(b []byte) (int, error) {
+	return p.f.Read(b[:min(len(b), 1+p.rng.IntN(p.max))])
+}
+
+// TestCorpusTraces reads the corpus's real traces as the standard library
+// does. By default only those under 1.2 MB (some 80 MB of JSON in all),
+// to keep the package's tests quick; PROFILE_MODEL_INFLATE_LONG=1 reads
+// them all.
+func TestCorpusTraces(t *testing.T) {
+	paths, err := filepath.Glob(filepath.Join(corpus.Dir(t), "traces", "*.gz"))
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no traces in the corpus: %v", err)
+	}
+	all := os.Getenv("PROFILE_MODEL_INFLATE_LONG") != ""
+	rng := rand.New(rand.NewPCG(33, 34))
+	for _, path := range paths {
+		if fi, err := os.Stat(path); err != nil || (!all && fi.Size() > 1200<<10) {
+			continue
+		}
+		sameStreamAsStd(t, path, rng)
+	}
+}
+
+// TestCorpusStreams reads $PROFILE_MODEL_GUNZIP (a large gzip file) as
+// the standard library does; unset, it is skipped, as the file is big.
 func TestCorpusStreams(t *testing.T) {
 	path := os.Getenv("PROFILE_MODEL_GUNZIP")
 	if path == "" {
 		t.Skip("set PROFILE_MODEL_GUNZIP=trace.json.gz to compare the reading of that file in random pieces")
 	}
-	z, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, err := stdDecode(z)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rng := rand.New(rand.NewPCG(31, 32))
-	for range 3 {
-		got, err := decodeRandom(t, z, rng)
-		if err != nil || !bytes.Equal(got, want) {
-			t.Fatalf("%v (equal %v)", err, bytes.Equal(got, want))
-		}
-	}
+	sameStreamAsStd(t, path, rand.New(rand.NewPCG(31, 32)))
 }
