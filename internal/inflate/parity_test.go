@@ -646,6 +646,56 @@ func TestHandMadeStreams(t *testing.T) {
 		put(w, lc, 256)
 	}, "za\x8cz")
 
+	// Distances at the edge: all of a member's output back, and a byte
+	// more; 32768 back, from Read buffers before the current one.
+	lits := make([]byte, 40000)
+	for i := range lits {
+		lits[i] = byte(rng.Uint32())
+	}
+	// fixedDist writes distance d (1..32768) in the fixed code.
+	fixedDist := func(w *bitWriter, d int) {
+		code := 0
+		for code+1 < len(distBase) && int(distBase[code+1]) <= d {
+			code++
+		}
+		w.code(uint64(code), 5)
+		w.bits(uint64(d-int(distBase[code])), uint(distExtra[code]))
+	}
+	back := func(n, d int) string {
+		out := append([]byte{}, lits[:n]...)
+		for range 258 {
+			out = append(out, out[len(out)-d])
+		}
+		return string(out)
+	}
+	for _, c := range []struct {
+		n, d int
+		ok   bool
+	}{{100, 100, true}, {100, 101, false}, {32768, 32768, true}, {40000, 32768, true}, {40000, 32767, true}, {1, 1, true}, {0, 1, false}} {
+		want := ""
+		if c.ok {
+			want = back(c.n, c.d)
+		}
+		fixed(fmt.Sprintf("%d literals, then 258 bytes from %d back", c.n, c.d), c.ok, func(w *bitWriter) {
+			for _, b := range lits[:c.n] {
+				w.fixedLit(int(b))
+			}
+			w.fixedLit(285)
+			fixedDist(w, c.d)
+		}, want)
+	}
+	// A member's matches may not reach into the member before it.
+	first := compress(t, 0, 6, []byte("abcdef"), 0, rng)
+	for _, d := range []int{1, 2} {
+		var w bitWriter
+		w.bits(1|1<<1, 3)
+		w.fixedLit('x')
+		w.fixedLit(257)
+		fixedDist(&w, d)
+		w.fixedLit(256)
+		streams = append(streams, stream{fmt.Sprintf("second member, distance %d", d), append(append([]byte{}, first...), member(w.bytes(), []byte("xxxx"))...), d == 1})
+	}
+
 	for _, s := range streams {
 		for range 3 {
 			err := sameAsStd(t, s.name, s.z, rng)
