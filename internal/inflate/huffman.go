@@ -131,26 +131,14 @@ careful:
 // careful decodes one symbol at a time until the block ends, p is full,
 // or the fast loop can take over again.
 func (z *Reader) careful(p []byte, op int, reach int64) (int, error) {
-	const litMask, distMask = 1<<litBits - 1, 1<<distBits - 1
 	for op < len(p) {
 		if z.zeros == 0 && z.ip+fastInput <= len(z.in) && op+fastRoom <= len(p) {
 			return op, nil // back to the fast loop (the caller's next step)
 		}
 		z.need(maxCodeLen + 5)
-		e := z.lit[z.bitbuf&litMask]
-		if e&flagLink != 0 {
-			e = z.lit[e>>16+uint32(z.bitbuf>>litBits)&(1<<(e>>8&31)-1)]
-		}
-		if e&0xff == 0 {
-			if !z.bitsValid() {
-				return op, z.inputErr()
-			}
-			return op, fmt.Errorf("%w: invalid literal/length code", ErrCorrupt)
-		}
-		z.bitbuf >>= e & 0xff
-		z.bitsleft -= uint(e & 0xff)
-		if !z.bitsValid() {
-			return op, z.inputErr()
+		e, err := z.symbol(z.lit, litBits, "literal/length")
+		if err != nil {
+			return op, err
 		}
 		if e&flagLiteral != 0 {
 			p[op] = byte(e >> 16)
@@ -163,18 +151,10 @@ func (z *Reader) careful(p []byte, op int, reach int64) (int, error) {
 		}
 		length := int(e>>16) + int(z.bits(uint(e>>8&31)))
 		z.need(maxCodeLen + 13)
-		d := z.dist[z.bitbuf&distMask]
-		if d&flagLink != 0 {
-			d = z.dist[d>>16+uint32(z.bitbuf>>distBits)&(1<<(d>>8&31)-1)]
+		d, err := z.symbol(z.dist, distBits, "distance")
+		if err != nil {
+			return op, err
 		}
-		if d&0xff == 0 {
-			if !z.bitsValid() {
-				return op, z.inputErr()
-			}
-			return op, fmt.Errorf("%w: invalid distance code", ErrCorrupt)
-		}
-		z.bitbuf >>= d & 0xff
-		z.bitsleft -= uint(d & 0xff)
 		distance := int(d>>16) + int(z.bits(uint(d>>8&31)))
 		if !z.bitsValid() {
 			return op, z.inputErr()
@@ -189,4 +169,25 @@ func (z *Reader) careful(p []byte, op int, reach int64) (int, error) {
 		}
 	}
 	return op, nil
+}
+
+// symbol decodes the next symbol with table t (bitbuf holds enough bits)
+// and consumes its code; what names the alphabet in errors.
+func (z *Reader) symbol(t []uint32, primary uint, what string) (uint32, error) {
+	e := t[z.bitbuf&(1<<primary-1)]
+	if e&flagLink != 0 {
+		e = t[e>>16+uint32(z.bitbuf>>primary)&(1<<(e>>8&31)-1)]
+	}
+	if e&0xff == 0 {
+		if !z.bitsValid() {
+			return 0, z.inputErr()
+		}
+		return 0, fmt.Errorf("%w: invalid %s code", ErrCorrupt, what)
+	}
+	z.bitbuf >>= e & 0xff
+	z.bitsleft -= uint(e & 0xff)
+	if !z.bitsValid() {
+		return 0, z.inputErr()
+	}
+	return e, nil
 }

@@ -291,6 +291,18 @@ func (z *Reader) readByte() (byte, error) {
 	return b, nil
 }
 
+// readFull fills b with input bytes (bitbuf must be empty).
+func (z *Reader) readFull(b []byte) error {
+	for i := range b {
+		c, err := z.readByte()
+		if err != nil {
+			return err
+		}
+		b[i] = c
+	}
+	return nil
+}
+
 // moreInput reports whether input remains after a member.
 func (z *Reader) moreInput() (bool, error) {
 	if z.ip < len(z.in) || z.fill() {
@@ -305,12 +317,8 @@ func (z *Reader) moreInput() (bool, error) {
 // header reads a gzip member header (RFC 1952 2.3).
 func (z *Reader) header() error {
 	var h [10]byte
-	for i := range h {
-		b, err := z.readByte()
-		if err != nil {
-			return err // a few stray bytes after a member: unexpected EOF
-		}
-		h[i] = b
+	if err := z.readFull(h[:]); err != nil {
+		return err // a few stray bytes after a member: unexpected EOF
 	}
 	if h[0] != 0x1f || h[1] != 0x8b || h[2] != 8 {
 		return ErrHeader
@@ -364,12 +372,8 @@ func (z *Reader) header() error {
 	}
 	if flg&2 != 0 { // FHCRC: the low 16 bits of the header's CRC-32
 		var c [2]byte
-		for i := range c {
-			b, err := z.readByte()
-			if err != nil {
-				return err
-			}
-			c[i] = b
+		if err := z.readFull(c[:]); err != nil {
+			return err
 		}
 		if binary.LittleEndian.Uint16(c[:]) != uint16(crc32.ChecksumIEEE(seen)) {
 			return ErrHeader
@@ -384,12 +388,8 @@ func (z *Reader) trailer() error {
 		return err
 	}
 	var t [8]byte
-	for i := range t {
-		b, err := z.readByte()
-		if err != nil {
-			return err
-		}
-		t[i] = b
+	if err := z.readFull(t[:]); err != nil {
+		return err
 	}
 	if binary.LittleEndian.Uint32(t[:4]) != z.crc || binary.LittleEndian.Uint32(t[4:]) != uint32(z.memberOut) {
 		return ErrChecksum
@@ -407,12 +407,8 @@ func (z *Reader) blockHeader() error {
 			return err
 		}
 		var b [4]byte
-		for i := range b {
-			c, err := z.readByte()
-			if err != nil {
-				return err
-			}
-			b[i] = c
+		if err := z.readFull(b[:]); err != nil {
+			return err
 		}
 		n := binary.LittleEndian.Uint16(b[:2])
 		if n != ^binary.LittleEndian.Uint16(b[2:]) {
@@ -491,15 +487,10 @@ func (z *Reader) dynamic() error {
 	var lens [numLitLen + numDist]uint8
 	for i := 0; i < nlit+ndist; {
 		z.need(clenBits + 7)
-		e := z.clen[z.bitbuf&(1<<clenBits-1)]
-		if e == 0 {
-			if !z.bitsValid() {
-				return z.inputErr()
-			}
-			return fmt.Errorf("%w: invalid code-length code", ErrCorrupt)
+		e, err := z.symbol(z.clen, clenBits, "code-length")
+		if err != nil {
+			return err
 		}
-		z.bitbuf >>= e & 0xff
-		z.bitsleft -= uint(e & 0xff)
 		sym := e >> 16
 		if sym < 16 {
 			lens[i] = uint8(sym)
