@@ -107,7 +107,9 @@ func (z *Reader) InputOffset() int64 {
 	return z.taken - int64(len(z.in)-z.ip) - int64(z.bitsleft>>3) + int64(z.zeros)
 }
 
-// Read decompresses into p. It fills p unless the stream ends first.
+// Read decompresses into p. It fills p unless the stream ends first; as
+// io.Reader allows, it may write in p past the n it returns (a match is
+// copied in 16-byte words).
 func (z *Reader) Read(p []byte) (int, error) {
 	if z.err != nil {
 		return 0, z.err
