@@ -115,6 +115,15 @@ fast:
 			op += length
 			continue fast
 		}
+		if distance == 1 && op > 0 {
+			// A run of one byte (indentation, zeros): written 8 at a time.
+			v := uint64(p[op-1]) * 0x0101010101010101
+			for i := 0; i < length; i += 8 {
+				binary.LittleEndian.PutUint64(p[op+i:], v)
+			}
+			op += length
+			continue fast
+		}
 		op += z.copyMatch(p, op, distance, length)
 	}
 	z.bitbuf, z.bitsleft, z.ip = bitbuf, bitsleft, ip
