@@ -74,6 +74,7 @@ lint:
 	@fmt=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$fmt" ]; then echo "gofmt needed: $$fmt"; exit 1; fi
 	$(GO) vet $(PKGS)
 	$(GO) tool staticcheck $(PKGS)
+	@dead=$$($(GO) tool deadcode -test $(PKGS)); if [ -n "$$dead" ]; then echo "unreachable even from tests (delete it):"; echo "$$dead"; exit 1; fi
 	./scripts/imports.sh --check
 
 # Every fuzz target, FUZZTIME each: make fuzz FUZZTIME=10m

@@ -84,10 +84,6 @@ type scanResult struct {
 	Warnings   []diag.Warning
 }
 
-func scanAll(data []byte, noFast bool) scanResult {
-	return scanWith(data, noFast, false)
-}
-
 func scanWith(data []byte, noFast, ops bool) scanResult {
 	s := newScanner(bytes.NewReader(data))
 	s.noFast = noFast

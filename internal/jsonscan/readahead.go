@@ -29,9 +29,6 @@ type Chunk struct {
 	Err error
 }
 
-// Data is the chunk's data.
-func (c Chunk) Data() []byte { return c.B[Headroom : Headroom+c.N] }
-
 // Sizes: scanning and decompression go at uneven speeds from chunk to
 // chunk (and the scheduler interrupts either), and four chunks queued
 // absorb that: one queued chunk made the 1 GB trace's inspect 0.3 s

@@ -78,7 +78,7 @@ type dims struct {
 	E, k, I, Id, Is      float64
 	wb, kvb              float64
 	moe, prefill         bool
-	attnOK, mlpOK, moeOK bool
+	attnOK, moeOK        bool
 	sharedOK, denseMLPOK bool
 	// MLA: the query's and the KV's latent ranks, the no-RoPE and RoPE
 	// parts of a query/key head and the value head.

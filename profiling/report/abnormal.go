@@ -21,7 +21,6 @@ const (
 // it, else too few requests in flight.
 func (v *view) batchCap() string {
 	var capped []string
-	var bss []int
 	cap := v.r.info.Engine.MaxNumSeqs
 	atCap := true
 	for _, l := range v.r.levels {
@@ -30,7 +29,6 @@ func (v *view) batchCap() string {
 			continue
 		}
 		capped = append(capped, fmt.Sprintf("conc %d ran decode batches of %d", l.Conc, bs))
-		bss = append(bss, bs)
 		atCap = atCap && cap > 0 && float64(bs) >= capFrac*float64(cap) && bs <= cap
 	}
 	if len(capped) == 0 {

@@ -31,17 +31,6 @@ func (r *row) last(li int) *inventory.Position {
 	return nil
 }
 
-// names lists the distinct short names of the row in level order.
-func (r *row) names() []string {
-	var out []string
-	for _, p := range r.Cells {
-		if p != nil && !slices.Contains(out, p.ShortName) {
-			out = append(out, p.ShortName)
-		}
-	}
-	return out
-}
-
 // labels lists the distinct role labels of the row in level order.
 func (r *row) labels() []string {
 	var out []string
