@@ -162,6 +162,7 @@ func runRegress(_ context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.Float64Var(&t.KernelMinUS, "kernel-min-us", t.KernelMinUS, "... and by at least this many `µs` per layer")
 	throughput := fs.String("throughput-units", strings.Join(t.ThroughputUnits, ","), "comma-separated throughput `UNITS` of bench.txt")
 	latency := fs.String("latency-units", strings.Join(t.LatencyUnits, ","), "comma-separated latency `UNITS` of bench.txt")
+	fs.Float64Var(&t.Alpha, "alpha", t.Alpha, "a change beyond a threshold regresses only when the U test of the repeats gives p below this `LEVEL` (0: no test, the thresholds alone)")
 	asJSON := fs.Bool("json", false, "print the findings as JSON instead of Markdown")
 	rerun := fs.String("rerun-file", "", "write the regressed sweeps and plans to `FILE`, comma-separated (for matrix --only)")
 	fs.Usage = func() {
@@ -170,6 +171,8 @@ func runRegress(_ context.Context, args []string, stdout, stderr io.Writer) erro
 			"sweep and level by level, on the medians over the repeats: a throughput drop beyond\n"+
 			"--throughput-drop, a latency rise beyond --latency-rise, or a rise of the time per decode layer (in\n"+
 			"total or of a kernel category, with the kernel that rose most) beyond --kernel-rise is a\n"+
+			"regression when the Mann-Whitney U test of the two sides' repeats (benchstat's) gives p < --alpha;\n"+
+			"a change that the repeats cannot tell from noise (one run a side always) is reported, not a\n"+
 			"regression. Prints a Markdown report; exit status 1 when anything regressed.")
 		fs.PrintDefaults()
 	}
@@ -180,6 +183,9 @@ func runRegress(_ context.Context, args []string, stdout, stderr io.Writer) erro
 	if len(paths) != 2 {
 		fs.Usage()
 		return usageError{fmt.Sprintf("regress: want BASELINE and RESULTS, got %d folders", len(paths))}
+	}
+	if !(t.Alpha >= 0 && t.Alpha < 1) {
+		return usageError{fmt.Sprintf("regress: --alpha %g: want a level in [0, 1), e.g. 0.05", t.Alpha)}
 	}
 	t.ThroughputUnits, t.LatencyUnits = splitList(*throughput), splitList(*latency)
 	base, err := fleet.Merge(paths[0])

@@ -187,7 +187,9 @@ func TestRunnerMapErrors(t *testing.T) {
 	}
 }
 
-// summary builds a one-sweep, one-level summary with the given medians.
+// summary builds a one-sweep, one-level summary with the given medians,
+// each over four repeats that spread by ±0.1% around it (enough for the U
+// test to call a change of a few percent significant).
 func summary(sweep string, conc int, ok int, metrics map[string]float64) *Summary {
 	l := LevelSummary{Conc: conc, OK: ok}
 	if ok == 0 {
@@ -195,7 +197,7 @@ func summary(sweep string, conc int, ok int, metrics map[string]float64) *Summar
 	}
 	for _, u := range []string{"out-tok/s", "ttft-p50-ms", "tpot-p50-ms", "tpot-p99-ms", LayerUnit, CategoryUnit("MoE expert GEMM"), CategoryUnit("RoPE")} {
 		if v, has := metrics[u]; has {
-			l.Metrics = append(l.Metrics, MetricSummary{Unit: u, Median: v, Values: []float64{v}})
+			l.Metrics = append(l.Metrics, MetricSummary{Unit: u, Median: v, Values: []float64{v * 0.999, v, v, v * 1.001}})
 		}
 	}
 	return &Summary{Sweeps: []SweepSummary{{Sweep: sweep, Engine: "sim", Levels: []LevelSummary{l}}}}
@@ -259,6 +261,62 @@ func TestCompareThresholds(t *testing.T) {
 			require.Equal(t, []SweepLevels{{Sweep: "s", Job: "s", Concs: []int{8}}}, r.Rerun())
 		})
 	}
+}
+
+// TestCompareNoise: a change beyond its threshold is a regression only
+// when the repeats say it is not noise. One run a side never regresses,
+// however large the change; five noisy repeats a side with a planted 10%
+// TPOT rise do, with the U test's p-value; the same noise without the
+// rise does not.
+func TestCompareNoise(t *testing.T) {
+	level := func(vals ...float64) *Summary {
+		l := LevelSummary{Conc: 8, OK: len(vals), Metrics: []MetricSummary{{Unit: "tpot-p50-ms", Median: median(vals), Values: vals}}}
+		return &Summary{Sweeps: []SweepSummary{{Sweep: "s", Engine: "sim", Levels: []LevelSummary{l}}}}
+	}
+	noise := []float64{1.00, 0.98, 1.03, 0.99, 1.02} // ±3% run to run
+	scaled := func(f float64, shuffle []int) []float64 {
+		out := make([]float64, len(noise))
+		for i, j := range shuffle {
+			out[i] = 10 * f * noise[j]
+		}
+		return out
+	}
+
+	// One run a side, 30% slower: reported, not a regression.
+	r := Compare(level(10), level(13), DefaultThresholds)
+	require.False(t, r.Regressed(), "%+v", r.Findings)
+	require.Len(t, r.Unconfirmed, 1)
+	require.Equal(t, 1.0, *r.Unconfirmed[0].P, "the U test cannot separate one value from one")
+	require.Equal(t, [2]int{1, 1}, *r.Unconfirmed[0].N)
+	var b strings.Builder
+	require.NoError(t, r.WriteMarkdown(&b, "old", "new"))
+	require.Contains(t, b.String(), "**No regression** (1 change beyond a threshold is not significant: below).")
+	require.Contains(t, b.String(), "| s | 8 | latency | tpot-p50-ms | 10.0 | 13.0 | +30.0% | p=1.000 n=1+1 |")
+	require.Contains(t, b.String(), "only 4 or more repeats a side can reach p < 0.05")
+
+	// Five repeats a side with ±3% noise and a planted 10% rise, against a
+	// 5% threshold: flagged.
+	th := DefaultThresholds
+	th.LatencyRise = 5
+	r = Compare(level(scaled(1, []int{0, 1, 2, 3, 4})...), level(scaled(1.1, []int{3, 0, 4, 1, 2})...), th)
+	require.True(t, r.Regressed())
+	require.Len(t, r.Findings, 1)
+	f := r.Findings[0]
+	require.Equal(t, "latency", f.Kind)
+	require.InDelta(t, 10, f.Pct, 0.5)
+	require.Less(t, *f.P, 0.05)
+	require.Equal(t, [2]int{5, 5}, *f.N)
+	b.Reset()
+	require.NoError(t, r.WriteMarkdown(&b, "old", "new"))
+	require.Contains(t, b.String(), fmt.Sprintf("p=%.3f n=5+5", *f.P))
+
+	// The same noise with a 1.5% rise and a 1% threshold that the medians
+	// cross: within the noise, so not a regression.
+	th.LatencyRise = 1
+	r = Compare(level(scaled(1, []int{0, 1, 2, 3, 4})...), level(scaled(1.015, []int{4, 2, 3, 0, 1})...), th)
+	require.False(t, r.Regressed(), "%+v", r.Findings)
+	require.Len(t, r.Unconfirmed, 1)
+	require.Greater(t, *r.Unconfirmed[0].P, 0.05)
 }
 
 func TestCompareFailedAndMissing(t *testing.T) {

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 
+	"golang.org/x/perf/benchmath"
+
 	"github.com/profile-model/profile-model/profiling/diff"
 )
 
@@ -27,6 +29,14 @@ type Thresholds struct {
 
 	ThroughputUnits []string
 	LatencyUnits    []string
+
+	// Alpha is the significance level: a change beyond its threshold is a
+	// regression only when the Mann-Whitney U test of the two sides'
+	// repeats (benchstat's test) gives p < Alpha. With fewer than four
+	// repeats a side no change can reach p < 0.05, so a single run per
+	// side never regresses: the change is reported as unconfirmed. 0
+	// turns the test off: every change beyond a threshold regresses.
+	Alpha float64
 }
 
 // DefaultThresholds are ATOM's nightly practice (5% throughput, 10%
@@ -35,6 +45,7 @@ var DefaultThresholds = Thresholds{
 	ThroughputDrop: 5, LatencyRise: 10, KernelRise: 10, KernelMinUS: 1,
 	ThroughputUnits: []string{"out-tok/s"},
 	LatencyUnits:    []string{"ttft-p50-ms", "tpot-p50-ms"},
+	Alpha:           0.05,
 }
 
 // Finding is one metric of one level beyond its threshold.
@@ -53,12 +64,19 @@ type Finding struct {
 	// KernelUS its time per layer in the baseline and the new results.
 	Kernel   string      `json:"kernel,omitempty"`
 	KernelUS *[2]float64 `json:"kernel_us,omitempty"`
+	// P is the U test's p-value over the repeats, N the repeats of the
+	// baseline and of the new results (absent for a failed level).
+	P *float64 `json:"p,omitempty"`
+	N *[2]int  `json:"n,omitempty"`
 }
 
 // Regression is the comparison of a fleet's results with a baseline.
 type Regression struct {
 	Thresholds Thresholds `json:"-"`
 	Findings   []Finding  `json:"findings"`
+	// Unconfirmed are changes beyond a threshold that the repeats cannot
+	// tell from noise (p ≥ Alpha): reported, not regressions.
+	Unconfirmed []Finding `json:"unconfirmed"`
 	// Compared counts the levels found on both sides.
 	Compared int `json:"compared"`
 	// Missing are the sweeps and levels of the baseline the new results
@@ -118,7 +136,7 @@ func (r *Regression) Jobs() []string {
 // Compare compares the new results with the baseline's, level by level
 // (sweeps matched by name, levels by concurrency).
 func Compare(base, cur *Summary, t Thresholds) *Regression {
-	r := &Regression{Thresholds: t, Findings: []Finding{}, Missing: []string{}, NewOnly: []string{}, Notes: []string{},
+	r := &Regression{Thresholds: t, Findings: []Finding{}, Unconfirmed: []Finding{}, Missing: []string{}, NewOnly: []string{}, Notes: []string{},
 		engines: map[string]string{}, plans: map[string]string{}}
 	for _, s := range append(slices.Clone(base.Sweeps), cur.Sweeps...) {
 		r.engines[s.Sweep] = s.Engine
@@ -194,8 +212,16 @@ func (r *Regression) compareLevel(sweep string, bl, cl *LevelSummary, base, cur 
 				f.Kernel, f.KernelUS = topKernel(bm.Unit, firstProfile(base, sweep, bl.Conc), firstProfile(cur, sweep, bl.Conc))
 			}
 		}
-		if f.Kind != "" {
+		if f.Kind == "" {
+			continue
+		}
+		c := benchmath.AssumeNothing.Compare(benchmath.NewSample(bm.Values, &benchmath.Thresholds{CompareAlpha: t.Alpha}),
+			benchmath.NewSample(cm.Values, &benchmath.Thresholds{CompareAlpha: t.Alpha}))
+		f.P, f.N = &c.P, &[2]int{c.N1, c.N2}
+		if t.Alpha == 0 || c.P < t.Alpha {
 			r.Findings = append(r.Findings, f)
+		} else {
+			r.Unconfirmed = append(r.Unconfirmed, f)
 		}
 	}
 }
@@ -268,24 +294,29 @@ func (r *Regression) WriteMarkdown(w io.Writer, baseName, curName string) error 
 	t := r.Thresholds
 	fmt.Fprintf(&b, "# Fleet regressions: %s against %s\n\n", curName, baseName)
 	fmt.Fprintf(&b, "Thresholds: throughput (%s) drop > %s, latency (%s) rise > %s, time per decode layer (total and per kernel category) rise > %s and ≥ %s µs. "+
-		"Medians over each level's repeats; %d levels compared.\n\n",
+		"Medians over each level's repeats; a change beyond its threshold is a regression when the U test of the repeats gives p < %g; %d levels compared.\n\n",
 		strings.Join(t.ThroughputUnits, ", "), pctOff(t.ThroughputDrop), strings.Join(t.LatencyUnits, ", "), pctOff(t.LatencyRise),
-		pctOff(t.KernelRise), num(t.KernelMinUS), r.Compared)
-	if !r.Regressed() {
+		pctOff(t.KernelRise), num(t.KernelMinUS), t.Alpha, r.Compared)
+	switch {
+	case !r.Regressed() && len(r.Unconfirmed) == 1:
+		b.WriteString("**No regression** (1 change beyond a threshold is not significant: below).\n")
+	case !r.Regressed() && len(r.Unconfirmed) > 1:
+		fmt.Fprintf(&b, "**No regression** (%d changes beyond a threshold are not significant: below).\n", len(r.Unconfirmed))
+	case !r.Regressed():
 		b.WriteString("**No regression.**\n")
-	} else {
+	default:
 		fmt.Fprintf(&b, "**%d regressions** in %d sweeps (a plan's server × bench pair counts as one: <plan>/<server>/<bench>).\n\n", len(r.Findings), len(r.Rerun()))
-		b.WriteString("| sweep | level | kind | metric | baseline | new | change | kernel |\n|---|---:|---|---|---:|---:|---:|---|\n")
+		b.WriteString("| sweep | level | kind | metric | baseline | new | change | test | kernel |\n|---|---:|---|---|---:|---:|---:|---|---|\n")
 		fs := slices.Clone(r.Findings)
 		slices.SortStableFunc(fs, func(x, y Finding) int {
 			return cmp.Or(cmp.Compare(x.Sweep, y.Sweep), cmp.Compare(x.Conc, y.Conc))
 		})
 		for _, f := range fs {
 			if f.Kind == "failed" {
-				fmt.Fprintf(&b, "| %s | %d | failed | %s | ok | failed | | |\n", f.Sweep, f.Conc, f.Unit)
+				fmt.Fprintf(&b, "| %s | %d | failed | %s | ok | failed | | | |\n", f.Sweep, f.Conc, f.Unit)
 				continue
 			}
-			fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s | %+.1f%% | %s |\n", f.Sweep, f.Conc, f.Kind, f.Unit, num(f.Old), num(f.New), f.Pct, f.kernelCell())
+			fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s | %+.1f%% | %s | %s |\n", f.Sweep, f.Conc, f.Kind, f.Unit, num(f.Old), num(f.New), f.Pct, f.testCell(), f.kernelCell())
 		}
 		b.WriteString("\n## Re-run with the profiler\n\n")
 		b.WriteString("Each sweep (and plan) profiles every level; keep its traces (they are uploaded as traces-<sweep>) and read them with profile-model diff:\n\n")
@@ -298,6 +329,7 @@ func (r *Regression) WriteMarkdown(w io.Writer, baseName, curName string) error 
 				s.Sweep, joinInts(s.Concs), r.tagsOf(s.Sweep), TestRun(r.testOf(s.Sweep), s.Sweep))
 		}
 	}
+	r.writeUnconfirmed(&b)
 	if len(r.Notes) > 0 {
 		b.WriteString("\nNotes:\n\n")
 		for _, n := range r.Notes {
@@ -312,6 +344,49 @@ func (r *Regression) WriteMarkdown(w io.Writer, baseName, curName string) error 
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeUnconfirmed lists the changes beyond a threshold that the repeats
+// cannot tell from noise, and how many repeats would.
+func (r *Regression) writeUnconfirmed(b *strings.Builder) {
+	if len(r.Unconfirmed) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "\n## Beyond a threshold, not a regression (p ≥ %g)\n\n", r.Thresholds.Alpha)
+	fmt.Fprintf(b, "These changes pass a threshold on the medians, but the repeats cannot tell them from run-to-run noise; "+
+		"%s a side can reach p < %g. Repeat the sweeps (matrix --count, or go test -count) to decide.\n\n", needRepeats(r.Thresholds.Alpha), r.Thresholds.Alpha)
+	b.WriteString("| sweep | level | kind | metric | baseline | new | change | test |\n|---|---:|---|---|---:|---:|---:|---|\n")
+	for _, f := range r.Unconfirmed {
+		fmt.Fprintf(b, "| %s | %d | %s | %s | %s | %s | %+.1f%% | %s |\n", f.Sweep, f.Conc, f.Kind, f.Unit, num(f.Old), num(f.New), f.Pct, f.testCell())
+	}
+}
+
+// needRepeats says how many repeats a side the U test needs before any
+// difference can reach p < alpha: its least p with n repeats a side is
+// 2/C(2n, n).
+func needRepeats(alpha float64) string {
+	for n := 1; n <= 12; n++ {
+		if 2/binomial(2*n, n) < alpha {
+			return fmt.Sprintf("only %d or more repeats", n)
+		}
+	}
+	return "only more than 12 repeats"
+}
+
+func binomial(n, k int) float64 {
+	c := 1.0
+	for i := 1; i <= k; i++ {
+		c = c * float64(n-k+i) / float64(i)
+	}
+	return c
+}
+
+// testCell is the finding's p-value and repeats, as benchstat prints them.
+func (f *Finding) testCell() string {
+	if f.P == nil || f.N == nil {
+		return ""
+	}
+	return fmt.Sprintf("p=%.3f n=%d+%d", *f.P, f.N[0], f.N[1])
 }
 
 // testOf is the test that runs the sweep.
