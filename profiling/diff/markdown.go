@@ -4,9 +4,12 @@ import (
 	"cmp"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/profile-model/profile-model/inventory/analysis"
 )
 
 // MarkdownOptions shape the Markdown output.
@@ -523,6 +526,32 @@ func ints(v []int) string {
 	return strings.Join(parts, ", ")
 }
 
+// writeWaterfall writes why TPOT moved: the lead line and each term.
+func writeWaterfall(mw *mdWriter, w *analysis.Waterfall) {
+	mw.line("**Why TPOT moved:** %s.", w.Lead())
+	mw.line("")
+	mw.line("| part of the TPOT change | ms/token | share | |")
+	mw.line("|---|---:|---:|---|")
+	for _, t := range w.Terms {
+		share := ""
+		if w.DeltaUS != 0 {
+			share = fmt.Sprintf("%.0f%%", 100*t.US/w.DeltaUS)
+		}
+		mw.line("| %s | %s | %s | %s |", t.Name, fmt.Sprintf("%+.3f", t.US/1000), share, t.Detail)
+	}
+	mw.line("| **total** | **%s** | | |", fmt.Sprintf("%+.3f", w.DeltaUS/1000))
+	mw.line("")
+	if math.IsNaN(w.SlopeUS) {
+		mw.line("Batch priced with no model: %s.", strings.Join(w.Notes, "; "))
+	} else {
+		mw.line("A change of batch is priced at %s µs of GPU time per decode step per added sequence (the baseline's levels, least squares).", f1(w.SlopeUS))
+		for _, n := range w.Notes {
+			mw.line("- %s", n)
+		}
+	}
+	mw.line("")
+}
+
 type mdWriter struct {
 	w   io.Writer
 	err error
@@ -591,6 +620,9 @@ func (rr *RunReport) WriteMarkdown(w io.Writer, opt MarkdownOptions) error {
 		mw.line("")
 		mw.line("%s", l.Explanation)
 		mw.line("")
+		if w := l.Waterfall; w != nil {
+			writeWaterfall(mw, w)
+		}
 		for _, n := range l.Notes {
 			mw.line("- %s", n)
 		}

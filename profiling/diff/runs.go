@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/profile-model/profile-model/internal/results"
 	"github.com/profile-model/profile-model/inventory"
+	"github.com/profile-model/profile-model/inventory/analysis"
 )
 
 // Options control how profiles are loaded.
@@ -42,8 +44,12 @@ type LevelReport struct {
 	Kernels *Report `json:"kernels,omitempty"`
 	// Explanation says whether the kernel times account for the change of
 	// the median TPOT, and by which kernel.
-	Explanation string   `json:"explanation"`
-	Notes       []string `json:"notes"`
+	Explanation string `json:"explanation"`
+	// Waterfall splits the TPOT change into workload, kernels, host,
+	// communication and what lies outside the trace; nil without both
+	// levels' analysis files.
+	Waterfall *analysis.Waterfall `json:"waterfall,omitempty"`
+	Notes     []string            `json:"notes"`
 }
 
 // Metric is one client metric of a level on both sides.
@@ -199,6 +205,8 @@ func CompareRuns(ctx context.Context, a, b string, opt Options) (*RunReport, err
 	if len(concs) == 0 {
 		return nil, fmt.Errorf("%s (concurrency %v) and %s (concurrency %v) have no level in common: nothing to compare", a, rr.OnlyA, b, rr.OnlyB)
 	}
+	fa, fb := levelFiles(a, la), levelFiles(b, lb)
+	slope := batchSlope(fa, fb)
 	for _, c := range concs {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -224,6 +232,10 @@ func CompareRuns(ctx context.Context, a, b string, opt Options) (*RunReport, err
 			lr.Notes = append(lr.Notes, fmt.Sprintf("the server ran decode batch size %d in A and %d in B at this concurrency: the kernels ran on different batches", bsA, bsB))
 		}
 		lr.Explanation = explain(&lr)
+		if fa[c] != nil && fb[c] != nil {
+			w := analysis.NewWaterfall(waterfallSide("A", fa[c], la[c].level), waterfallSide("B", fb[c], lb[c].level), slope)
+			lr.Waterfall = &w
+		}
 		for _, m := range lr.Client {
 			if m.Pair.Delta != 0 {
 				rr.NoChange = false
@@ -238,6 +250,45 @@ func CompareRuns(ctx context.Context, a, b string, opt Options) (*RunReport, err
 		rr.NoChange = false
 	}
 	return rr, nil
+}
+
+// levelFiles reads the analysis file of each level of a run that has one.
+func levelFiles(dir string, levels map[int]runLevel) map[int]*analysis.LevelFile {
+	out := map[int]*analysis.LevelFile{}
+	for c := range levels {
+		if f, err := analysis.LoadLevelFile(results.Run(dir).LevelAnalysis(c)); err == nil {
+			out[c] = f
+		}
+	}
+	return out
+}
+
+// batchSlope prices a change of batch with the baseline's own levels (the
+// µs per added sequence of its decode steps), else the new run's; NaN
+// when neither ran two batches.
+func batchSlope(a, b map[int]*analysis.LevelFile) float64 {
+	for _, fs := range []map[int]*analysis.LevelFile{a, b} {
+		var files []*analysis.LevelFile
+		for _, c := range slices.Sorted(maps.Keys(fs)) {
+			files = append(files, fs[c])
+		}
+		if s, ok := analysis.BatchSlope(files); ok {
+			return s
+		}
+	}
+	return math.NaN()
+}
+
+// waterfallSide is a level for the waterfall: its analysis and its
+// client's mean TPOT, left out (NaN) when it is not on the trace's clock
+// (a simulated engine run with --time-scale), as a decode step cannot
+// take much longer than the time between two tokens.
+func waterfallSide(name string, f *analysis.LevelFile, l *results.Level) analysis.Side {
+	s := analysis.Side{Name: name, TPOTMS: math.NaN(), File: f}
+	if l != nil && l.Completed > 0 && l.TPOT.Mean > 0 && f.StepTime.StepUS/1000 <= 1.5*l.TPOT.Mean {
+		s.TPOTMS = l.TPOT.Mean
+	}
+	return s
 }
 
 // explainShare is the least share of a TPOT change that the change of the
