@@ -279,3 +279,44 @@ func signed3(v float64) string {
 	}
 	return s
 }
+
+// CaptureSizesFor is a CUDA-graph capture size list, as the engines'
+// --cudagraph-capture-sizes takes it ("[1,2,4]"), that holds every real
+// decode batch making up at least 1% of a level's decode steps (at most
+// 16 of them, the most frequent), so that those steps replay a graph of
+// exactly their batch, merged with the sizes captured now. "" when the
+// histogram is empty or the current sizes already hold them all.
+func CaptureSizesFor(hist map[string]int, current []int) string {
+	type bc struct{ bs, n int }
+	var seen []bc
+	total := 0
+	for k, n := range hist {
+		bs, err := strconv.Atoi(k)
+		if err != nil || bs <= 0 || n <= 0 {
+			continue
+		}
+		seen = append(seen, bc{bs, n})
+		total += n
+	}
+	slices.SortFunc(seen, func(x, y bc) int { return cmp.Or(cmp.Compare(y.n, x.n), cmp.Compare(x.bs, y.bs)) })
+	sizes := slices.Clone(current)
+	added := 0
+	for _, s := range seen {
+		if 100*s.n < total || added == 16 {
+			break
+		}
+		if !slices.Contains(sizes, s.bs) {
+			sizes = append(sizes, s.bs)
+			added++
+		}
+	}
+	if added == 0 {
+		return ""
+	}
+	slices.Sort(sizes)
+	parts := make([]string, len(sizes))
+	for i, s := range sizes {
+		parts[i] = strconv.Itoa(s)
+	}
+	return "[" + strings.Join(parts, ",") + "]"
+}

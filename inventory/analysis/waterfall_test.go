@@ -147,3 +147,25 @@ func TestWaterfallArithmetic(t *testing.T) {
 	require.InDelta(t, 700-680, got["outside the trace (client, streaming, host stalls)"], 1e-9)
 	require.InDelta(t, 100*(1-20.0/700), w.ExplainedPct, 1e-9)
 }
+
+// TestCaptureSizesFor: the batches that make up at least 1% of the decode
+// steps join the captured sizes; rarer ones and those already captured
+// change nothing.
+func TestCaptureSizesFor(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		hist    map[string]int
+		current []int
+		want    string
+	}{
+		{"12 and 24 uncaptured", map[string]int{"12": 51, "24": 30, "16": 19, "3": 1}, []int{1, 2, 4, 8, 16, 32}, "[1,2,4,8,12,16,24,32]"},
+		{"a batch in under 1% of the steps is left padded", map[string]int{"12": 990, "5": 9}, []int{1, 2, 4, 8, 16}, "[1,2,4,8,12,16]"},
+		{"every batch captured already", map[string]int{"8": 10, "16": 10}, []int{8, 16}, ""},
+		{"nothing captured known: the batches alone", map[string]int{"7": 3, "9": 1}, nil, "[7,9]"},
+		{"no histogram", nil, []int{1, 2}, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			require.Equal(t, c.want, analysis.CaptureSizesFor(c.hist, c.current))
+		})
+	}
+}

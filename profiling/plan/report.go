@@ -396,6 +396,9 @@ func summariseLevel(w io.Writer, lr *diff.LevelReport) {
 		fmt.Fprintln(w, "  * the same kernels in the layer (none appear, vanish, fuse or split)")
 	}
 	fmt.Fprintf(w, "  * %s\n", lr.Explanation)
+	if lr.Waterfall != nil {
+		fmt.Fprintf(w, "  * why TPOT moved: %s\n", lr.Waterfall.Lead())
+	}
 }
 
 func names(ns []string) string {

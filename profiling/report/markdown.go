@@ -64,6 +64,7 @@ func (v *view) markdown() []byte {
 	v.modelSection(&b)
 	v.throughputSection(&b)
 	v.reconciliationSection(&b)
+	v.waterfallSection(&b)
 	v.inventorySection(&b)
 	v.layerSection(&b)
 	v.rooflineSection(&b)
