@@ -26,14 +26,14 @@ var (
 )
 
 type kernelFacts struct {
-	name                 string
-	ns, prefill, decode  int64
-	mixed                int64
-	count                int
-	op                   string
-	opNS                 int64
-	byOp                 map[string]int64
-	replayed, replayedNS int64
+	name                string
+	ns, prefill, decode int64
+	mixed               int64
+	count               int
+	op                  string
+	opNS                int64
+	byOp                map[string]int64
+	replayedNS          int64
 }
 
 func TestLabelFacts(t *testing.T) {
