@@ -160,6 +160,11 @@ func publicStepLabel(engine string, kind tracing.StepKind) string {
 			return "step[DECODE bs=8]"
 		}
 		return "step[EXTEND bs=8 toks=8192]"
+	case strings.HasPrefix(engine, "ATOM"):
+		if kind == tracing.StepDecode {
+			return "decode[bs=8 tok=8]"
+		}
+		return "prefill[bs=8 tok=8192]"
 	case strings.HasPrefix(engine, "vLLM"):
 		switch kind {
 		case tracing.StepDecode:
