@@ -177,7 +177,7 @@ func TestRunUsageErrors(t *testing.T) {
 		{"unknown engine", []string{"--engine", "tgi"}, "tgi"},
 		{"time scale on atom", []string{"--engine", "atom", "--model", "m", "--time-scale", "10"}, "--time-scale applies to --engine sim only"},
 		{"bad capture sizes", []string{"--engine", "sim", "--cudagraph-capture-sizes", "[1,x]"}, "--cudagraph-capture-sizes"},
-		{"capture above max seqs", []string{"--engine", "atom", "--model", "m", "--max-num-seqs", "16", "--cudagraph-capture-sizes", "[1,2,4,32]"}, "--cudagraph-capture-sizes"},
+		{"every capture size above max seqs", []string{"--engine", "atom", "--model", "m", "--max-num-seqs", "16", "--cudagraph-capture-sizes", "[32,64]"}, `no capture size left); pass --cudagraph-capture-sizes "[16]"`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
