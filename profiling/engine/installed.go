@@ -242,24 +242,31 @@ var flagHints = map[string]string{
 	"--torch-profiler-dir": "ATOM writes no traces without it",
 }
 
-// knows reports whether the engine accepts flag: as listed, as an
-// attached short option (-O3), or as a dotted sub-key of a listed flag
-// (vLLM's --compilation-config.mode); vLLM also reads underscores as
-// dashes.
+// knows reports whether the engine accepts flag as argparse parses it:
+// as listed, as an attached short option (-O3), or as the unambiguous
+// abbreviation of one long option; and as vLLM's parser rewrites it first
+// (vllm/utils/argparse_utils.py): a dotted sub-key of a listed flag
+// (--compilation-config.mode), underscores read as dashes.
 func (in *Installed) knows(f string) bool {
+	if !strings.HasPrefix(f, "--") {
+		return in.flags[f] || len(f) > 2 && in.flags[f[:2]]
+	}
+	if i := strings.IndexByte(f, '.'); i > 0 {
+		f = f[:i]
+	}
+	if in.Kind == VLLM {
+		f = "--" + strings.ReplaceAll(f[2:], "_", "-")
+	}
 	if in.flags[f] {
 		return true
 	}
-	if !strings.HasPrefix(f, "--") && len(f) > 2 && in.flags[f[:2]] {
-		return true
+	n := 0
+	for g := range in.flags {
+		if strings.HasPrefix(g, f) {
+			n++
+		}
 	}
-	if i := strings.IndexByte(f, '.'); i > 0 && in.flags[f[:i]] {
-		return true
-	}
-	if in.Kind == VLLM && strings.HasPrefix(f, "--") {
-		return in.flags["--"+strings.ReplaceAll(f[2:], "_", "-")]
-	}
-	return false
+	return n == 1
 }
 
 // flagOf is the option a command-line word names ("--x=1" → "--x"); not

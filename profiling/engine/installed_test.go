@@ -168,9 +168,9 @@ func TestHelpCheckRefuses(t *testing.T) {
 		wantErr string
 	}{{
 		name:    "atom: a misspelt flag",
-		spec:    Spec{Kind: ATOM, Model: "m", ExtraArgs: []string{"--max-num-batched-token", "8192"}},
+		spec:    Spec{Kind: ATOM, Model: "m", ExtraArgs: []string{"--max-num-batch-tokens", "8192"}},
 		in:      installedFixture(t, ATOM, "atom-ffdf3bb.txt"),
-		wantErr: "atom ffdf3bb does not know --max-num-batched-token (python3 -m atom.entrypoints.openai_server --help lists no such flag)",
+		wantErr: "atom ffdf3bb does not know --max-num-batch-tokens (python3 -m atom.entrypoints.openai_server --help lists no such flag)",
 	}, {
 		name:    "vllm before v0.13 has no --profiler-config",
 		spec:    Spec{Kind: VLLM, Model: "m", ProfilerDir: "/traces"},
@@ -182,10 +182,15 @@ func TestHelpCheckRefuses(t *testing.T) {
 		in:      installedFixture(t, VLLM, "vllm-0.27.1.txt"),
 		wantErr: "vllm 0.27.1 does not know --speculative-model",
 	}, {
-		name:    "sglang: the bare --tp",
-		spec:    Spec{Kind: SGLang, Model: "m", ExtraArgs: []string{"--tp", "8", "--mem-fraction-static", "0.8"}},
+		name:    "sglang: a misspelt flag, next to an abbreviation argparse takes (--mem-fraction for --mem-fraction-static)",
+		spec:    Spec{Kind: SGLang, Model: "m", ExtraArgs: []string{"--mem-fraction", "0.8", "--chunked-prefil-size", "4096"}},
 		in:      installedFixture(t, SGLang, "sglang-d315eb7.txt"),
-		wantErr: "sglang d315eb7 does not know --tp",
+		wantErr: "sglang d315eb7 does not know --chunked-prefil-size",
+	}, {
+		name:    "sglang: an ambiguous abbreviation is refused, as argparse does",
+		spec:    Spec{Kind: SGLang, Model: "m", ExtraArgs: []string{"--cuda-graph-bs-", "4"}},
+		in:      installedFixture(t, SGLang, "sglang-d315eb7.txt"),
+		wantErr: "sglang d315eb7 does not know --cuda-graph-bs-",
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -570,9 +570,9 @@ func TestStartRefusals(t *testing.T) {
 		t.Parallel()
 		r := newRig(t)
 		spec := r.spec(SGLang, nil)
-		spec.ExtraArgs = []string{"--tp", "2"}
+		spec.ExtraArgs = []string{"--enable-flashinfer-mla"}
 		_, err := Start(t.Context(), spec, r.opts())
-		require.ErrorContains(t, err, "sglang 9.9.9 does not know --tp")
+		require.ErrorContains(t, err, "sglang 9.9.9 does not know --enable-flashinfer-mla")
 		require.NotContains(t, r.read("argv"), "--model-path", "never started")
 		require.NoFileExists(t, filepath.Join(r.runDir, LogFile))
 	})
