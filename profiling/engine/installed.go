@@ -6,8 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -184,18 +184,28 @@ func probeLine(cmd Command, args []string) string {
 	return Command{Path: cmd.Path, Args: args}.String()
 }
 
-// gitCommit is the commit checked out at dir, "" when dir is no checkout.
+// gitCommit is the commit checked out at dir, "" when dir is not the top
+// of a git checkout (a directory inside some other repository says
+// nothing about the engine).
 func gitCommit(ctx context.Context, dir string) string {
-	if _, err := os.Stat(dir); err != nil {
+	top, err := filepath.EvalSymlinks(dir)
+	if err != nil {
 		return ""
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, "git", "-C", dir, "rev-parse", "HEAD").Output()
+	out, err := exec.CommandContext(ctx, "git", "-C", dir, "rev-parse", "--show-toplevel", "HEAD").Output()
 	if err != nil {
 		return ""
 	}
-	return strings.TrimSpace(string(out))
+	f := strings.Fields(string(out))
+	if len(f) != 2 {
+		return ""
+	}
+	if got, err := filepath.EvalSymlinks(f[0]); err != nil || got != top {
+		return ""
+	}
+	return f[1]
 }
 
 func lastLine(s string) string {

@@ -269,6 +269,11 @@ esac
 		require.NoError(t, err)
 		require.Empty(t, in.Version)
 		require.Equal(t, strings.TrimSpace(string(head)), in.Commit)
+		// A directory inside the checkout is not the engine's checkout.
+		sub := filepath.Join(co, "sub")
+		require.NoError(t, os.Mkdir(sub, 0o755))
+		_, err = Identify(t.Context(), Spec{Kind: ATOM, Model: "m", Exe: py, Dir: sub})
+		require.ErrorContains(t, err, "cannot tell which atom is installed")
 	})
 	t.Run("neither version nor checkout", func(t *testing.T) {
 		t.Parallel()
