@@ -350,6 +350,10 @@ func (r *runner) startEngine(ctx context.Context) (*engine.Server, error) {
 	if c := srv.Command(); c.Path != "" {
 		r.info.Engine.Command, r.info.Engine.Env, r.info.Engine.Dir = c.String(), c.Env, c.Dir
 	}
+	if in := srv.Installed(); in != nil {
+		r.info.Engine.Version, r.info.Engine.Commit = in.Version, in.Commit
+		r.say("%s: every flag checked against %s", in, in.HelpCmd)
+	}
 	r.info.Engine.URL = srv.URL()
 	r.say("%s serves %s at %s (ready in %.1f s; log %s)", kind, model, srv.URL(), time.Since(started).Seconds(), cmp.Or(srv.LogPath(), "none"))
 	return srv, r.saveInfo()

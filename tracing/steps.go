@@ -594,7 +594,7 @@ func coverageMessage(t *Trace, covered units.Duration, ws, we, gs, ge int64) str
 	if len(gaps) > 0 {
 		msg += " (" + strings.Join(gaps, ", ") + ")"
 	}
-	return msg + "; the profiler buffer dropped GPU events: raise KINETO_BUFFER_SIZE_MB (e.g. 256 or more), profile a shorter window, or send fewer prompts; per-step numbers cover only the steps with kernels"
+	return msg + "; the profiler buffer dropped GPU events: raise KINETO_BUFFER_SIZE_MB (e.g. 256 or more; upstream Kineto reads the buffer from the file $KINETO_CONFIG names instead, ACTIVITIES_MAX_GPU_BUFFER_SIZE_MB on CUDA and ROCTRACER_MAX_EVENTS on ROCm, which `profile-model run` writes from it), profile a shorter window, or send fewer prompts; per-step numbers cover only the steps with kernels"
 }
 
 // span prints a window length for people: seconds, one decimal.

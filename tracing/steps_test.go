@@ -239,7 +239,8 @@ func TestCoverageWarning(t *testing.T) {
 			assert.Equal(t, 15, c.DecodeWithout)
 			require.Len(t, tr.Warnings, 1)
 			assert.Equal(t, "GPU kernels cover 0.0 s of a 0.2 s profile window (21%): 15 of 20 decode steps have no kernels (none in the first 0.2 s); "+
-				"the profiler buffer dropped GPU events: raise KINETO_BUFFER_SIZE_MB (e.g. 256 or more), profile a shorter window, or send fewer prompts; "+
+				"the profiler buffer dropped GPU events: raise KINETO_BUFFER_SIZE_MB (e.g. 256 or more; upstream Kineto reads the buffer from the file $KINETO_CONFIG names instead, "+
+				"ACTIVITIES_MAX_GPU_BUFFER_SIZE_MB on CUDA and ROCTRACER_MAX_EVENTS on ROCm, which `profile-model run` writes from it), profile a shorter window, or send fewer prompts; "+
 				"per-step numbers cover only the steps with kernels", tr.Warnings[0].Message)
 			assert.Equal(t, 8, tr.DecodeBS, "kernel-less steps still count for the batch size")
 			assert.Equal(t, map[int]int{8: 20}, tr.DecodeBSHist)

@@ -40,7 +40,7 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		dryRun       = fs.Bool("dry-run", false, "print the pairs, the engine commands and an estimate of the time; run nothing")
 		failFast     = fs.Bool("fail-fast", false, "stop at the first pair that fails (default: record it and go on)")
 		out          = fs.String("out", "sweeps", "`DIR` that receives one new sweep directory, <plan name>-<UTC time>")
-		serverExe    = fs.String("server-exe", "", "the engine's executable (python for atom and sglang, vllm, the profile-model binary for sim)")
+		serverExe    = fs.String("server-exe", "", "the engine's executable (python3 for atom and sglang, vllm, the profile-model binary for sim)")
 		port         = fs.Int("port", 0, "the engines' HTTP port (default 8000; sim: a free port)")
 		timeScale    = fs.Float64("time-scale", 0, "sim: run this many times faster than the modelled GPU (default: the plan's)")
 		readyTimeout = fs.Duration("ready-timeout", 0, "deadline for each engine to serve (default 30m)")

@@ -43,7 +43,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		eager        = fs.Bool("enforce-eager", false, "disable CUDA/HIP graphs (torch.compile still runs unless --level 0)")
 		capture      = fs.String("cudagraph-capture-sizes", "", "graph batch sizes, e.g. \"[1,2,4,8,16,32]\" (default: the engine's)")
 		serverDir    = fs.String("server-dir", "", "working directory of the engine (ATOM users run from its checkout)")
-		serverExe    = fs.String("server-exe", "", "the engine's executable (python for atom and sglang, vllm, the profile-model binary for sim)")
+		serverExe    = fs.String("server-exe", "", "the engine's executable (python3 for atom and sglang, vllm, the profile-model binary for sim)")
 		port         = fs.Int("port", 0, "the engine's HTTP port (default 8000; sim: a free port)")
 		url          = fs.String("url", "", "engine none: the running server's base URL")
 		traceDir     = fs.String("trace-dir", "", "engine none: the running server's torch profiler directory")

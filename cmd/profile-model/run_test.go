@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -177,7 +179,7 @@ func TestRunUsageErrors(t *testing.T) {
 		{"unknown engine", []string{"--engine", "tgi"}, "tgi"},
 		{"time scale on atom", []string{"--engine", "atom", "--model", "m", "--time-scale", "10"}, "--time-scale applies to --engine sim only"},
 		{"bad capture sizes", []string{"--engine", "sim", "--cudagraph-capture-sizes", "[1,x]"}, "--cudagraph-capture-sizes"},
-		{"capture above max seqs", []string{"--engine", "atom", "--model", "m", "--max-num-seqs", "16", "--cudagraph-capture-sizes", "[1,2,4,32]"}, "--cudagraph-capture-sizes"},
+		{"every capture size above max seqs", []string{"--engine", "atom", "--model", "m", "--max-num-seqs", "16", "--cudagraph-capture-sizes", "[32,64]"}, `no capture size left); pass --cudagraph-capture-sizes "[16]"`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
@@ -202,4 +204,62 @@ func TestDocumentedFailureKinds(t *testing.T) {
 		want = append(want, string(k))
 	}
 	require.Equal(t, strings.Join(want, ", "), strings.Join(strings.Fields(string(m[1])), " "))
+}
+
+// atomStandIn is an executable that answers as an installed ATOM would:
+// its package version, and on --help the flags ATOM's parser defines at
+// ffdf3bb (the engine package's fixture); started as the ATOM server, it
+// is this test binary as serve-sim, which takes ATOM's flags.
+func atomStandIn(t *testing.T) string {
+	t.Helper()
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	help, err := filepath.Abs(filepath.Join("..", "..", "profiling", "engine", "testdata", "help", "atom-ffdf3bb.txt"))
+	require.NoError(t, err)
+	require.FileExists(t, help)
+	stand := filepath.Join(t.TempDir(), "python3")
+	script := "#!/bin/sh\n" +
+		"if [ \"$1\" = -c ]; then echo 0.1.6; exit 0; fi\n" +
+		"for a in \"$@\"; do if [ \"$a\" = --help ]; then exec cat '" + help + "'; fi; done\n" +
+		"shift 2\n" +
+		"PROFILE_MODEL_TEST_MAIN=1 exec '" + exe + "' serve-sim \"$@\"\n"
+	require.NoError(t, os.WriteFile(stand, []byte(script), 0o755))
+	return stand
+}
+
+// TestRunATOMCommandLine runs a sweep through ATOM's own command line: the
+// installed engine is identified before the start, every flag checked
+// against its --help, and run.json records its version.
+func TestRunATOMCommandLine(t *testing.T) {
+	t.Parallel()
+	out := t.TempDir()
+	stand := atomStandIn(t)
+	// A port the stand-in binds as ATOM does (it may be taken meanwhile: then skip).
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	ln.Close()
+	args := []string{"run", "--engine", "atom", "--model", "MiniMaxAI/MiniMax-M2.5", "--server-exe", stand, "--port", port,
+		"--max-num-seqs", "4", "--conc", "2", "--isl", "64", "--osl", "4", "--num-prompts-mul", "1", "--tokenizer", "none", "--out", out}
+	var stdout, stderr bytes.Buffer
+	err = run(context.Background(), args, &stdout, &stderr)
+	if err != nil && strings.Contains(err.Error(), "is taken") {
+		t.Skipf("no free port for the stand-in engine: %v", err)
+	}
+	require.NoError(t, err, stderr.String())
+	require.Contains(t, stderr.String(), "atom 0.1.6: every flag checked against "+stand+" -m atom.entrypoints.openai_server --help")
+	// ATOM drops the default capture sizes above --max-num-seqs: said, not refused.
+	require.Contains(t, stderr.String(), "ATOM drops the larger sizes with a warning and captures [1,2,4]")
+	info, err := results.LoadRunInfo(results.Run(onlyDir(t, out)).RunInfo())
+	require.NoError(t, err)
+	require.Equal(t, "ok", info.Status)
+	require.Equal(t, "0.1.6", info.Engine.Version)
+	require.Contains(t, info.Engine.Env, "USE_ATOMESH_ENTRYPOINTS=0")
+	require.Contains(t, info.Engine.Command, "-m atom.entrypoints.openai_server --model MiniMaxAI/MiniMax-M2.5 --kv_cache_dtype fp8")
+
+	// A flag ATOM does not know stops the run before the engine starts.
+	out2 := t.TempDir()
+	err = run(context.Background(), append(args[:len(args)-1:len(args)-1], out2, "--server-arg", "--time-scale", "--server-arg", "50"), &bytes.Buffer{}, &bytes.Buffer{})
+	require.ErrorContains(t, err, "atom 0.1.6 does not know --time-scale")
+	require.NoFileExists(t, filepath.Join(onlyDir(t, out2), "server.log"))
 }

@@ -57,6 +57,11 @@ type EngineInfo struct {
 	Env          []string `json:"env,omitempty"`     // the variables the tool set, K=V
 	Dir          string   `json:"dir,omitempty"`
 	TimeScale    float64  `json:"time_scale,omitempty"` // simulated engine: its clock runs this many times faster than the trace's
+	// Version and Commit are the installed engine's, as read before it
+	// started: its package version, and its checkout's commit when run
+	// from one (empty for the simulated engine and engine none).
+	Version string `json:"version,omitempty"`
+	Commit  string `json:"commit,omitempty"`
 	// PGID is the engine's process group (its main process leads it),
 	// recorded as soon as it starts; 0 for engine none.
 	PGID int `json:"pgid,omitempty"`

@@ -10,8 +10,9 @@ import (
 	"github.com/profile-model/profile-model/profiling/sim"
 )
 
-// The ATOM command line of a profiled run, and the trap it refuses before
-// a GPU node spends minutes loading the model.
+// The ATOM command line of a profiled run, and what ATOM does with capture
+// sizes above --max-num-seqs, said before a GPU node spends minutes loading
+// the model.
 func ExampleSpec_Command() {
 	spec := engine.Spec{
 		Kind:         engine.ATOM,
@@ -28,12 +29,12 @@ func ExampleSpec_Command() {
 	}
 	fmt.Println(cmd.Path, strings.Join(cmd.Args, " "))
 
-	spec.CaptureSizes = nil // ATOM's defaults go up to 256
-	_, err = spec.Check()
-	fmt.Println(err)
+	spec.CaptureSizes = nil // ATOM's defaults go up to 512
+	notes, _ := spec.Check()
+	fmt.Println(notes[0])
 	// Output:
-	// python -m atom.entrypoints.openai_server --model MiniMaxAI/MiniMax-M2.5 --kv_cache_dtype fp8 -tp 2 --torch-profiler-dir /data/traces --server-port 8000 --max-num-seqs 64 --cudagraph-capture-sizes [1,2,4,8,16,32,64]
-	// --max-num-seqs 64 is smaller than the largest CUDA-graph capture size 256 (ATOM's default sizes [1,2,4,8,16,32,48,64,128,256]): ATOM fails at start; pass --cudagraph-capture-sizes "[1,2,4,8,16,32,48,64]"
+	// python3 -m atom.entrypoints.openai_server --model MiniMaxAI/MiniMax-M2.5 --kv_cache_dtype fp8 -tp 2 --torch-profiler-dir /data/traces --server-port 8000 --max-num-seqs 64 --cudagraph-capture-sizes [1,2,4,8,16,32,64]
+	// --max-num-seqs 64 is smaller than the largest CUDA-graph capture size 512 (ATOM's default sizes [1,2,4,8,16,32,48,64,128,256,512]): ATOM drops the larger sizes with a warning and captures [1,2,4,8,16,32,48,64] (releases before May 2026 fail at start instead; for those pass --cudagraph-capture-sizes "[1,2,4,8,16,32,48,64]")
 }
 
 // Attaching to a server that is already running (here a simulated one in

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -9,6 +10,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -34,7 +36,15 @@ const (
 	exitEnv      = "ENGINE_TEST_EXIT_EARLY"  // print this and exit 1 before listening
 	childEnv     = "ENGINE_TEST_CHILD"       // spawn a worker: "term" dies on SIGTERM, "ignore-term" does not
 	ignoreTermEv = "ENGINE_TEST_IGNORE_TERM" // set in the worker's own environment
+	helpDirEnv   = "ENGINE_TEST_HELP_DIR"    // testdata/help, for the stand-in's --help
 )
+
+// standInVersion is the version a stand-in engine says it is.
+const standInVersion = "9.9.9"
+
+// helpFixture is each engine's --help as the stand-ins print it: the flags
+// of its argument parser at the commit docs/engines.md names.
+var helpFixture = map[Kind]string{ATOM: "atom-ffdf3bb.txt", VLLM: "vllm-0.27.1.txt", SGLang: "sglang-d315eb7.txt"}
 
 // built is the profile-model binary that TestSimRealBinary builds once.
 var built struct {
@@ -44,6 +54,11 @@ var built struct {
 }
 
 func TestMain(m *testing.M) {
+	if os.Getenv(helpDirEnv) == "" {
+		if dir, err := filepath.Abs(filepath.Join("testdata", "help")); err == nil {
+			os.Setenv(helpDirEnv, dir) // the stand-ins inherit it
+		}
+	}
 	switch os.Getenv(helperEnv) {
 	case "serve":
 		os.Exit(helperServe(os.Args[1:]))
@@ -79,6 +94,9 @@ func helperServe(args []string) int {
 		}
 		return ""
 	}
+	if code, ok := helperProbe(args); ok {
+		return code
+	}
 	var model, port, prof string
 	switch {
 	case len(args) > 1 && args[0] == "-m" && args[1] == "atom.entrypoints.openai_server":
@@ -86,7 +104,16 @@ func helperServe(args []string) int {
 	case len(args) > 1 && args[0] == "-m" && args[1] == "sglang.launch_server":
 		model, port, prof = flagVal("--model-path"), flagVal("--port"), os.Getenv("SGLANG_TORCH_PROFILER_DIR")
 	case len(args) > 1 && args[0] == "serve":
-		model, port, prof = args[1], flagVal("--port"), os.Getenv("VLLM_TORCH_PROFILER_DIR")
+		var pc struct {
+			Dir string `json:"torch_profiler_dir"`
+		}
+		if c := flagVal("--profiler-config"); c != "" {
+			if err := json.Unmarshal([]byte(c), &pc); err != nil {
+				fmt.Fprintln(os.Stderr, "helper: --profiler-config:", err)
+				return 2
+			}
+		}
+		model, port, prof = args[1], flagVal("--port"), pc.Dir
 	case len(args) > 0 && args[0] == "serve-sim":
 		model, port, prof = flagVal("--model"), flagVal("--server-port"), flagVal("--torch-profiler-dir")
 	default:
@@ -162,6 +189,33 @@ func helperServe(args []string) int {
 	return 0
 }
 
+// helperProbe answers Identify's probes as the engines do: the version of
+// the package (python -c …) or of vllm (--version), and the engine's
+// --help from its fixture.
+func helperProbe(args []string) (int, bool) {
+	if len(args) == 0 {
+		return 0, false
+	}
+	if args[0] == "-c" || args[0] == "--version" {
+		fmt.Println(standInVersion)
+		return 0, true
+	}
+	if !slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--help") }) {
+		return 0, false
+	}
+	kind := VLLM
+	if args[0] == "-m" && len(args) > 1 {
+		kind = map[string]Kind{atomModule: ATOM, sglangModule: SGLang}[args[1]]
+	}
+	help, err := os.ReadFile(filepath.Join(os.Getenv(helpDirEnv), helpFixture[kind]))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "helper:", err)
+		return 2, true
+	}
+	os.Stdout.Write(help)
+	return 0, true
+}
+
 // writeScript writes an executable script for a test to run. No process
 // is forked while the file is open for writing: a child forked then (by
 // a parallel test starting a process) holds the write descriptor until
@@ -173,4 +227,12 @@ func writeScript(t *testing.T, path, script string) {
 	err := os.WriteFile(path, []byte(script), 0o755)
 	syscall.ForkLock.RUnlock()
 	require.NoError(t, err)
+}
+
+// readHelp is kind's --help fixture.
+func readHelp(t *testing.T, kind Kind) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", "help", helpFixture[kind]))
+	require.NoError(t, err)
+	return string(b)
 }

@@ -253,29 +253,32 @@ func TestLifecycle(t *testing.T) {
 				"-tp", "2", "--torch-profiler-dir", prof, "--server-port", port, "--max-num-seqs", "8", "--level", "0",
 				"--cudagraph-capture-sizes", "[1,2,4,8]", "--trust-remote-code", "--gpu-memory-utilization", "0.8"}
 		},
-		env: map[string]string{"KINETO_BUFFER_SIZE_MB": "512", "OMP_NUM_THREADS": envOr("OMP_NUM_THREADS", "1")},
+		env: map[string]string{"KINETO_BUFFER_SIZE_MB": "512", "OMP_NUM_THREADS": envOr("OMP_NUM_THREADS", "1"),
+			"USE_ATOMESH_ENTRYPOINTS": "0", "KINETO_CONFIG": "PROF/kineto.conf"},
 	}, {
 		kind: VLLM,
 		tweak: func(s *Spec) {
 			s.KVCacheDType, s.MaxNumSeqs, s.MaxModelLen, s.EnforceEager, s.Level = "fp8", 16, 4096, true, new(0)
 		},
 		args: func(port, prof string) []string {
-			return []string{"serve", "test/model", "--port", port, "--tensor-parallel-size", "1", "--kv-cache-dtype", "fp8",
-				"--max-num-seqs", "16", "--max-model-len", "4096", "--enforce-eager", "--compilation-config", `{"level":0}`}
+			return []string{"serve", "test/model", "--port", port, "--tensor-parallel-size", "1",
+				"--profiler-config", `{"profiler":"torch","torch_profiler_dir":"` + prof + `","torch_profiler_with_stack":false,"torch_profiler_record_shapes":false}`,
+				"--kv-cache-dtype", "fp8", "--max-num-seqs", "16", "--max-model-len", "4096", "--enforce-eager", "--compilation-config", `{"mode":0}`}
 		},
 		env: map[string]string{"KINETO_BUFFER_SIZE_MB": envOr("KINETO_BUFFER_SIZE_MB", "256"),
-			"OMP_NUM_THREADS": envOr("OMP_NUM_THREADS", "1"), "VLLM_TORCH_PROFILER_DIR": "PROF"},
+			"OMP_NUM_THREADS": envOr("OMP_NUM_THREADS", "1"), "VLLM_TORCH_PROFILER_DIR": "", "KINETO_CONFIG": "PROF/kineto.conf"},
 	}, {
 		kind: SGLang,
 		tweak: func(s *Spec) {
 			s.KVCacheDType, s.MaxNumSeqs, s.MaxModelLen, s.CaptureSizes = "fp8_e4m3", 32, 8192, []int{1, 2, 4}
 		},
 		args: func(port, prof string) []string {
-			return []string{"-m", "sglang.launch_server", "--model-path", "test/model", "--port", port, "--tp", "1",
+			return []string{"-m", "sglang.launch_server", "--model-path", "test/model", "--port", port, "--tensor-parallel-size", "1",
 				"--kv-cache-dtype", "fp8_e4m3", "--max-running-requests", "32", "--context-length", "8192",
-				"--cuda-graph-bs", "1", "2", "4"}
+				"--cuda-graph-bs-decode", "1", "2", "4", "--enable-metrics"}
 		},
-		env: map[string]string{"OMP_NUM_THREADS": envOr("OMP_NUM_THREADS", "1"), "SGLANG_TORCH_PROFILER_DIR": "PROF"},
+		env: map[string]string{"OMP_NUM_THREADS": envOr("OMP_NUM_THREADS", "1"), "SGLANG_TORCH_PROFILER_DIR": "PROF",
+			"SGLANG_PROFILE_WITH_STACK": envOr("SGLANG_PROFILE_WITH_STACK", "false"), "KINETO_CONFIG": "PROF/kineto.conf"},
 	}, {
 		kind: Sim,
 		tweak: func(s *Spec) {
@@ -309,10 +312,18 @@ func TestLifecycle(t *testing.T) {
 			require.Equal(t, r.work+"\n", r.read("cwd"))
 			env := r.env()
 			for k, v := range tt.env {
-				if v == "PROF" {
-					v = prof
-				}
+				v = strings.Replace(v, "PROF", prof, 1)
 				require.Equal(t, v, env[k], "environment variable %s", k)
+			}
+			if tt.kind != Sim {
+				// The Kineto configuration KINETO_CONFIG names, sized by
+				// KINETO_BUFFER_SIZE_MB.
+				conf, err := os.ReadFile(env["KINETO_CONFIG"])
+				require.NoError(t, err)
+				require.Contains(t, string(conf), "ACTIVITIES_MAX_GPU_BUFFER_SIZE_MB="+env["KINETO_BUFFER_SIZE_MB"]+"\n")
+				require.Equal(t, standInVersion, srv.Installed().Version, "Identify ran before the start")
+			} else {
+				require.Nil(t, srv.Installed(), "the simulated engine is not probed")
 			}
 			for _, kv := range srv.Command().Env {
 				k, v, _ := strings.Cut(kv, "=")
@@ -516,6 +527,18 @@ func TestStartRefusals(t *testing.T) {
 		spec := r.spec(VLLM, nil)
 		spec.Exe = filepath.Join(r.work, "no-such-vllm")
 		_, err := Start(t.Context(), spec, r.opts())
+		// Found by Identify, before anything starts.
+		require.ErrorIs(t, err, os.ErrNotExist)
+		require.ErrorContains(t, err, "vllm engine: could not run "+spec.Exe+" (set the engine's executable, or PATH)")
+		require.NoFileExists(t, filepath.Join(r.runDir, LogFile))
+	})
+	t.Run("executable gone after the probe", func(t *testing.T) {
+		t.Parallel()
+		r := newRig(t)
+		spec := r.spec(VLLM, nil)
+		spec.Exe = filepath.Join(r.work, "no-such-vllm")
+		spec.Installed = NewInstalled(VLLM, "0.27.1", "", readHelp(t, VLLM))
+		_, err := Start(t.Context(), spec, r.opts())
 		var ee *Error
 		require.ErrorAs(t, err, &ee)
 		require.ErrorIs(t, err, os.ErrNotExist)
@@ -530,16 +553,28 @@ func TestStartRefusals(t *testing.T) {
 		_, err := Start(t.Context(), r.spec(ATOM, nil), r.opts())
 		require.ErrorContains(t, err, "exists already: give each run its own directory")
 		require.Equal(t, "earlier\n", r.log())
-		require.NoFileExists(t, filepath.Join(r.rec, "argv"))
+		// The stand-in answered Identify's probes, and was never started.
+		require.Contains(t, r.read("argv"), "--help")
+		require.NotContains(t, r.read("argv"), "--server-port")
 	})
 	t.Run("trap", func(t *testing.T) {
 		t.Parallel()
 		r := newRig(t)
 		spec := r.spec(ATOM, nil)
-		spec.MaxNumSeqs = 16
+		spec.MaxNumSeqs, spec.CaptureSizes = 16, []int{32, 64}
 		_, err := Start(t.Context(), spec, r.opts())
-		require.ErrorContains(t, err, `pass --cudagraph-capture-sizes "[1,2,4,8,16]"`)
+		require.ErrorContains(t, err, `no capture size left); pass --cudagraph-capture-sizes "[16]"`)
 		require.NoFileExists(t, filepath.Join(r.rec, "argv"))
+	})
+	t.Run("flag the installed engine does not know", func(t *testing.T) {
+		t.Parallel()
+		r := newRig(t)
+		spec := r.spec(SGLang, nil)
+		spec.ExtraArgs = []string{"--enable-flashinfer-mla"}
+		_, err := Start(t.Context(), spec, r.opts())
+		require.ErrorContains(t, err, "sglang 9.9.9 does not know --enable-flashinfer-mla")
+		require.NotContains(t, r.read("argv"), "--model-path", "never started")
+		require.NoFileExists(t, filepath.Join(r.runDir, LogFile))
 	})
 }
 
@@ -602,6 +637,8 @@ func TestSimRealBinary(t *testing.T) {
 			stand := filepath.Join(r.work, "python")
 			writeScript(t, stand, "#!/bin/sh\nshift 2\nexec "+shellQuote(bin)+" serve-sim \"$@\"\n")
 			s.Exe, s.TP, s.MaxNumSeqs, s.CaptureSizes, s.Level, s.MaxModelLen, s.TrustRemoteCode = stand, 1, 8, []int{1, 2, 4, 8}, new(3), 4096, true
+			// serve-sim answers no probe: the installed ATOM is given.
+			s.Installed = NewInstalled(ATOM, standInVersion, "", readHelp(t, ATOM))
 		},
 	}}
 	for _, tt := range tests {

@@ -190,6 +190,13 @@ func Start(ctx context.Context, spec Spec, opts Options) (*Server, error) {
 	} else if err := portFree(s.spec.Port); err != nil {
 		return nil, fmt.Errorf("%s engine: %w", spec.Kind, err)
 	}
+	// Which engine is installed, and whether it knows every flag, is
+	// known before it starts (Command checks the flags against it).
+	if s.spec.Installed == nil {
+		if s.spec.Installed, err = Identify(ctx, s.spec); err != nil {
+			return nil, fmt.Errorf("%s engine: %w", spec.Kind, err)
+		}
+	}
 	if s.cmd, err = s.spec.Command(); err != nil { // with the port bound
 		return nil, fmt.Errorf("%s engine: %w", spec.Kind, err)
 	}
@@ -199,6 +206,9 @@ func Start(ctx context.Context, spec Spec, opts Options) (*Server, error) {
 	}
 	if err := os.MkdirAll(opts.RunDir, 0o755); err != nil {
 		return nil, fmt.Errorf("%s engine: creating the run directory: %w", spec.Kind, err)
+	}
+	if err := s.cmd.writeKinetoConfig(); err != nil {
+		return nil, fmt.Errorf("%s engine: %w", spec.Kind, err)
 	}
 	s.logPath = filepath.Join(opts.RunDir, LogFile)
 	s.log, err = os.OpenFile(s.logPath, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o644)
@@ -333,6 +343,10 @@ func (s *Server) Spec() Spec { return s.spec }
 
 // Command is the process as started; zero for engine none.
 func (s *Server) Command() Command { return s.cmd }
+
+// Installed is the engine Identify found before the start; nil for the
+// simulated engine and engine none.
+func (s *Server) Installed() *Installed { return s.spec.Installed }
 
 // Notes are Spec.Check's notes on settings that do less than one may think.
 func (s *Server) Notes() []string { return s.notes }

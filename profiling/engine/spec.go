@@ -1,8 +1,10 @@
 package engine
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"net/url"
 	"os"
@@ -40,8 +42,16 @@ func ParseKind(s string) (Kind, error) {
 // (ATOM's and vLLM's default).
 const DefaultPort = 8000
 
-// ATOM's defaults that the catches before start depend on.
-var atomDefaultCaptureSizes = []int{1, 2, 4, 8, 16, 32, 48, 64, 128, 256}
+// ATOM's defaults that the catches before start depend on: the default of
+// --cudagraph-capture-sizes (atom/model_engine/arg_utils.py at ffdf3bb; 512
+// since 2026-05-10).
+var atomDefaultCaptureSizes = []int{1, 2, 4, 8, 16, 32, 48, 64, 128, 256, 512}
+
+// The Python modules the engines are started as.
+const (
+	atomModule   = "atom.entrypoints.openai_server"
+	sglangModule = "sglang.launch_server"
+)
 
 // defaultEnv holds the variables every engine process gets unless the
 // inherited environment or Spec.Env sets them: a single OpenMP thread per
@@ -49,8 +59,10 @@ var atomDefaultCaptureSizes = []int{1, 2, 4, 8, 16, 32, 48, 64, 128, 256}
 // a larger profiler buffer, without which Kineto silently drops GPU events
 // of long profiling windows.
 func defaultEnv() map[string]string {
-	return map[string]string{"OMP_NUM_THREADS": "1", "KINETO_BUFFER_SIZE_MB": "256"}
+	return map[string]string{"OMP_NUM_THREADS": "1", "KINETO_BUFFER_SIZE_MB": defaultKinetoBufferMB}
 }
+
+const defaultKinetoBufferMB = "256"
 
 // Spec says which engine to run and how. Every engine gets the same fields;
 // Command maps them to that engine's own flag names:
@@ -58,23 +70,29 @@ func defaultEnv() map[string]string {
 //	field            atom / sim                     vllm                       sglang
 //	Model            --model M                      serve M                    --model-path M
 //	Port             --server-port P                --port P                   --port P
-//	TP               -tp N                          --tensor-parallel-size N   --tp N
-//	KVCacheDType     --kv_cache_dtype (fp8)         --kv-cache-dtype           --kv-cache-dtype
+//	TP               -tp N                          --tensor-parallel-size N   --tensor-parallel-size N
+//	KVCacheDType     --kv_cache_dtype (fp8)         --kv-cache-dtype           --kv-cache-dtype (fp8: fp8_e4m3)
 //	MaxNumSeqs       --max-num-seqs                 --max-num-seqs             --max-running-requests
 //	MaxModelLen      --max-model-len                --max-model-len            --context-length
 //	Level            --level L                      --compilation-config *     --enable-torch-compile (L > 0)
-//	EnforceEager     --enforce-eager                --enforce-eager            --disable-cuda-graph
-//	CaptureSizes     --cudagraph-capture-sizes [..] --compilation-config *     --cuda-graph-bs 1 2 4
+//	EnforceEager     --enforce-eager                --enforce-eager            --cuda-graph-backend-{decode,prefill} disabled †
+//	CaptureSizes     --cudagraph-capture-sizes [..] --compilation-config *     --cuda-graph-bs-decode 1 2 4 †
 //	TrustRemoteCode  --trust-remote-code            --trust-remote-code        --trust-remote-code
-//	ProfilerDir      --torch-profiler-dir DIR       $VLLM_TORCH_PROFILER_DIR   $SGLANG_TORCH_PROFILER_DIR
+//	ProfilerDir      --torch-profiler-dir DIR       --profiler-config **       $SGLANG_TORCH_PROFILER_DIR
+//	(metrics)        always on                      always on                  --enable-metrics
 //
 // (*) vLLM's -O is another spelling of --compilation-config (the last one
-// given wins), so the level and the capture sizes travel in one JSON value:
-// {"level":L,"cudagraph_capture_sizes":[1,2,4]}. ATOM's KV-cache flag keeps
-// the snake_case spelling that older releases accept alone. The simulated
-// engine takes ATOM's flags that it uses (model, port, profiler directory,
-// max-num-seqs, capture sizes, enforce-eager) plus --time-scale, and
-// ignores the rest (Check says which).
+// given wins), so the compilation mode and the capture sizes travel in one
+// JSON value: {"mode":L,"cudagraph_capture_sizes":[1,2,4]} ("level" is an
+// unknown key since March 2026). (**) {"profiler":"torch",
+// "torch_profiler_dir":DIR,...} with stacks and shapes off, as ATOM and
+// (by environment) SGLang record them. (†) SGLang's spellings since its
+// June 2026 CUDA-graph refactor; an installed SGLang whose --help lacks them
+// (Installed) gets --disable-cuda-graph and --cuda-graph-bs. ATOM's
+// KV-cache flag keeps the snake_case spelling that older releases accept
+// alone. The simulated engine takes ATOM's flags that it uses (model,
+// port, profiler directory, max-num-seqs, capture sizes, enforce-eager)
+// plus --time-scale, and ignores the rest (Check says which).
 type Spec struct {
 	Kind Kind
 	// Model is the model path or name the engine loads, and the name every
@@ -95,8 +113,8 @@ type Spec struct {
 	// runs unless Level is 0.
 	EnforceEager bool
 	// CaptureSizes are the CUDA-graph batch sizes; nil: the engine's default
-	// (ATOM [1,2,4,8,16,32,48,64,128,256]). ATOM fails at start when the
-	// largest exceeds MaxNumSeqs.
+	// (ATOM [1,2,4,8,16,32,48,64,128,256,512]). ATOM drops the sizes above
+	// MaxNumSeqs (releases before May 2026 fail at start instead).
 	CaptureSizes    []int
 	TrustRemoteCode bool
 	TimeScale       float64  // sim only: run this many times faster than the modelled GPU; 0: real time
@@ -107,12 +125,16 @@ type Spec struct {
 	Env map[string]string
 	Dir string // working directory (ATOM users run from its checkout), made absolute; "": the caller's
 	// Exe replaces the executable: the Python interpreter for atom and
-	// sglang ("python"), the vllm command ("vllm"), the profile-model binary
+	// sglang ("python3"), the vllm command ("vllm"), the profile-model binary
 	// for sim (default: the running executable).
 	Exe string
 	// ProfilerDir is the torch profiler's trace directory; "": profiling off.
 	// It is made absolute, so a relative one means the same with Dir set.
 	ProfilerDir string
+	// Installed is the engine Identify found; nil: not known. With it,
+	// Command refuses a flag the engine's --help does not list and picks
+	// the spelling it knows where the engine renamed one.
+	Installed *Installed
 }
 
 // Command is a process as it will be started.
@@ -126,6 +148,9 @@ type Command struct {
 	Env []string `json:"env"`
 
 	environ []string // the whole environment of the process
+	// kinetoConf is the Kineto configuration file Start writes where
+	// $KINETO_CONFIG says ("" for none).
+	kinetoConf string
 }
 
 // String is the command as a shell line: cd DIR && K=V ... PATH ARGS.
@@ -143,6 +168,25 @@ func (c Command) String() string {
 		parts = append(parts, shellQuote(a))
 	}
 	return strings.Join(parts, " ")
+}
+
+// writeKinetoConfig writes the Kineto configuration file the command's
+// KINETO_CONFIG names, when this package set it.
+func (c Command) writeKinetoConfig() error {
+	if c.kinetoConf == "" {
+		return nil
+	}
+	for _, kv := range c.Env {
+		if path, ok := strings.CutPrefix(kv, "KINETO_CONFIG="); ok {
+			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+				return fmt.Errorf("writing the Kineto configuration: %w", err)
+			}
+			if err := os.WriteFile(path, []byte(c.kinetoConf), 0o644); err != nil {
+				return fmt.Errorf("writing the Kineto configuration: %w", err)
+			}
+		}
+	}
+	return nil
 }
 
 // shellQuote quotes s for a POSIX shell when it needs it.
@@ -224,20 +268,31 @@ func (s Spec) Check() (notes []string, err error) {
 		note("time scale %g applies to the simulated engine only; %s runs in real time", s.TimeScale, s.Kind)
 	}
 
-	// The capture-size trap: ATOM (and the simulator, like it) fails at
-	// start when a graph is larger than the largest batch it may run.
+	// The capture-size trap: ATOM since May 2026 drops the graphs larger
+	// than the largest batch it may run, with a warning, and fails only
+	// when none is left (model_runner.py at ffdf3bb); older releases, and
+	// the simulator like them, fail at start.
 	if s.MaxNumSeqs > 0 && !s.EnforceEager {
 		sizes, deflt := s.CaptureSizes, false
 		if sizes == nil && s.Kind == ATOM {
 			sizes, deflt = atomDefaultCaptureSizes, true
 		}
 		if largest := slices.Max(append([]int{0}, sizes...)); largest > s.MaxNumSeqs {
+			what := fmt.Sprintf("the largest CUDA-graph capture size %d", largest)
+			if deflt {
+				what += " (ATOM's default sizes " + captureList(sizes) + ")"
+			}
+			kept := slices.DeleteFunc(slices.Clone(sizes), func(c int) bool { return c > s.MaxNumSeqs })
 			switch s.Kind {
-			case ATOM, Sim:
-				what := fmt.Sprintf("the largest CUDA-graph capture size %d", largest)
-				if deflt {
-					what += " (ATOM's default sizes " + captureList(sizes) + ")"
+			case ATOM:
+				if len(kept) == 0 {
+					bad("--max-num-seqs %d is smaller than every CUDA-graph capture size %s: ATOM fails at start (no capture size left); pass --cudagraph-capture-sizes %q",
+						s.MaxNumSeqs, captureList(sizes), captureList(fitCaptureSizes(sizes, s.MaxNumSeqs)))
+					break
 				}
+				note("--max-num-seqs %d is smaller than %s: ATOM drops the larger sizes with a warning and captures %s (releases before May 2026 fail at start instead; for those pass --cudagraph-capture-sizes %q)",
+					s.MaxNumSeqs, what, captureList(kept), captureList(fitCaptureSizes(sizes, s.MaxNumSeqs)))
+			case Sim:
 				bad("--max-num-seqs %d is smaller than %s: ATOM fails at start; pass --cudagraph-capture-sizes %q",
 					s.MaxNumSeqs, what, captureList(fitCaptureSizes(sizes, s.MaxNumSeqs)))
 			default:
@@ -259,6 +314,12 @@ func (s Spec) Check() (notes []string, err error) {
 	}
 	if s.Kind == SGLang && s.Level != nil && *s.Level > 0 {
 		note("SGLang has no compilation levels: level %d turns on --enable-torch-compile", *s.Level)
+	}
+	if s.Kind == SGLang && s.KVCacheDType == "fp8" {
+		note("SGLang has no KV-cache dtype fp8: it gets fp8_e4m3, what ATOM and vLLM mean by fp8 (pass fp8_e5m2 for the other)")
+	}
+	if v, ok := s.Env[atomeshEnv]; ok && s.Kind == ATOM && v == "1" {
+		bad("%s=1 starts ATOM's Atomesh router, which has no /start_profile or /stop_profile: leave it unset (this tool sets it to 0)", atomeshEnv)
 	}
 	if s.Kind == Sim {
 		var ignored []string
@@ -336,6 +397,11 @@ func (s Spec) command(environ []string) (Command, error) {
 		return Command{}, err
 	}
 	args := append(s.engineArgs(profDir), s.ExtraArgs...)
+	if s.Installed != nil {
+		if err := s.Installed.checkFlags(args[programWords(s.Kind):]); err != nil {
+			return Command{}, err
+		}
+	}
 	if s.Dir != "" {
 		if s.Dir, err = filepath.Abs(s.Dir); err != nil {
 			return Command{}, fmt.Errorf("working directory %q: %w", s.Dir, err)
@@ -362,7 +428,7 @@ func (s Spec) executable() (string, error) {
 	}
 	switch s.Kind {
 	case ATOM, SGLang:
-		return "python", nil
+		return "python3", nil
 	case VLLM:
 		return "vllm", nil
 	case Sim:
@@ -383,7 +449,7 @@ func (s Spec) engineArgs(profDir string) []string {
 	case ATOM:
 		return s.atomArgs(profDir)
 	case VLLM:
-		return s.vllmArgs()
+		return s.vllmArgs(profDir)
 	case SGLang:
 		return s.sglangArgs()
 	case Sim:
@@ -394,7 +460,7 @@ func (s Spec) engineArgs(profDir string) []string {
 
 func (s Spec) atomArgs(profDir string) []string {
 	itoa := strconv.Itoa
-	args := []string{"-m", "atom.entrypoints.openai_server", "--model", s.Model, "--kv_cache_dtype", s.KVCacheDType, "-tp", itoa(s.TP)}
+	args := []string{"-m", atomModule, "--model", s.Model, "--kv_cache_dtype", s.KVCacheDType, "-tp", itoa(s.TP)}
 	if profDir != "" {
 		args = append(args, "--torch-profiler-dir", profDir)
 	}
@@ -420,11 +486,45 @@ func (s Spec) atomArgs(profDir string) []string {
 	return args
 }
 
-// vllmArgs: vLLM takes its profiler directory from the environment
-// (profilerEnv).
-func (s Spec) vllmArgs() []string {
+// programWords is how many of an engine's arguments come before its own
+// flags: python's "-m MODULE", vllm's "serve MODEL".
+func programWords(k Kind) int {
+	switch k {
+	case ATOM, SGLang, VLLM:
+		return 2
+	case Sim:
+		return 1
+	}
+	return 0
+}
+
+// spelling is flag as the installed engine spells it: current, unless its
+// --help lists only old.
+func (s Spec) spelling(current, old string) string {
+	if in := s.Installed; in != nil && !in.Has(current) && in.Has(old) {
+		return old
+	}
+	return current
+}
+
+// vllmProfilerConfig is vLLM's ProfilerConfig (vllm/config/profiler.py)
+// as --profiler-config takes it: the torch profiler writing to dir, with
+// stacks and shapes off as ATOM records them by default (vLLM's own
+// default records stacks).
+type vllmProfilerConfig struct {
+	Profiler     string `json:"profiler"`
+	Dir          string `json:"torch_profiler_dir"`
+	WithStack    bool   `json:"torch_profiler_with_stack"`
+	RecordShapes bool   `json:"torch_profiler_record_shapes"`
+}
+
+func (s Spec) vllmArgs(profDir string) []string {
 	itoa := strconv.Itoa
 	args := []string{"serve", s.Model, "--port", itoa(s.Port), "--tensor-parallel-size", itoa(s.TP)}
+	if profDir != "" {
+		pc, _ := json.Marshal(vllmProfilerConfig{Profiler: "torch", Dir: profDir})
+		args = append(args, "--profiler-config", string(pc))
+	}
 	if s.KVCacheDType != "" {
 		args = append(args, "--kv-cache-dtype", s.KVCacheDType)
 	}
@@ -439,7 +539,7 @@ func (s Spec) vllmArgs() []string {
 	}
 	var cc []string
 	if s.Level != nil {
-		cc = append(cc, `"level":`+itoa(*s.Level))
+		cc = append(cc, `"mode":`+itoa(*s.Level))
 	}
 	if s.CaptureSizes != nil {
 		cc = append(cc, `"cudagraph_capture_sizes":`+captureList(s.CaptureSizes))
@@ -454,12 +554,15 @@ func (s Spec) vllmArgs() []string {
 }
 
 // sglangArgs: SGLang takes its profiler directory from the environment
-// (profilerEnv).
+// (profilerEnv) and serves /metrics only when asked.
 func (s Spec) sglangArgs() []string {
 	itoa := strconv.Itoa
-	args := []string{"-m", "sglang.launch_server", "--model-path", s.Model, "--port", itoa(s.Port), "--tp", itoa(s.TP)}
-	if s.KVCacheDType != "" {
-		args = append(args, "--kv-cache-dtype", s.KVCacheDType)
+	args := []string{"-m", sglangModule, "--model-path", s.Model, "--port", itoa(s.Port), "--tensor-parallel-size", itoa(s.TP)}
+	if kv := s.KVCacheDType; kv != "" {
+		if kv == "fp8" {
+			kv = "fp8_e4m3"
+		}
+		args = append(args, "--kv-cache-dtype", kv)
 	}
 	if s.MaxNumSeqs > 0 {
 		args = append(args, "--max-running-requests", itoa(s.MaxNumSeqs))
@@ -468,10 +571,14 @@ func (s Spec) sglangArgs() []string {
 		args = append(args, "--context-length", itoa(s.MaxModelLen))
 	}
 	if s.EnforceEager {
-		args = append(args, "--disable-cuda-graph")
+		if f := s.spelling("--cuda-graph-backend-decode", "--disable-cuda-graph"); f == "--disable-cuda-graph" {
+			args = append(args, f)
+		} else {
+			args = append(args, "--cuda-graph-backend-decode", "disabled", "--cuda-graph-backend-prefill", "disabled")
+		}
 	}
 	if s.CaptureSizes != nil {
-		args = append(args, "--cuda-graph-bs")
+		args = append(args, s.spelling("--cuda-graph-bs-decode", "--cuda-graph-bs"))
 		for _, c := range s.CaptureSizes {
 			args = append(args, itoa(c))
 		}
@@ -482,7 +589,7 @@ func (s Spec) sglangArgs() []string {
 	if s.TrustRemoteCode {
 		args = append(args, "--trust-remote-code")
 	}
-	return args
+	return append(args, "--enable-metrics")
 }
 
 func (s Spec) simArgs(profDir string) []string {
@@ -508,18 +615,54 @@ func (s Spec) simArgs(profDir string) []string {
 
 // profilerEnv is the environment variable that gives the engine its torch
 // profiler directory, for the engines that take it so ("": a flag).
+// vLLM read VLLM_TORCH_PROFILER_DIR until February 2026; it takes
+// --profiler-config since v0.13.
 func profilerEnv(k Kind) string {
-	switch k {
-	case VLLM:
-		return "VLLM_TORCH_PROFILER_DIR"
-	case SGLang:
+	if k == SGLang {
 		return "SGLANG_TORCH_PROFILER_DIR"
 	}
 	return ""
 }
 
+// atomeshEnv routes ATOM's openai_server entry point to its Atomesh
+// router (atom/entrypoints/openai_server.py at ffdf3bb), which serves no
+// profiling routes.
+const atomeshEnv = "USE_ATOMESH_ENTRYPOINTS"
+
+// profilingEnv are defaults, for a profiled engine of kind k, that make
+// it record what the others record: SGLang records stacks and shapes
+// unless told not to (python/sglang/srt/environ.py); ATOM records neither
+// (ATOM_PROFILER_MORE unset), vLLM neither with its --profiler-config.
+func profilingEnv(k Kind) map[string]string {
+	if k == SGLang {
+		return map[string]string{"SGLANG_PROFILE_WITH_STACK": "false", "SGLANG_PROFILE_RECORD_SHAPES": "false"}
+	}
+	return nil
+}
+
+// KinetoConfigFile is the name of the Kineto configuration written into
+// the profiler directory of a real engine (KINETO_CONFIG points at it).
+const KinetoConfigFile = "kineto.conf"
+
+// kinetoConfig is the Kineto configuration for a profiler buffer of mb
+// MB, for the Kineto that reads no KINETO_BUFFER_SIZE_MB: upstream Kineto
+// (pytorch/kineto 114171d, libkineto/src/Config.cpp) sizes the CUPTI
+// buffer by ACTIVITIES_MAX_GPU_BUFFER_SIZE_MB (default 128) and caps the
+// ROCm loggers (roctracer, rocprofiler-sdk) at ROCTRACER_MAX_EVENTS events
+// (default 5,000,000; their setMaxBufferSize does nothing). mb scales
+// both: 256 MB allows 10,240,000 ROCm events, twice the default.
+func kinetoConfig(mb string) (string, error) {
+	n, err := strconv.Atoi(mb)
+	if err != nil || n < 1 {
+		return "", fmt.Errorf("KINETO_BUFFER_SIZE_MB=%q: want a whole number of MB, at least 1", mb)
+	}
+	return fmt.Sprintf("# Written by profile-model for the engine's Kineto (KINETO_BUFFER_SIZE_MB=%d).\n"+
+		"ACTIVITIES_MAX_GPU_BUFFER_SIZE_MB=%d\nROCTRACER_MAX_EVENTS=%d\n", n, n, n*40000), nil
+}
+
 // setEnvironment sets the command's environment, by precedence: inherited
-// (environ) < defaultEnv (only where unset) < the profiler directory <
+// (environ) < defaultEnv and profilingEnv (only where unset) < the
+// profiler directory, ATOM's entry point and the Kineto configuration <
 // Spec.Env. cmd.Env lists what this sets, sorted; cmd.environ is the whole
 // environment the engine gets.
 func (s Spec) setEnvironment(cmd *Command, environ []string, profDir string) error {
@@ -530,7 +673,11 @@ func (s Spec) setEnvironment(cmd *Command, environ []string, profDir string) err
 		}
 	}
 	set := map[string]string{}
-	for k, v := range defaultEnv() {
+	defaults := defaultEnv()
+	if profDir != "" {
+		maps.Copy(defaults, profilingEnv(s.Kind))
+	}
+	for k, v := range defaults {
 		if old, ok := inherited[k]; ok {
 			v = old
 		}
@@ -539,11 +686,24 @@ func (s Spec) setEnvironment(cmd *Command, environ []string, profDir string) err
 	if env := profilerEnv(s.Kind); env != "" && profDir != "" {
 		set[env] = profDir
 	}
+	if s.Kind == ATOM {
+		set[atomeshEnv] = "0"
+	}
 	for k, v := range s.Env {
 		if k == "" || strings.ContainsAny(k, "=\x00") {
 			return fmt.Errorf("environment variable name %q: must be non-empty without '=' or NUL", k)
 		}
 		set[k] = v
+	}
+	// Kineto builds that read no KINETO_BUFFER_SIZE_MB read a file; one
+	// the user points at is theirs.
+	_, inheritedConf := inherited["KINETO_CONFIG"]
+	if _, ownConf := set["KINETO_CONFIG"]; profDir != "" && !inheritedConf && !ownConf && (s.Kind == ATOM || s.Kind == VLLM || s.Kind == SGLang) {
+		conf, err := kinetoConfig(set["KINETO_BUFFER_SIZE_MB"])
+		if err != nil {
+			return err
+		}
+		set["KINETO_CONFIG"], cmd.kinetoConf = filepath.Join(profDir, KinetoConfigFile), conf
 	}
 	for k, v := range set {
 		cmd.Env = append(cmd.Env, k+"="+v)

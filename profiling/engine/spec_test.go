@@ -16,12 +16,12 @@ func TestCommand(t *testing.T) {
 		spec Spec
 		want Command
 	}{{
-		name: "atom defaults: fp8 KV cache, TP 1, port 8000, profiler dir by flag",
+		name: "atom defaults: fp8 KV cache, TP 1, port 8000, profiler dir by flag, Atomesh off, Kineto file",
 		spec: Spec{Kind: ATOM, Model: "MiniMaxAI/MiniMax-M2.5", ProfilerDir: "/traces"},
-		want: Command{Path: "python", Args: []string{"-m", "atom.entrypoints.openai_server",
+		want: Command{Path: "python3", Args: []string{"-m", "atom.entrypoints.openai_server",
 			"--model", "MiniMaxAI/MiniMax-M2.5", "--kv_cache_dtype", "fp8", "-tp", "1",
 			"--torch-profiler-dir", "/traces", "--server-port", "8000"},
-			Env: []string{"KINETO_BUFFER_SIZE_MB=256", "OMP_NUM_THREADS=1"}},
+			Env: []string{"KINETO_BUFFER_SIZE_MB=256", "KINETO_CONFIG=/traces/kineto.conf", "OMP_NUM_THREADS=1", "USE_ATOMESH_ENTRYPOINTS=0"}},
 	}, {
 		name: "atom with every option",
 		spec: Spec{Kind: ATOM, Model: "m", TP: 8, Port: 9001, KVCacheDType: "bf16", MaxNumSeqs: 64,
@@ -34,46 +34,50 @@ func TestCommand(t *testing.T) {
 			"--server-port", "9001", "--max-num-seqs", "64", "--max-model-len", "4096", "--level", "0",
 			"--enforce-eager", "--cudagraph-capture-sizes", "[1,2,4,64]", "--trust-remote-code",
 			"--gpu-memory-utilization", "0.85"},
-			Env: []string{"HIP_VISIBLE_DEVICES=0,1,2,3,4,5,6,7", "KINETO_BUFFER_SIZE_MB=256", "OMP_NUM_THREADS=4"}},
+			Env: []string{"HIP_VISIBLE_DEVICES=0,1,2,3,4,5,6,7", "KINETO_BUFFER_SIZE_MB=256", "KINETO_CONFIG=/traces/kineto.conf", "OMP_NUM_THREADS=4", "USE_ATOMESH_ENTRYPOINTS=0"}},
 	}, {
-		name: "atom without profiler: no --torch-profiler-dir",
+		name: "atom without profiler: no --torch-profiler-dir, no Kineto file",
 		spec: Spec{Kind: ATOM, Model: "m"},
-		want: Command{Path: "python", Args: []string{"-m", "atom.entrypoints.openai_server",
+		want: Command{Path: "python3", Args: []string{"-m", "atom.entrypoints.openai_server",
 			"--model", "m", "--kv_cache_dtype", "fp8", "-tp", "1", "--server-port", "8000"},
-			Env: []string{"KINETO_BUFFER_SIZE_MB=256", "OMP_NUM_THREADS=1"}},
+			Env: []string{"KINETO_BUFFER_SIZE_MB=256", "OMP_NUM_THREADS=1", "USE_ATOMESH_ENTRYPOINTS=0"}},
 	}, {
-		name: "vllm: model positional, profiler dir by environment, engine's own KV default",
+		name: "vllm: model positional, profiler by --profiler-config (stacks and shapes off), engine's own KV default",
 		spec: Spec{Kind: VLLM, Model: "Qwen/Qwen3-8B", TP: 2, Port: 8100, ProfilerDir: "/traces"},
-		want: Command{Path: "vllm", Args: []string{"serve", "Qwen/Qwen3-8B", "--port", "8100", "--tensor-parallel-size", "2"},
-			Env: []string{"KINETO_BUFFER_SIZE_MB=256", "OMP_NUM_THREADS=1", "VLLM_TORCH_PROFILER_DIR=/traces"}},
+		want: Command{Path: "vllm", Args: []string{"serve", "Qwen/Qwen3-8B", "--port", "8100", "--tensor-parallel-size", "2",
+			"--profiler-config", `{"profiler":"torch","torch_profiler_dir":"/traces","torch_profiler_with_stack":false,"torch_profiler_record_shapes":false}`},
+			Env: []string{"KINETO_BUFFER_SIZE_MB=256", "KINETO_CONFIG=/traces/kineto.conf", "OMP_NUM_THREADS=1"}},
 	}, {
-		name: "vllm: level and capture sizes share one --compilation-config (-O is its alias)",
+		name: "vllm: mode and capture sizes share one --compilation-config (-O is its alias)",
 		spec: Spec{Kind: VLLM, Model: "m", KVCacheDType: "fp8", MaxNumSeqs: 32, MaxModelLen: 8192,
 			Level: new(3), EnforceEager: true, CaptureSizes: []int{1, 8, 32}, TrustRemoteCode: true, ExtraArgs: []string{"--seed", "0"}},
 		want: Command{Path: "vllm", Args: []string{"serve", "m", "--port", "8000", "--tensor-parallel-size", "1",
 			"--kv-cache-dtype", "fp8", "--max-num-seqs", "32", "--max-model-len", "8192", "--enforce-eager",
-			"--compilation-config", `{"level":3,"cudagraph_capture_sizes":[1,8,32]}`, "--trust-remote-code", "--seed", "0"},
+			"--compilation-config", `{"mode":3,"cudagraph_capture_sizes":[1,8,32]}`, "--trust-remote-code", "--seed", "0"},
 			Env: []string{"KINETO_BUFFER_SIZE_MB=256", "OMP_NUM_THREADS=1"}},
 	}, {
-		name: "vllm: level alone",
+		name: "vllm: level alone is the compilation mode",
 		spec: Spec{Kind: VLLM, Model: "m", Level: new(0)},
 		want: Command{Path: "vllm", Args: []string{"serve", "m", "--port", "8000", "--tensor-parallel-size", "1",
-			"--compilation-config", `{"level":0}`},
+			"--compilation-config", `{"mode":0}`},
 			Env: []string{"KINETO_BUFFER_SIZE_MB=256", "OMP_NUM_THREADS=1"}},
 	}, {
-		name: "sglang: its own names; capture sizes as separate arguments",
+		name: "sglang: its own names; capture sizes as separate arguments; metrics on; stacks and shapes off",
 		spec: Spec{Kind: SGLang, Model: "deepseek-ai/DeepSeek-V3", TP: 8, Port: 30000, KVCacheDType: "fp8_e4m3",
 			MaxNumSeqs: 128, MaxModelLen: 16384, CaptureSizes: []int{1, 2, 4, 128}, Level: new(3),
 			TrustRemoteCode: true, ProfilerDir: "/traces"},
-		want: Command{Path: "python", Args: []string{"-m", "sglang.launch_server", "--model-path", "deepseek-ai/DeepSeek-V3",
-			"--port", "30000", "--tp", "8", "--kv-cache-dtype", "fp8_e4m3", "--max-running-requests", "128",
-			"--context-length", "16384", "--cuda-graph-bs", "1", "2", "4", "128", "--enable-torch-compile", "--trust-remote-code"},
-			Env: []string{"KINETO_BUFFER_SIZE_MB=256", "OMP_NUM_THREADS=1", "SGLANG_TORCH_PROFILER_DIR=/traces"}},
+		want: Command{Path: "python3", Args: []string{"-m", "sglang.launch_server", "--model-path", "deepseek-ai/DeepSeek-V3",
+			"--port", "30000", "--tensor-parallel-size", "8", "--kv-cache-dtype", "fp8_e4m3", "--max-running-requests", "128",
+			"--context-length", "16384", "--cuda-graph-bs-decode", "1", "2", "4", "128", "--enable-torch-compile", "--trust-remote-code",
+			"--enable-metrics"},
+			Env: []string{"KINETO_BUFFER_SIZE_MB=256", "KINETO_CONFIG=/traces/kineto.conf", "OMP_NUM_THREADS=1",
+				"SGLANG_PROFILE_RECORD_SHAPES=false", "SGLANG_PROFILE_WITH_STACK=false", "SGLANG_TORCH_PROFILER_DIR=/traces"}},
 	}, {
-		name: "sglang: eager is --disable-cuda-graph; level 0 adds nothing",
-		spec: Spec{Kind: SGLang, Model: "m", EnforceEager: true, Level: new(0)},
-		want: Command{Path: "python", Args: []string{"-m", "sglang.launch_server", "--model-path", "m",
-			"--port", "8000", "--tp", "1", "--disable-cuda-graph"},
+		name: "sglang: eager disables decode and prefill graphs; level 0 adds nothing; fp8 is fp8_e4m3",
+		spec: Spec{Kind: SGLang, Model: "m", EnforceEager: true, Level: new(0), KVCacheDType: "fp8"},
+		want: Command{Path: "python3", Args: []string{"-m", "sglang.launch_server", "--model-path", "m",
+			"--port", "8000", "--tensor-parallel-size", "1", "--kv-cache-dtype", "fp8_e4m3",
+			"--cuda-graph-backend-decode", "disabled", "--cuda-graph-backend-prefill", "disabled", "--enable-metrics"},
 			Env: []string{"KINETO_BUFFER_SIZE_MB=256", "OMP_NUM_THREADS=1"}},
 	}, {
 		name: "sim: serve-sim with ATOM's flags it uses, and the time scale",
@@ -90,7 +94,7 @@ func TestCommand(t *testing.T) {
 			got, err := tt.spec.command(base)
 			require.NoError(t, err)
 			require.Empty(t, cmp.Diff(tt.want, got, cmp.AllowUnexported(Command{}), cmp.FilterPath(func(p cmp.Path) bool {
-				return p.Last().String() == ".environ"
+				return p.Last().String() == ".environ" || p.Last().String() == ".kinetoConf"
 			}, cmp.Ignore())))
 			// The process environment: the inherited one with ours on top,
 			// and PWD following the working directory.
@@ -114,28 +118,37 @@ func TestCommandEnvPrecedence(t *testing.T) {
 		environ string // one variable of the process environment, K=V
 	}{{
 		name: "defaults where nothing is set",
-		want: []string{"KINETO_BUFFER_SIZE_MB=256", "OMP_NUM_THREADS=1", "VLLM_TORCH_PROFILER_DIR=/traces"},
+		want: []string{"KINETO_BUFFER_SIZE_MB=256", "KINETO_CONFIG=/traces/kineto.conf", "OMP_NUM_THREADS=1", "SGLANG_PROFILE_RECORD_SHAPES=false",
+			"SGLANG_PROFILE_WITH_STACK=false", "SGLANG_TORCH_PROFILER_DIR=/traces"},
 	}, {
-		name:    "the inherited environment wins over a default",
-		base:    []string{"OMP_NUM_THREADS=8", "KINETO_BUFFER_SIZE_MB=1024"},
-		want:    []string{"KINETO_BUFFER_SIZE_MB=1024", "OMP_NUM_THREADS=8", "VLLM_TORCH_PROFILER_DIR=/traces"},
+		name: "the inherited environment wins over a default",
+		base: []string{"OMP_NUM_THREADS=8", "KINETO_BUFFER_SIZE_MB=1024", "SGLANG_PROFILE_WITH_STACK=true"},
+		want: []string{"KINETO_BUFFER_SIZE_MB=1024", "KINETO_CONFIG=/traces/kineto.conf", "OMP_NUM_THREADS=8", "SGLANG_PROFILE_RECORD_SHAPES=false",
+			"SGLANG_PROFILE_WITH_STACK=true", "SGLANG_TORCH_PROFILER_DIR=/traces"},
 		environ: "OMP_NUM_THREADS=8",
 	}, {
-		name:    "the run's profiler directory wins over an inherited one, or traces land elsewhere",
-		base:    []string{"VLLM_TORCH_PROFILER_DIR=/old"},
-		want:    []string{"KINETO_BUFFER_SIZE_MB=256", "OMP_NUM_THREADS=1", "VLLM_TORCH_PROFILER_DIR=/traces"},
-		environ: "VLLM_TORCH_PROFILER_DIR=/traces",
+		name: "the run's profiler directory wins over an inherited one, or traces land elsewhere",
+		base: []string{"SGLANG_TORCH_PROFILER_DIR=/old"},
+		want: []string{"KINETO_BUFFER_SIZE_MB=256", "KINETO_CONFIG=/traces/kineto.conf", "OMP_NUM_THREADS=1", "SGLANG_PROFILE_RECORD_SHAPES=false",
+			"SGLANG_PROFILE_WITH_STACK=false", "SGLANG_TORCH_PROFILER_DIR=/traces"},
+		environ: "SGLANG_TORCH_PROFILER_DIR=/traces",
 	}, {
-		name:    "Spec.Env wins over everything",
-		base:    []string{"OMP_NUM_THREADS=8"},
-		env:     map[string]string{"OMP_NUM_THREADS": "2", "VLLM_TORCH_PROFILER_DIR": "/mine", "VLLM_USE_V1": "1"},
-		want:    []string{"KINETO_BUFFER_SIZE_MB=256", "OMP_NUM_THREADS=2", "VLLM_TORCH_PROFILER_DIR=/mine", "VLLM_USE_V1=1"},
+		name:    "an inherited KINETO_CONFIG is the user's: left as it is",
+		base:    []string{"KINETO_CONFIG=/etc/my.conf"},
+		want:    []string{"KINETO_BUFFER_SIZE_MB=256", "OMP_NUM_THREADS=1", "SGLANG_PROFILE_RECORD_SHAPES=false", "SGLANG_PROFILE_WITH_STACK=false", "SGLANG_TORCH_PROFILER_DIR=/traces"},
+		environ: "KINETO_CONFIG=/etc/my.conf",
+	}, {
+		name: "Spec.Env wins over everything",
+		base: []string{"OMP_NUM_THREADS=8"},
+		env:  map[string]string{"OMP_NUM_THREADS": "2", "SGLANG_TORCH_PROFILER_DIR": "/mine", "SGLANG_ENABLE_JIT_DEEPGEMM": "1", "KINETO_CONFIG": "/k.conf"},
+		want: []string{"KINETO_BUFFER_SIZE_MB=256", "KINETO_CONFIG=/k.conf", "OMP_NUM_THREADS=2", "SGLANG_ENABLE_JIT_DEEPGEMM=1", "SGLANG_PROFILE_RECORD_SHAPES=false",
+			"SGLANG_PROFILE_WITH_STACK=false", "SGLANG_TORCH_PROFILER_DIR=/mine"},
 		environ: "OMP_NUM_THREADS=2",
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			got, err := Spec{Kind: VLLM, Model: "m", ProfilerDir: "/traces", Env: tt.env}.command(tt.base)
+			got, err := Spec{Kind: SGLang, Model: "m", ProfilerDir: "/traces", Env: tt.env}.command(tt.base)
 			require.NoError(t, err)
 			require.Equal(t, tt.want, got.Env)
 			if tt.environ != "" {
@@ -180,13 +193,26 @@ func TestCheck(t *testing.T) {
 		name: "a plain ATOM spec",
 		spec: Spec{Kind: ATOM, Model: "m"},
 	}, {
-		name:    "max-num-seqs below ATOM's default capture sizes: fails at start, so refuse with the sizes to pass",
-		spec:    Spec{Kind: ATOM, Model: "m", MaxNumSeqs: 64},
-		wantErr: []string{"--max-num-seqs 64 is smaller than the largest CUDA-graph capture size 256", "ATOM's default sizes [1,2,4,8,16,32,48,64,128,256]", `--cudagraph-capture-sizes "[1,2,4,8,16,32,48,64]"`},
+		name: "max-num-seqs below ATOM's default capture sizes (512 among them): ATOM drops the larger ones, and the note says which it captures",
+		spec: Spec{Kind: ATOM, Model: "m", MaxNumSeqs: 64},
+		notes: []string{"--max-num-seqs 64 is smaller than the largest CUDA-graph capture size 512 (ATOM's default sizes [1,2,4,8,16,32,48,64,128,256,512]): " +
+			`ATOM drops the larger sizes with a warning and captures [1,2,4,8,16,32,48,64] (releases before May 2026 fail at start instead; for those pass --cudagraph-capture-sizes "[1,2,4,8,16,32,48,64]")`},
 	}, {
-		name:    "explicit sizes above max-num-seqs: the suggestion keeps max-num-seqs itself",
-		spec:    Spec{Kind: ATOM, Model: "m", MaxNumSeqs: 12, CaptureSizes: []int{1, 2, 4, 8, 16}},
-		wantErr: []string{"smaller than the largest CUDA-graph capture size 16", `"[1,2,4,8,12]"`},
+		name:  "explicit sizes above max-num-seqs: captured are those below; the suggestion keeps max-num-seqs itself",
+		spec:  Spec{Kind: ATOM, Model: "m", MaxNumSeqs: 12, CaptureSizes: []int{1, 2, 4, 8, 16}},
+		notes: []string{`smaller than the largest CUDA-graph capture size 16: ATOM drops the larger sizes with a warning and captures [1,2,4,8] (releases before May 2026 fail at start instead; for those pass --cudagraph-capture-sizes "[1,2,4,8,12]")`},
+	}, {
+		name:    "no capture size left: ATOM fails at start",
+		spec:    Spec{Kind: ATOM, Model: "m", MaxNumSeqs: 4, CaptureSizes: []int{8, 16}},
+		wantErr: []string{"--max-num-seqs 4 is smaller than every CUDA-graph capture size [8,16]: ATOM fails at start", `"[4]"`},
+	}, {
+		name:  "sglang's fp8 is fp8_e4m3, and the note says so",
+		spec:  Spec{Kind: SGLang, Model: "m", KVCacheDType: "fp8"},
+		notes: []string{"SGLang has no KV-cache dtype fp8: it gets fp8_e4m3"},
+	}, {
+		name:    "ATOM's Atomesh router has no profiling routes",
+		spec:    Spec{Kind: ATOM, Model: "m", Env: map[string]string{"USE_ATOMESH_ENTRYPOINTS": "1"}},
+		wantErr: []string{"USE_ATOMESH_ENTRYPOINTS=1 starts ATOM's Atomesh router, which has no /start_profile"},
 	}, {
 		name:    "the simulator fails the same way",
 		spec:    Spec{Kind: Sim, Model: "m", MaxNumSeqs: 4, CaptureSizes: []int{8}},

@@ -352,6 +352,9 @@ func (e *engineRun) ensure(ctx context.Context) error {
 	e.srv, e.spec = srv, spec
 	c := srv.Command()
 	se.Command, se.Env, se.Error = c.String(), c.Env, ""
+	if in := srv.Installed(); in != nil {
+		se.Version, se.Commit = in.Version, in.Commit
+	}
 	e.s.say("%s: serving at %s (ready in %.1f s)", e.sv.Name, srv.URL(), time.Since(started).Seconds())
 	return nil
 }

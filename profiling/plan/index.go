@@ -46,6 +46,10 @@ type ServerEntry struct {
 	GPUs    int      `json:"gpus"` // TP × DP
 	Starts  int      `json:"starts"`
 	Error   string   `json:"error,omitempty"` // why it did not serve, when it did not
+	// Version and Commit are the installed engine's, as read before its
+	// start (empty for the simulated engine).
+	Version string `json:"version,omitempty"`
+	Commit  string `json:"commit,omitempty"`
 }
 
 // PairEntry is one pair: its run directory and the status of each level.

@@ -123,12 +123,20 @@ func (v *view) lostEvents() string {
 // bufferAdvice says how to keep a trace's GPU events, from what the run
 // already set.
 func (v *view) bufferAdvice() string {
+	set, conf := "", false
 	for _, e := range v.r.info.Engine.Env {
 		if val, ok := strings.CutPrefix(e, "KINETO_BUFFER_SIZE_MB="); ok {
-			return fmt.Sprintf("The run already set `KINETO_BUFFER_SIZE_MB=%s`: profile fewer decode steps (`--profile-steps N`) or send fewer prompts (`--num-prompts-mul`), or raise the buffer further", val)
+			set = val
 		}
+		conf = conf || strings.HasPrefix(e, "KINETO_CONFIG=")
 	}
-	return "Raise `KINETO_BUFFER_SIZE_MB` (256 or more) for the engine, or profile fewer decode steps (`--profile-steps N`)"
+	switch {
+	case set != "" && conf:
+		return fmt.Sprintf("The run already set `KINETO_BUFFER_SIZE_MB=%s` and, for upstream Kineto, the `KINETO_CONFIG` file sized from it: profile fewer decode steps (`--profile-steps N`) or send fewer prompts (`--num-prompts-mul`), or raise the buffer further", set)
+	case set != "":
+		return fmt.Sprintf("The run already set `KINETO_BUFFER_SIZE_MB=%s`: profile fewer decode steps (`--profile-steps N`) or send fewer prompts (`--num-prompts-mul`), or raise the buffer further", set)
+	}
+	return "Raise `KINETO_BUFFER_SIZE_MB` (256 or more; upstream Kineto reads `ACTIVITIES_MAX_GPU_BUFFER_SIZE_MB` and `ROCTRACER_MAX_EVENTS` from the file `KINETO_CONFIG` names) for the engine, or profile fewer decode steps (`--profile-steps N`)"
 }
 
 // adviseWarning rewrites the generic advice of a level's warning with the

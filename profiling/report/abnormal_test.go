@@ -90,8 +90,14 @@ func TestObservationLostEvents(t *testing.T) {
 			t.Errorf("lost events observation %q lacks %q", got, want)
 		}
 	}
-	// Without the variable set, the advice is to raise it.
-	if got := testView(engine(32), cappedSweep...).lostEvents(); !strings.Contains(got, "Raise `KINETO_BUFFER_SIZE_MB`") {
+	// A real engine's run also wrote the Kineto configuration file.
+	got = testView(engine(32, "KINETO_BUFFER_SIZE_MB=256", "KINETO_CONFIG=/run/traces/kineto.conf"), cappedSweep...).lostEvents()
+	if !strings.Contains(got, "already set `KINETO_BUFFER_SIZE_MB=256` and, for upstream Kineto, the `KINETO_CONFIG` file sized from it") {
+		t.Errorf("advice with the Kineto configuration file: %q", got)
+	}
+	// Without the variable set, the advice is to raise it, and says what
+	// upstream Kineto reads instead.
+	if got := testView(engine(32), cappedSweep...).lostEvents(); !strings.Contains(got, "Raise `KINETO_BUFFER_SIZE_MB`") || !strings.Contains(got, "`ROCTRACER_MAX_EVENTS`") {
 		t.Errorf("advice without the buffer set: %q", got)
 	}
 	// 2% lost is under the threshold.
