@@ -56,6 +56,11 @@ type SweepConfig struct {
 	// this long after /stop_profile replied, the level fails at once (the
 	// directory is probably not the server's). 0 = TraceAppearTimeout.
 	TraceAppearTimeout time.Duration
+	// Ranks is how many ranks write a trace per level (tensor × pipeline
+	// parallel size): in a profiler directory without rank directories
+	// (vLLM, SGLang) the export is complete once that many ranks' traces
+	// are; 0: 1.
+	Ranks int
 
 	OutDir string // run directories are created under it; "" = "bench-results"
 	// RunDir, when set, is the run directory itself (created if missing;
@@ -320,6 +325,11 @@ func Sweep(ctx context.Context, cfg SweepConfig) (*SweepResult, error) {
 	res.BenchFile = results.Run(dir).Bench()
 	fmt.Fprintf(cfg.Log, "run directory: %s\n", dir)
 
+	if cfg.Profile {
+		if err := stopLeftProfiler(ctx, &cfg, c); err != nil {
+			return res, err
+		}
+	}
 	for i, conc := range cfg.Concurrencies {
 		lv := runLevel(ctx, &cfg, c, res.Shaper, conc)
 		res.Levels = append(res.Levels, lv)
@@ -372,6 +382,47 @@ func failureSummary(m *metrics) string {
 		s += fmt.Sprintf(", %d not sent", m.NotSent)
 	}
 	return s
+}
+
+// stopLeftProfiler stops a profiler that an earlier run left recording,
+// before the first level: ATOM and vLLM answer /start_profile with success
+// while they profile already (their profiler ignores it), so the first
+// level's trace would begin long before the level. Whatever the reply (a
+// server that is not profiling answers 200 or 400, by engine), an export
+// the stop set off is waited out, so that its files are not taken for
+// the first level's.
+func stopLeftProfiler(ctx context.Context, cfg *SweepConfig, c *client) error {
+	before, err := traceFiles(cfg.TraceDir)
+	if err != nil {
+		return err
+	}
+	if _, err := postProfile(ctx, c.HTTP, cfg.URL+"/stop_profile", cfg.ExportTimeout); err != nil && ctx.Err() != nil {
+		return err
+	}
+	// An export shows within a poll or two of the reply (ATOM and vLLM
+	// reply after it, SGLang's gzip begins before).
+	for range 2 {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(cfg.PollInterval):
+		}
+		now, err := traceFiles(cfg.TraceDir)
+		if err != nil {
+			return err
+		}
+		for p, size := range now {
+			if old, ok := before[p]; !ok || old != size {
+				fmt.Fprintf(cfg.Log, "warning: the server was already profiling (an earlier run left it so): its profiler was stopped before the first level, and its export into %s is waited for\n", cfg.TraceDir)
+				_, err := waitExport(ctx, cfg.TraceDir, before, cfg.Ranks, cfg.ExportTimeout, cfg.PollInterval, cfg.ExportTimeout, nil)
+				if err != nil && ctx.Err() != nil {
+					return err
+				}
+				return nil
+			}
+		}
+	}
+	return nil
 }
 
 // warmupIndex numbers warmup requests; measured requests count from 0 and
@@ -583,6 +634,12 @@ func (lr *levelRun) collectTraces() {
 	if stopLater {
 		err = lr.stopProfile(context.WithoutCancel(ctx))
 	}
+	if te := (*stopTimeoutError)(nil); errors.As(err, &te) {
+		// The server gave up waiting, not its ranks: their export goes on,
+		// and the files are waited for as after any reply.
+		fmt.Fprintf(cfg.Log, "warning: concurrency %d: %v; waiting for the trace files instead\n", lr.conc, te)
+		err = nil
+	}
 	if err != nil {
 		lr.traceFailed(err.Error())
 		return
@@ -592,7 +649,7 @@ func (lr *levelRun) collectTraces() {
 	if len(reported) > 0 {
 		appear = min(appear, traceAppearAfterDone) // the reply says the export is done
 	}
-	files, err := waitExport(ctx, cfg.TraceDir, lr.before, cfg.ExportTimeout, cfg.PollInterval, min(appear, cfg.ExportTimeout), reported)
+	files, err := waitExport(ctx, cfg.TraceDir, lr.before, cfg.Ranks, cfg.ExportTimeout, cfg.PollInterval, min(appear, cfg.ExportTimeout), reported)
 	lv.TraceFiles = files
 	switch {
 	case err != nil && ctx.Err() != nil:
@@ -725,10 +782,33 @@ func postProfile(ctx context.Context, hc *http.Client, url string, timeout time.
 			return nil, err
 		}
 	}
+	if strings.HasSuffix(url, "/stop_profile") && resp.StatusCode >= 500 && timedOutReply(body) {
+		return nil, &stopTimeoutError{url: url, status: resp.StatusCode, body: string(bytes.TrimSpace(body))}
+	}
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("POST %s: HTTP %d: %.4096s (was the server started with a torch profiler directory?)", url, resp.StatusCode, bytes.TrimSpace(body))
 	}
 	return body, nil
+}
+
+// stopTimeoutError is a /stop_profile the server answered with an error
+// once its own wait for the export ran out: ATOM waits
+// $ATOM_PROFILER_TIMEOUT seconds (300 by default) for rank 0's export,
+// then answers 500 while the export goes on.
+type stopTimeoutError struct {
+	url    string
+	status int
+	body   string
+}
+
+func (e *stopTimeoutError) Error() string {
+	return fmt.Sprintf("POST %s: HTTP %d after the server's own export deadline (%.512s): the server stopped waiting for its trace export, which goes on; raise ATOM_PROFILER_TIMEOUT (seconds) to --export-timeout so the reply waits as long", e.url, e.status, e.body)
+}
+
+// timedOutReply tells whether an error reply says the server's wait timed out.
+func timedOutReply(body []byte) bool {
+	b := strings.ToLower(string(body))
+	return strings.Contains(b, "timed out") || strings.Contains(b, "timeout")
 }
 
 // useRunDir prepares a run directory given by the caller: it may exist (the
