@@ -120,6 +120,9 @@ type SweepConfig struct {
 	ProfileFor   time.Duration
 }
 
+// DefaultExportTimeout bounds /stop_profile and the export by default.
+const DefaultExportTimeout = 10 * time.Minute
+
 // Level statuses.
 const (
 	statusOK              = results.StatusOK
@@ -228,7 +231,7 @@ func (cfg *SweepConfig) defaults() error {
 		return errors.New("--profile needs --trace-dir: the server's torch profiler directory, where the traces are waited for")
 	}
 	if cfg.ExportTimeout <= 0 {
-		cfg.ExportTimeout = 10 * time.Minute
+		cfg.ExportTimeout = DefaultExportTimeout
 	}
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = 200 * time.Millisecond
@@ -677,7 +680,9 @@ func (lr *levelRun) readTraces(files []string) {
 	lv := lr.lv
 	bs, warns, err := lr.cfg.ReadTraces(lr.runCtx, lr.conc, files)
 	if err != nil {
-		lv.Warnings = append(lv.Warnings, diag.New(diag.Trace, fmt.Sprintf("reading the decode batch size of %s: %v", files[0], err)))
+		// Traces with nothing to analyse (no GPU kernel in any) give no
+		// tables: the level is never ok.
+		lr.traceFailed(fmt.Sprintf("analysing the traces of concurrency %d (%s): %v", lr.conc, files[0], err))
 		return
 	}
 	lv.DecodeBS = bs
