@@ -18,10 +18,12 @@ type ServerMetrics struct {
 	IntervalMS float64 // between the samples in the level
 	Counters   []CounterDelta
 	Gauges     []GaugeStats
-	// RefreshS is how often the server refreshes what /metrics reports
-	// (ATOM: every 5 s) when it says so; 0: live. The readings before and
-	// after the level are then of refreshes after the level's start and
-	// end, and the samples between are the distinct refreshes.
+	// RefreshS, when the server says when it refreshed what /metrics
+	// reports (ATOM: every 5 s), is the shortest gap seen between two
+	// refreshes, seconds (at least the interval; 0: live readings). The
+	// readings before and after the level are then of refreshes after
+	// the level's start and end, and the samples between are the
+	// distinct refreshes.
 	RefreshS float64
 	// Stale says why figures may be older than the level (a refresh that
 	// did not come in time); "": none.

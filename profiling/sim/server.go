@@ -202,12 +202,21 @@ func (s *Server) handler() http.Handler {
 	mux.HandleFunc("GET /v1/models", s.ready(s.models))
 	mux.HandleFunc("POST /v1/completions", s.post(s.ready(s.completions)))
 	mux.HandleFunc("POST /v1/chat/completions", s.post(s.ready(s.chatCompletions)))
-	mux.HandleFunc("POST /start_profile", s.post(jsonOrEmpty(s.ready(s.startProfile))))
-	mux.HandleFunc("POST /stop_profile", s.post(jsonOrEmpty(s.ready(s.stopProfile))))
-	mux.HandleFunc("GET /metrics", s.ready(s.metrics))
+	paths := []string{"/health", "/v1/models", "/v1/completions", "/v1/chat/completions", "/server_info"}
+	// vLLM registers its profiling routes only when a profiler is
+	// configured; the vLLM and SGLang stand-ins serve no /metrics.
+	if s.cfg.Personality != PersonalityVLLM || s.cfg.ProfilerDir != "" {
+		mux.HandleFunc("POST /start_profile", s.post(jsonOrEmpty(s.ready(s.startProfile))))
+		mux.HandleFunc("POST /stop_profile", s.post(jsonOrEmpty(s.ready(s.stopProfile))))
+		paths = append(paths, "/start_profile", "/stop_profile")
+	}
+	if p := s.cfg.Personality; p != PersonalityVLLM && p != PersonalitySGLang {
+		mux.HandleFunc("GET /metrics", s.ready(s.metrics))
+		paths = append(paths, "/metrics")
+	}
 	mux.HandleFunc("GET /server_info", s.ready(s.serverInfo))
 	// FastAPI's replies to a wrong method and to an unknown path.
-	for _, p := range []string{"/health", "/v1/models", "/v1/completions", "/v1/chat/completions", "/start_profile", "/stop_profile", "/metrics", "/server_info"} {
+	for _, p := range paths {
 		mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusMethodNotAllowed)
