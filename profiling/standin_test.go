@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -89,6 +90,7 @@ func TestStandInSweeps(t *testing.T) {
 			require.NoError(t, err)
 			p.Engine.TP = tc.tp
 			p.Sweep.NumPromptsMul = 2 // the declared 4 adds time, not checks
+			p.Sweep.ExportTimeout = time.Minute
 			standIn(t, &p, map[string]string{
 				enginetest.MetricsRefreshEnv: "300ms",
 				enginetest.RankLagEnv:        "600ms",
