@@ -235,6 +235,7 @@ func (r *runner) newRunInfo(notes []string) *results.RunInfo {
 			ISL:           cfg.ISL,
 			OSL:           cfg.OSL,
 			RangeRatio:    cfg.RangeRatio,
+			RangeRule:     cmp.Or(cfg.RangeRule, bench.RangeSGLang),
 			Concurrencies: cfg.Concurrencies,
 			NumPromptsMul: cfg.NumPromptsMul,
 			Seed:          cfg.Seed,

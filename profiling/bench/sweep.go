@@ -27,8 +27,11 @@ type SweepConfig struct {
 	Endpoint string // /v1/completions (default) or /v1/chat/completions
 	Model    string // served model; "" = read from /v1/models
 
-	ISL, OSL      int
-	RangeRatio    float64 // lengths uniform in [⌊L·r⌋, L]; 0 = exactly L
+	ISL, OSL   int
+	RangeRatio float64 // lengths uniform in [⌊L·r⌋, L] (RangeRule); 0 = exactly L
+	// RangeRule is how RangeRatio is read: RangeSGLang ("", the default)
+	// or RangeVLLM, [⌊L·(1−r)⌋, ⌈L·(1+r)⌉]; each level's result says which.
+	RangeRule     string
 	Concurrencies []int
 	NumPromptsMul int // num_prompts = conc × mul; 0 = 1
 	NumPrompts    int // when > 0: num_prompts of every level, whatever the concurrency
@@ -204,10 +207,19 @@ func (cfg *SweepConfig) defaults() error {
 	if cfg.ISL < 1 || cfg.OSL < 1 {
 		return fmt.Errorf("isl %d, osl %d: both must be at least 1", cfg.ISL, cfg.OSL)
 	}
-	if cfg.RangeRatio < 0 || cfg.RangeRatio > 1 {
-		return fmt.Errorf("random range ratio %v: must be in [0, 1]", cfg.RangeRatio)
+	switch cfg.RangeRule {
+	case "":
+		cfg.RangeRule = RangeSGLang
+	case RangeSGLang, RangeVLLM:
+	default:
+		return fmt.Errorf("random range rule %q: want sglang ([floor(L*r), L]) or vllm ([floor(L*(1-r)), ceil(L*(1+r))])", cfg.RangeRule)
 	}
-	if cfg.RangeRatio == 0 {
+	switch {
+	case cfg.RangeRatio < 0 || cfg.RangeRatio > 1:
+		return fmt.Errorf("random range ratio %v: must be in [0, 1]", cfg.RangeRatio)
+	case cfg.RangeRule == RangeVLLM && cfg.RangeRatio == 1:
+		return errors.New("random range ratio 1 under vLLM's rule would draw lengths from 0 to 2L (vLLM refuses it): use r < 1 (0: exactly L)")
+	case cfg.RangeRatio == 0 && cfg.RangeRule == RangeSGLang:
 		cfg.RangeRatio = 1
 	}
 	if len(cfg.Concurrencies) == 0 {
@@ -501,7 +513,7 @@ func (lr *levelRun) warmup() error {
 	if cfg.Warmups == 0 {
 		return nil
 	}
-	warm := workload{ISL: cfg.ISL, OSL: cfg.OSL, RangeRatio: cfg.RangeRatio, NumPrompts: cfg.Warmups,
+	warm := workload{ISL: cfg.ISL, OSL: cfg.OSL, RangeRatio: cfg.RangeRatio, RangeRule: cfg.RangeRule, NumPrompts: cfg.Warmups,
 		Seed: lr.seed + 500_000, FirstIndex: warmupIndex}.Source(lr.s)
 	outs, _, _ := runLoad(lr.ctx, lr.c, warm, load{MaxConcurrency: min(cfg.Warmups, lr.conc)})
 	for _, o := range outs {
@@ -555,7 +567,7 @@ func (lr *levelRun) measure() {
 	if cfg.Profile && (cfg.ProfileSteps > 0 || cfg.ProfileFor > 0) {
 		lr.watch = startWindow(ctx, cfg, lr.c, min(conc, lv.NumPrompts), &lr.inFlight, time.Now(), lr.profStart, lr.stopProfile)
 	}
-	reqs := workload{ISL: cfg.ISL, OSL: cfg.OSL, RangeRatio: cfg.RangeRatio, NumPrompts: lv.NumPrompts, Seed: lr.seed}.Source(lr.s)
+	reqs := workload{ISL: cfg.ISL, OSL: cfg.OSL, RangeRatio: cfg.RangeRatio, RangeRule: cfg.RangeRule, NumPrompts: lv.NumPrompts, Seed: lr.seed}.Source(lr.s)
 	outs, start, end := runLoad(ctx, lr.c, reqs, load{
 		InFlight:         &lr.inFlight,
 		MaxConcurrency:   conc,
