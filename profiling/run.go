@@ -409,7 +409,9 @@ func (r *runner) stopEngine(ctx context.Context, srv *engine.Server) {
 func (r *runner) sweep(ctx context.Context, srv *engine.Server) (string, error) {
 	cfg, dir := r.cfg, r.res.Dir
 	cfg.URL, cfg.Model, cfg.Profile, cfg.TraceDir, cfg.RunDir = srv.URL(), r.spec.Model, true, r.traces, dir
-	cfg.Ranks = max(r.spec.TP, 1)
+	if cfg.Ranks == 0 {
+		cfg.Ranks = max(r.spec.TP, 1) // engine none: the caller says
+	}
 	cfg.ReadTraces = r.readTraces
 	sweepCtx, stopSweep := srv.Watch(ctx)
 	defer stopSweep()
