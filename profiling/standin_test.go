@@ -106,6 +106,9 @@ func TestStandInSweeps(t *testing.T) {
 			res, err := Run(context.Background(), p)
 			require.NoError(t, err, "its log:\n%s", log.String())
 			require.Equal(t, "ok", res.Info.Status)
+			if p.Engine.Kind == engine.ATOM && os.Getenv("ATOM_PROFILER_TIMEOUT") == "" {
+				require.Contains(t, res.Info.Engine.Env, "ATOM_PROFILER_TIMEOUT=60", "ATOM's /stop_profile waits as long as the client")
+			}
 			require.Len(t, res.Sweep.Levels, 2)
 			for i, lv := range res.Sweep.Levels {
 				require.Equal(t, "ok", lv.Status, "conc %d: %v", lv.Conc, lv.Warnings)

@@ -107,3 +107,23 @@ func TestProfilingOnRefused(t *testing.T) {
 	require.ErrorContains(t, err, "an earlier run was probably killed before its /stop_profile; stop it with `curl -X POST "+base+"/stop_profile` and run again")
 	require.NoError(t, profilingOnError(base, http.StatusNotFound, []byte("Not Found")))
 }
+
+// TestStopProfileServerTimeout: ATOM answers /stop_profile with HTTP 500
+// once its own wait for the export (ATOM_PROFILER_TIMEOUT) runs out, while
+// the export goes on: the level warns, names the setting, waits for the
+// files and stays ok.
+func TestStopProfileServerTimeout(t *testing.T) {
+	t.Parallel()
+	traceDir := t.TempDir()
+	url, _ := startSim(t, sim.Config{ProfilerDir: traceDir, TimeScale: 50, ProfilerTimeout: 100 * time.Millisecond, ExportDelay: 800 * time.Millisecond})
+	var log strings.Builder
+	res, err := Sweep(context.Background(), SweepConfig{
+		URL: url, Model: simModel, Shaper: &shaper{PerWord: 1}, ISL: 8, OSL: 4, Concurrencies: []int{2},
+		Profile: true, TraceDir: traceDir, ExportTimeout: 20 * time.Second, OutDir: t.TempDir(), Log: &log,
+	})
+	require.NoError(t, err)
+	require.Equal(t, statusOK, res.Levels[0].Status)
+	require.Len(t, res.Levels[0].TraceFiles, 1)
+	require.Contains(t, log.String(), "HTTP 500 after the server's own export deadline")
+	require.Contains(t, log.String(), "raise ATOM_PROFILER_TIMEOUT (seconds) to --export-timeout")
+}
