@@ -43,6 +43,8 @@ const (
 	// MetricsRefreshEnv is the ATOM stand-in's /metrics refresh interval
 	// (a Go duration; default ATOM's 5 s).
 	MetricsRefreshEnv = "PROFILE_MODEL_STANDIN_METRICS_REFRESH"
+	// VersionEnv is the version a stand-in reports when asked.
+	VersionEnv = "PROFILE_MODEL_STANDIN_VERSION"
 	// RankLagEnv is how long after /stop_profile's reply the ATOM
 	// stand-in's ranks after the first finish their export (a Go duration).
 	RankLagEnv = "PROFILE_MODEL_STANDIN_RANK_LAG"
@@ -58,6 +60,11 @@ func Main() (code int, ok bool) {
 	return run(sim.Personality(kind), os.Args[1:], os.Stdout, os.Stderr), true
 }
 
+// defaultVersions are the versions the stand-ins were read from.
+var defaultVersions = map[sim.Personality]string{
+	sim.PersonalityATOM: "ffdf3bb", sim.PersonalityVLLM: "0.27.1", sim.PersonalitySGLang: "0.5.17",
+}
+
 // launchers are the arguments before an engine's own options.
 var launchers = map[sim.Personality][]string{
 	sim.PersonalityATOM:   {"-m", "atom.entrypoints.openai_server"},
@@ -70,6 +77,13 @@ func run(kind sim.Personality, args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		fmt.Fprintf(stderr, "stand-in: unknown engine %q\n", kind)
 		return 2
+	}
+	// A version query before the start (`vllm --version`, `python -c
+	// "import sglang; print(sglang.__version__)"`, `python --version`)
+	// answers $VersionEnv.
+	if len(args) > 0 && (args[0] == "--version" || args[0] == "-V" || args[0] == "-c") {
+		fmt.Fprintln(stdout, cmp.Or(os.Getenv(VersionEnv), defaultVersions[kind]))
+		return 0
 	}
 	for i, a := range launcher {
 		if i >= len(args) || args[i] != a {

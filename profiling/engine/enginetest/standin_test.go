@@ -85,3 +85,11 @@ func TestStandInWrongLauncher(t *testing.T) {
 	require.Equal(t, 2, run(sim.PersonalityATOM, []string{"-m", "sglang.launch_server"}, &out, &errOut))
 	require.Contains(t, errOut.String(), `does not start with "-m atom.entrypoints.openai_server"`)
 }
+
+// TestStandInVersion: a version query is answered before anything starts.
+func TestStandInVersion(t *testing.T) {
+	t.Parallel()
+	var out, errOut strings.Builder
+	require.Equal(t, 0, run(sim.PersonalityVLLM, []string{"--version"}, &out, &errOut))
+	require.Equal(t, "0.27.1\n", out.String())
+}
