@@ -21,6 +21,7 @@ import (
 	"github.com/profile-model/profile-model/internal/corpus"
 	"github.com/profile-model/profile-model/internal/results"
 	"github.com/profile-model/profile-model/profiling/engine"
+	"github.com/profile-model/profile-model/profiling/engine/enginetest"
 )
 
 var (
@@ -67,6 +68,11 @@ var profileModel struct {
 }
 
 func TestMain(m *testing.M) {
+	// Started as an engine's stand-in (enginetest.KindEnv), the test
+	// binary is that engine instead of the tests.
+	if code, ok := enginetest.Main(); ok {
+		os.Exit(code)
+	}
 	flag.Parse()
 	if f := flag.Lookup("test.bench"); f != nil && f.Value.String() != "" {
 		// Benchmark output says which units are better higher, as a run's

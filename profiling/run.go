@@ -12,8 +12,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -231,6 +235,7 @@ func (r *runner) newRunInfo(notes []string) *results.RunInfo {
 			ISL:           cfg.ISL,
 			OSL:           cfg.OSL,
 			RangeRatio:    cfg.RangeRatio,
+			RangeRule:     cmp.Or(cfg.RangeRule, bench.RangeSGLang),
 			Concurrencies: cfg.Concurrencies,
 			NumPromptsMul: cfg.NumPromptsMul,
 			Seed:          cfg.Seed,
@@ -330,10 +335,31 @@ func (r *runner) setTraceDir() error {
 		r.traces = r.run.Traces()
 		r.spec.ProfilerDir = r.traces
 		r.info.Traces = "written by the engine into traces/ of the run directory"
+		r.alignStopTimeout()
 	} else {
 		r.info.Traces = "left in the server's profiler directory " + r.traces + "; each level lists its files"
 	}
 	return r.saveInfo()
+}
+
+// alignStopTimeout gives ATOM's /stop_profile the client's export
+// deadline: ATOM answers it with HTTP 500 once $ATOM_PROFILER_TIMEOUT
+// seconds (300 by default) pass without rank 0's export, while the client
+// waits --export-timeout (10 min by default) for the reply. A value the
+// user set, or inherited, stays.
+func (r *runner) alignStopTimeout() {
+	const env = "ATOM_PROFILER_TIMEOUT"
+	if r.spec.Kind != engine.ATOM || os.Getenv(env) != "" {
+		return
+	}
+	if _, set := r.spec.Env[env]; set {
+		return
+	}
+	r.spec.Env = maps.Clone(r.spec.Env)
+	if r.spec.Env == nil {
+		r.spec.Env = map[string]string{}
+	}
+	r.spec.Env[env] = strconv.Itoa(int(math.Ceil(cmp.Or(r.cfg.ExportTimeout, bench.DefaultExportTimeout).Seconds())))
 }
 
 // startEngine starts the engine and waits until it serves; run.json gets
@@ -387,6 +413,9 @@ func (r *runner) stopEngine(ctx context.Context, srv *engine.Server) {
 func (r *runner) sweep(ctx context.Context, srv *engine.Server) (string, error) {
 	cfg, dir := r.cfg, r.res.Dir
 	cfg.URL, cfg.Model, cfg.Profile, cfg.TraceDir, cfg.RunDir = srv.URL(), r.spec.Model, true, r.traces, dir
+	if cfg.Ranks == 0 {
+		cfg.Ranks = max(r.spec.TP, 1) // engine none: the caller says
+	}
 	cfg.ReadTraces = r.readTraces
 	sweepCtx, stopSweep := srv.Watch(ctx)
 	defer stopSweep()
@@ -435,11 +464,31 @@ func (r *runner) readTraces(ctx context.Context, conc int, files []string) (int,
 }
 
 // analyseLevel analyses a level's traces once: every table of rank 0 into
-// levels/conc{N}/, the warnings of every rank.
+// levels/conc{N}/, the warnings of every rank. Rank 0 is the first trace,
+// in rank order, that holds GPU kernels: a trace without any (a CPU-only
+// front-end trace, a rank whose profiler lost its GPU events) has no
+// tables to give, and a level none of whose traces has kernels fails.
 func analyseLevel(ctx context.Context, run results.Run, conc int, files []string, numLayers int, rl roofline.Level, li *results.LevelInfo) (int, []diag.Warning, error) {
-	res, err := analysis.Load(ctx, files[0], analysis.Options{NumLayers: numLayers, Arch: rl.Arch})
-	if err != nil {
-		return 0, nil, err
+	var res *analysis.Result
+	var empty []string
+	for i, f := range files {
+		r, err := analysis.Load(ctx, f, analysis.Options{NumLayers: numLayers, Arch: rl.Arch})
+		if err != nil {
+			return 0, nil, err
+		}
+		if r.Summary.Kernels > 0 {
+			res = r
+			files = append([]string{f}, slices.Delete(slices.Clone(files), i, i+1)...)
+			break
+		}
+		empty = append(empty, filepath.Base(f))
+	}
+	if res == nil {
+		return 0, nil, fmt.Errorf("no GPU kernel in the level's traces (%s): a CPU-only trace (the profiler ran without its GPU activity, or only an API process's trace was found) has no tables", strings.Join(empty, ", "))
+	}
+	li.Traces = li.Traces[:0]
+	for _, f := range files {
+		li.Traces = append(li.Traces, rel(run.Dir(), f))
 	}
 	li.DecodeBS, li.Device = res.DecodeBS(), res.Summary.Device
 	// An engine started with --mark-trace leaves the capture trace of each
@@ -469,6 +518,9 @@ func analyseLevel(ctx context.Context, run results.Run, conc int, files []string
 		return res.DecodeBS(), res.Warnings, err
 	}
 	warns := res.Warnings
+	if len(empty) > 0 {
+		warns = append(warns, diag.New(diag.Trace, fmt.Sprintf("traces without GPU kernels before the first with them, left out of the tables: %s", strings.Join(empty, ", "))))
+	}
 	for _, f := range files[1:] {
 		other, err := analysis.Load(ctx, f, analysis.Options{Parts: analysis.Summary})
 		if err != nil {

@@ -57,12 +57,19 @@ func ParseStepLabel(name string) (st Step, ok bool) {
 			switch strings.ToUpper(word) {
 			case "DECODE":
 				st.Kind = StepDecode
-			case "EXTEND", "PREFILL":
+			case "EXTEND", "PREFILL", "SPLIT_PREFILL":
 				st.Kind = StepPrefill
 			case "MIXED":
 				st.Kind = StepMixed
-			case "IDLE":
+			case "IDLE", "PREBUILT":
 				st.Kind = StepDummy
+			// Speculative decoding (SGLang's ForwardMode, forward_batch_info.py):
+			// the target model verifies each sequence's draft tokens in the
+			// step that decodes it; the draft model extends on its own.
+			case "TARGET_VERIFY":
+				st.Kind = StepDecode
+			case "DRAFT_EXTEND", "DRAFT_EXTEND_V2":
+				st.Kind = StepDraft
 			default:
 				return Step{}, false
 			}
@@ -81,6 +88,9 @@ func ParseStepLabel(name string) (st Step, ok bool) {
 		if _, err := strconv.Atoi(n); err == nil {
 			return Step{Kind: StepProfiler, Label: name}, true
 		}
+	}
+	if rest, ok := strings.CutPrefix(name, "execute_new_"); ok {
+		return parseVLLMNewCached(name, rest)
 	}
 	if strings.HasPrefix(name, "execute_") {
 		return parseVLLM(name)
@@ -181,6 +191,33 @@ func parseCtx(v string) (ctx []int, more int) {
 		}
 	}
 	return ctx, more
+}
+
+// parseVLLMNewCached reads vLLM's step label before 2026-01-09,
+// execute_new_N_cached_M (vllm/v1/worker/gpu_worker.py,
+// Worker.annotate_profile): N requests scheduled for the first time
+// (prefill) and M already running (decode, or a chunked prefill going on).
+// Both at once is a mixed step, as in every engine's labels.
+func parseVLLMNewCached(name, rest string) (Step, bool) {
+	n, m, ok := strings.Cut(rest, "_cached_")
+	if !ok {
+		return Step{}, false
+	}
+	nn, err1 := strconv.Atoi(n)
+	mm, err2 := strconv.Atoi(m)
+	if err1 != nil || err2 != nil || nn < 0 || mm < 0 {
+		return Step{}, false
+	}
+	st := Step{Label: name, BS: nn + mm}
+	switch {
+	case nn > 0 && mm > 0:
+		st.Kind = StepMixed
+	case nn > 0:
+		st.Kind = StepPrefill
+	default:
+		st.Kind, st.Tokens = StepDecode, mm
+	}
+	return st, true
 }
 
 // parseVLLM reads execute_[N_]context_C(...)_generation_G(...).

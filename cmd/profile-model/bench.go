@@ -25,6 +25,7 @@ type sweepFlags struct {
 	model, endpoint               *string
 	isl, osl                      *int
 	ratio                         *float64
+	rule                          *string
 	concStart, concEnd            *int
 	concList                      *string
 	mul                           *int
@@ -49,7 +50,8 @@ func addSweepFlags(fs *flag.FlagSet, defaultOSL, defaultMul int, modelHelp strin
 		endpoint:    fs.String("endpoint", "/v1/completions", "completion endpoint: /v1/completions or /v1/chat/completions"),
 		isl:         fs.Int("isl", 1024, "input length in tokens (random prompts)"),
 		osl:         fs.Int("osl", defaultOSL, "output length in tokens (ignore_eos is set)"),
-		ratio:       fs.Float64("random-range-ratio", 0.8, "lengths are drawn uniformly in [floor(L*r), L]; 1 = exactly L"),
+		ratio:       fs.Float64("random-range-ratio", 0.8, "lengths are drawn uniformly in [floor(L*r), L] (--random-range-rule sglang; 1 = exactly L) or [floor(L*(1-r)), ceil(L*(1+r))] (vllm; 0 = exactly L)"),
+		rule:        fs.String("random-range-rule", bench.RangeSGLang, "how --random-range-ratio is read: sglang (SGLang's bench_serving, the recorded runs) or vllm (vLLM's benchmark client)"),
 		concStart:   fs.Int("conc-start", 4, "first concurrency; the sweep doubles it up to --conc-end"),
 		concEnd:     fs.Int("conc-end", 32, "last concurrency of the doubling sweep"),
 		concList:    fs.String("conc", "", "explicit concurrency list, e.g. 4,8,16 (overrides --conc-start/--conc-end)"),
@@ -98,7 +100,7 @@ func (f *sweepFlags) config(cmd string) (bench.SweepConfig, error) {
 	}
 	cfg = bench.SweepConfig{
 		Endpoint: *f.endpoint, Model: *f.model,
-		ISL: *f.isl, OSL: *f.osl, RangeRatio: *f.ratio,
+		ISL: *f.isl, OSL: *f.osl, RangeRatio: *f.ratio, RangeRule: *f.rule,
 		Concurrencies: concs, NumPromptsMul: *f.mul,
 		RequestRate: rps, Burstiness: *f.burstiness, Warmups: *f.warmups, Seed: *f.seed,
 		RequestTimeout: *f.timeout, ExportTimeout: *f.exportWait,

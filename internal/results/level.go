@@ -124,12 +124,16 @@ type Level struct {
 	RandomInputLen   int
 	RandomOutputLen  int
 	RandomRangeRatio float64
-	NumPromptsMul    int
-	NumWarmups       int
-	Seed             uint64
-	IgnoreEOS        bool
-	Temperature      float64
-	Shaping          Shaping
+	// RandomRangeRule is how the ratio was read: "sglang", [⌊L·r⌋, L], or
+	// "vllm", [⌊L·(1−r)⌋, ⌈L·(1+r)⌉]; "" in files written before it was
+	// recorded (sglang).
+	RandomRangeRule string
+	NumPromptsMul   int
+	NumWarmups      int
+	Seed            uint64
+	IgnoreEOS       bool
+	Temperature     float64
+	Shaping         Shaping
 
 	OutputLensCounted  int // requests whose output length was counted, not from usage
 	InputLensRequested int // requests whose input length is the requested one
@@ -242,6 +246,7 @@ func (l *Level) document() object {
 	o.add("random_input_len", l.RandomInputLen)
 	o.add("random_output_len", l.RandomOutputLen)
 	o.add("random_range_ratio", l.RandomRangeRatio)
+	o.add("random_range_rule", l.RandomRangeRule)
 	o.add("num_prompts_mul", l.NumPromptsMul)
 	o.add("num_warmups", l.NumWarmups)
 	o.add("seed", l.Seed)
@@ -418,6 +423,7 @@ func parseLevel(data []byte) (*Level, error) {
 	get("random_input_len", &l.RandomInputLen)
 	get("random_output_len", &l.RandomOutputLen)
 	get("random_range_ratio", &l.RandomRangeRatio)
+	get("random_range_rule", &l.RandomRangeRule)
 	get("num_prompts_mul", &l.NumPromptsMul)
 	get("num_warmups", &l.NumWarmups)
 	get("seed", &l.Seed)

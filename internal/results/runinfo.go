@@ -73,6 +73,7 @@ type SweepInfo struct {
 	ISL           int     `json:"isl"`
 	OSL           int     `json:"osl"`
 	RangeRatio    float64 `json:"random_range_ratio"`
+	RangeRule     string  `json:"random_range_rule,omitempty"` // sglang or vllm; "": sglang, before it was recorded
 	Concurrencies []int   `json:"concurrencies"`
 	NumPromptsMul int     `json:"num_prompts_mul"`
 	Seed          uint64  `json:"seed"`

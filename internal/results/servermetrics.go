@@ -18,6 +18,16 @@ type ServerMetrics struct {
 	IntervalMS float64 // between the samples in the level
 	Counters   []CounterDelta
 	Gauges     []GaugeStats
+	// RefreshS, when the server says when it refreshed what /metrics
+	// reports (ATOM: every 5 s), is the shortest gap seen between two
+	// refreshes, seconds (at least the interval; 0: live readings). The
+	// readings before and after the level are then of refreshes after
+	// the level's start and end, and the samples between are the
+	// distinct refreshes.
+	RefreshS float64
+	// Stale says why figures may be older than the level (a refresh that
+	// did not come in time); "": none.
+	Stale string
 }
 
 // CounterDelta is how much a counter grew over the level (summed over its
@@ -130,6 +140,12 @@ func (m *ServerMetrics) document() object {
 		gauges.add(g.Name, s)
 	}
 	o.add("gauges", gauges)
+	if m.RefreshS > 0 {
+		o.add("refresh_s", m.RefreshS)
+	}
+	if m.Stale != "" {
+		o.add("stale", m.Stale)
+	}
 	return o
 }
 
@@ -144,11 +160,13 @@ func parseServerMetrics(v jsontext.Value) (*ServerMetrics, error) {
 			Mean float64 `json:"mean"`
 			Last float64 `json:"last"`
 		} `json:"gauges"`
+		RefreshS float64 `json:"refresh_s"`
+		Stale    string  `json:"stale"`
 	}
 	if err := json.Unmarshal(v, &raw); err != nil {
 		return nil, err
 	}
-	m := &ServerMetrics{Samples: raw.Samples, IntervalMS: raw.IntervalMS}
+	m := &ServerMetrics{Samples: raw.Samples, IntervalMS: raw.IntervalMS, RefreshS: raw.RefreshS, Stale: raw.Stale}
 	for n, d := range raw.Counters {
 		m.Counters = append(m.Counters, CounterDelta{n, d})
 	}

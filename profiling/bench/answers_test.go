@@ -5,6 +5,9 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -67,8 +70,10 @@ func TestFetchModelRedirect(t *testing.T) {
 	require.ErrorContains(t, err, "GET "+srv.URL+"/v1/models: HTTP 302 redirect to /login: the client does not follow redirects")
 }
 
-// TestProfilingLeftOn: a server a killed run left profiling refuses
-// /start_profile; the error says so and how to stop it.
+// TestProfilingLeftOn: a server a killed run left profiling would take
+// /start_profile silently (ATOM, vLLM) and trace from long before the
+// level: the sweep stops it before the first level, waits out that
+// export, and the level's trace is its own.
 func TestProfilingLeftOn(t *testing.T) {
 	t.Parallel()
 	traceDir := t.TempDir()
@@ -77,10 +82,48 @@ func TestProfilingLeftOn(t *testing.T) {
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
-	_, err = Sweep(context.Background(), SweepConfig{
+	var log strings.Builder
+	res, err := Sweep(context.Background(), SweepConfig{
 		URL: url, Model: simModel, Shaper: &shaper{PerWord: 1}, ISL: 8, OSL: 4, Concurrencies: []int{1},
-		Profile: true, TraceDir: traceDir, ExportTimeout: 10 * time.Second, OutDir: t.TempDir(),
+		Profile: true, TraceDir: traceDir, ExportTimeout: 10 * time.Second, OutDir: t.TempDir(), Log: &log,
 	})
-	require.ErrorContains(t, err, "POST "+url+"/start_profile: the server is already profiling (HTTP 500: ")
-	require.ErrorContains(t, err, "an earlier run was probably killed before its /stop_profile; stop it with `curl -X POST "+url+"/stop_profile` and run again")
+	require.NoError(t, err)
+	require.Contains(t, log.String(), "warning: the server was already profiling")
+	left, err := filepath.Glob(filepath.Join(traceDir, "rank_0", "*.pt.trace.json.gz"))
+	require.NoError(t, err)
+	require.Len(t, left, 2, "the left profiler's export and the level's")
+	require.Len(t, res.Levels[0].TraceFiles, 1)
+	require.Equal(t, slices.Max(left), res.Levels[0].TraceFiles[0], "the level's trace is the newer one")
+}
+
+// TestProfilingOnRefused: a server that refuses /start_profile because
+// it profiles already (SGLang, the simulator) gets an error saying so and
+// how to stop it.
+func TestProfilingOnRefused(t *testing.T) {
+	t.Parallel()
+	const base = "http://127.0.0.1:1"
+	err := profilingOnError(base, http.StatusInternalServerError, []byte("Profiling is already in progress. Call /stop_profile first."))
+	require.ErrorContains(t, err, "POST "+base+"/start_profile: the server is already profiling (HTTP 500: ")
+	require.ErrorContains(t, err, "an earlier run was probably killed before its /stop_profile; stop it with `curl -X POST "+base+"/stop_profile` and run again")
+	require.NoError(t, profilingOnError(base, http.StatusNotFound, []byte("Not Found")))
+}
+
+// TestStopProfileServerTimeout: ATOM answers /stop_profile with HTTP 500
+// once its own wait for the export (ATOM_PROFILER_TIMEOUT) runs out, while
+// the export goes on: the level warns, names the setting, waits for the
+// files and stays ok.
+func TestStopProfileServerTimeout(t *testing.T) {
+	t.Parallel()
+	traceDir := t.TempDir()
+	url, _ := startSim(t, sim.Config{ProfilerDir: traceDir, TimeScale: 50, ProfilerTimeout: 100 * time.Millisecond, ExportDelay: 800 * time.Millisecond})
+	var log strings.Builder
+	res, err := Sweep(context.Background(), SweepConfig{
+		URL: url, Model: simModel, Shaper: &shaper{PerWord: 1}, ISL: 8, OSL: 4, Concurrencies: []int{2},
+		Profile: true, TraceDir: traceDir, ExportTimeout: 20 * time.Second, OutDir: t.TempDir(), Log: &log,
+	})
+	require.NoError(t, err)
+	require.Equal(t, statusOK, res.Levels[0].Status)
+	require.Len(t, res.Levels[0].TraceFiles, 1)
+	require.Contains(t, log.String(), "HTTP 500 after the server's own export deadline")
+	require.Contains(t, log.String(), "raise ATOM_PROFILER_TIMEOUT (seconds) to --export-timeout")
 }

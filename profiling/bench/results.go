@@ -33,7 +33,7 @@ func levelDoc(cfg *SweepConfig, model string, s shaper, lv *LevelResult) *result
 		TTFT:                 m.TTFT, TPOT: m.TPOT, ITL: m.ITL, E2EL: m.E2EL,
 		Status: lv.Status, Failed: m.Failed, NotSent: m.NotSent,
 		BaseURL: cfg.URL, Endpoint: cfg.Endpoint,
-		RandomInputLen: cfg.ISL, RandomOutputLen: cfg.OSL, RandomRangeRatio: cfg.RangeRatio,
+		RandomInputLen: cfg.ISL, RandomOutputLen: cfg.OSL, RandomRangeRatio: cfg.RangeRatio, RandomRangeRule: cfg.RangeRule,
 		NumPromptsMul: cfg.NumPromptsMul, NumWarmups: cfg.Warmups, Seed: cfg.Seed,
 		IgnoreEOS: true, Temperature: 0,
 		Shaping:           results.Shaping{Method: s.Method()},

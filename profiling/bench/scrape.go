@@ -195,21 +195,70 @@ type scraper struct {
 	url      string
 	interval time.Duration
 
-	mu      sync.Mutex
-	before  map[string]promValue
-	gauges  map[string]*gaugeAcc
-	samples int
-	stop    context.CancelFunc
-	done    chan struct{}
+	mu        sync.Mutex
+	before    map[string]promValue
+	gauges    map[string]*gaugeAcc
+	samples   int
+	lastStamp float64  // the last snapshot's refresh time (0: live readings)
+	refresh   float64  // the shortest gap between two refreshes seen, seconds
+	stale     []string // why figures may be older than the level
+	stop      context.CancelFunc
+	done      chan struct{}
 }
+
+// refreshStamp is the gauge in which ATOM's /metrics says when its
+// snapshot was taken: its API server refreshes the snapshot every 5 s
+// (atom/entrypoints/openai/api_server.py, _METRICS_REFRESH_INTERVAL_SECONDS),
+// so a reading may be that much older than the request.
+const refreshStamp = "atom:metrics_last_refresh_timestamp_seconds"
+
+// refreshWait bounds the wait for a refresh newer than a reading: two
+// of ATOM's intervals.
+const refreshWait = 12 * time.Second
+
+// stamp is the refresh time a reading says (0: a live reading).
+func stamp(m map[string]promValue) float64 { return m[refreshStamp].v }
+
+// fetchFresh reads /metrics; when the server refreshes it on an interval,
+// it reads again until the snapshot is of a refresh after the call (the
+// stamp moved past the first reading's), at most refreshWait. fresh is
+// false when that did not come.
+func fetchFresh(ctx context.Context, hc *http.Client, url string, poll time.Duration) (m map[string]promValue, fresh bool, err error) {
+	m, err = fetchMetrics(ctx, hc, url)
+	if err != nil || stamp(m) == 0 {
+		return m, true, err
+	}
+	first, deadline := stamp(m), time.Now().Add(refreshWait)
+	for time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return m, false, nil
+		case <-time.After(poll):
+		}
+		next, err := fetchMetrics(ctx, hc, url)
+		if err != nil {
+			return m, false, nil
+		}
+		if m = next; stamp(m) > first {
+			return m, true, nil
+		}
+	}
+	return m, false, nil
+}
+
+// refreshPoll is how often a refreshing /metrics is read for a new snapshot.
+func refreshPoll(interval time.Duration) time.Duration { return min(interval, 250*time.Millisecond) }
 
 // startScrape reads /metrics once and starts the sampling.
 func startScrape(ctx context.Context, hc *http.Client, url string, interval time.Duration) (*scraper, error) {
-	before, err := fetchMetrics(ctx, hc, url)
+	before, fresh, err := fetchFresh(ctx, hc, url, refreshPoll(interval))
 	if err != nil {
 		return nil, err
 	}
 	s := &scraper{hc: hc, url: url, interval: interval, before: before, gauges: map[string]*gaugeAcc{}, done: make(chan struct{})}
+	if !fresh {
+		s.stale = append(s.stale, fmt.Sprintf("no refresh of /metrics within %v before the level: its counters' growth may include what came before", refreshWait))
+	}
 	s.take(before)
 	var sctx context.Context
 	sctx, s.stop = context.WithCancel(ctx)
@@ -220,9 +269,19 @@ func startScrape(ctx context.Context, hc *http.Client, url string, interval time
 func (s *scraper) take(m map[string]promValue) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if st := stamp(m); st != 0 {
+		// A snapshot already taken says nothing new.
+		if st == s.lastStamp {
+			return
+		}
+		if d := st - s.lastStamp; s.lastStamp != 0 && (s.refresh == 0 || d < s.refresh) {
+			s.refresh = d // the shortest gap seen: the refresh interval
+		}
+		s.lastStamp = st
+	}
 	s.samples++
 	for name, v := range m {
-		if !v.gauge {
+		if !v.gauge || name == refreshStamp {
 			continue
 		}
 		g := s.gauges[name]
@@ -255,14 +314,20 @@ func (s *scraper) loop(ctx context.Context) {
 func (s *scraper) finish(ctx context.Context) (*results.ServerMetrics, error) {
 	s.stop()
 	<-s.done
-	after, err := fetchMetrics(ctx, s.hc, s.url)
+	after, fresh, err := fetchFresh(ctx, s.hc, s.url, refreshPoll(s.interval))
 	if err != nil {
 		return nil, err
 	}
+	if !fresh {
+		s.stale = append(s.stale, fmt.Sprintf("no refresh of /metrics within %v after the level: its counters' growth may miss its end", refreshWait))
+	}
 	s.take(after)
-	m := &results.ServerMetrics{Samples: s.samples, IntervalMS: float64(s.interval) / 1e6}
+	m := &results.ServerMetrics{Samples: s.samples, IntervalMS: float64(s.interval) / 1e6, Stale: strings.Join(s.stale, "; ")}
+	if s.lastStamp != 0 {
+		m.RefreshS = roundSmall(math.Round(s.refresh*1000) / 1000)
+	}
 	for name, v := range after {
-		if v.gauge {
+		if v.gauge || name == refreshStamp {
 			continue
 		}
 		if b, ok := s.before[name]; ok {

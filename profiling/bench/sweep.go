@@ -27,8 +27,11 @@ type SweepConfig struct {
 	Endpoint string // /v1/completions (default) or /v1/chat/completions
 	Model    string // served model; "" = read from /v1/models
 
-	ISL, OSL      int
-	RangeRatio    float64 // lengths uniform in [⌊L·r⌋, L]; 0 = exactly L
+	ISL, OSL   int
+	RangeRatio float64 // lengths uniform in [⌊L·r⌋, L] (RangeRule); 0 = exactly L
+	// RangeRule is how RangeRatio is read: RangeSGLang ("", the default)
+	// or RangeVLLM, [⌊L·(1−r)⌋, ⌈L·(1+r)⌉]; each level's result says which.
+	RangeRule     string
 	Concurrencies []int
 	NumPromptsMul int // num_prompts = conc × mul; 0 = 1
 	NumPrompts    int // when > 0: num_prompts of every level, whatever the concurrency
@@ -56,6 +59,11 @@ type SweepConfig struct {
 	// this long after /stop_profile replied, the level fails at once (the
 	// directory is probably not the server's). 0 = TraceAppearTimeout.
 	TraceAppearTimeout time.Duration
+	// Ranks is how many ranks write a trace per level (tensor × pipeline
+	// parallel size): in a profiler directory without rank directories
+	// (vLLM, SGLang) the export is complete once that many ranks' traces
+	// are; 0: 1.
+	Ranks int
 
 	OutDir string // run directories are created under it; "" = "bench-results"
 	// RunDir, when set, is the run directory itself (created if missing;
@@ -114,6 +122,9 @@ type SweepConfig struct {
 	ProfileSteps int
 	ProfileFor   time.Duration
 }
+
+// DefaultExportTimeout bounds /stop_profile and the export by default.
+const DefaultExportTimeout = 10 * time.Minute
 
 // Level statuses.
 const (
@@ -196,10 +207,19 @@ func (cfg *SweepConfig) defaults() error {
 	if cfg.ISL < 1 || cfg.OSL < 1 {
 		return fmt.Errorf("isl %d, osl %d: both must be at least 1", cfg.ISL, cfg.OSL)
 	}
-	if cfg.RangeRatio < 0 || cfg.RangeRatio > 1 {
-		return fmt.Errorf("random range ratio %v: must be in [0, 1]", cfg.RangeRatio)
+	switch cfg.RangeRule {
+	case "":
+		cfg.RangeRule = RangeSGLang
+	case RangeSGLang, RangeVLLM:
+	default:
+		return fmt.Errorf("random range rule %q: want sglang ([floor(L*r), L]) or vllm ([floor(L*(1-r)), ceil(L*(1+r))])", cfg.RangeRule)
 	}
-	if cfg.RangeRatio == 0 {
+	switch {
+	case cfg.RangeRatio < 0 || cfg.RangeRatio > 1:
+		return fmt.Errorf("random range ratio %v: must be in [0, 1]", cfg.RangeRatio)
+	case cfg.RangeRule == RangeVLLM && cfg.RangeRatio == 1:
+		return errors.New("random range ratio 1 under vLLM's rule would draw lengths from 0 to 2L (vLLM refuses it): use r < 1 (0: exactly L)")
+	case cfg.RangeRatio == 0 && cfg.RangeRule == RangeSGLang:
 		cfg.RangeRatio = 1
 	}
 	if len(cfg.Concurrencies) == 0 {
@@ -223,7 +243,7 @@ func (cfg *SweepConfig) defaults() error {
 		return errors.New("--profile needs --trace-dir: the server's torch profiler directory, where the traces are waited for")
 	}
 	if cfg.ExportTimeout <= 0 {
-		cfg.ExportTimeout = 10 * time.Minute
+		cfg.ExportTimeout = DefaultExportTimeout
 	}
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = 200 * time.Millisecond
@@ -320,6 +340,11 @@ func Sweep(ctx context.Context, cfg SweepConfig) (*SweepResult, error) {
 	res.BenchFile = results.Run(dir).Bench()
 	fmt.Fprintf(cfg.Log, "run directory: %s\n", dir)
 
+	if cfg.Profile {
+		if err := stopLeftProfiler(ctx, &cfg, c); err != nil {
+			return res, err
+		}
+	}
 	for i, conc := range cfg.Concurrencies {
 		lv := runLevel(ctx, &cfg, c, res.Shaper, conc)
 		res.Levels = append(res.Levels, lv)
@@ -372,6 +397,47 @@ func failureSummary(m *metrics) string {
 		s += fmt.Sprintf(", %d not sent", m.NotSent)
 	}
 	return s
+}
+
+// stopLeftProfiler stops a profiler that an earlier run left recording,
+// before the first level: ATOM and vLLM answer /start_profile with success
+// while they profile already (their profiler ignores it), so the first
+// level's trace would begin long before the level. Whatever the reply (a
+// server that is not profiling answers 200 or 400, by engine), an export
+// the stop set off is waited out, so that its files are not taken for
+// the first level's.
+func stopLeftProfiler(ctx context.Context, cfg *SweepConfig, c *client) error {
+	before, err := traceFiles(cfg.TraceDir)
+	if err != nil {
+		return err
+	}
+	if _, err := postProfile(ctx, c.HTTP, cfg.URL+"/stop_profile", cfg.ExportTimeout); err != nil && ctx.Err() != nil {
+		return err
+	}
+	// An export shows within a poll or two of the reply (ATOM and vLLM
+	// reply after it, SGLang's gzip begins before).
+	for range 2 {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(cfg.PollInterval):
+		}
+		now, err := traceFiles(cfg.TraceDir)
+		if err != nil {
+			return err
+		}
+		for p, size := range now {
+			if old, ok := before[p]; !ok || old != size {
+				fmt.Fprintf(cfg.Log, "warning: the server was already profiling (an earlier run left it so): its profiler was stopped before the first level, and its export into %s is waited for\n", cfg.TraceDir)
+				_, err := waitExport(ctx, cfg.TraceDir, before, cfg.Ranks, cfg.ExportTimeout, cfg.PollInterval, cfg.ExportTimeout, nil)
+				if err != nil && ctx.Err() != nil {
+					return err
+				}
+				return nil
+			}
+		}
+	}
+	return nil
 }
 
 // warmupIndex numbers warmup requests; measured requests count from 0 and
@@ -447,7 +513,7 @@ func (lr *levelRun) warmup() error {
 	if cfg.Warmups == 0 {
 		return nil
 	}
-	warm := workload{ISL: cfg.ISL, OSL: cfg.OSL, RangeRatio: cfg.RangeRatio, NumPrompts: cfg.Warmups,
+	warm := workload{ISL: cfg.ISL, OSL: cfg.OSL, RangeRatio: cfg.RangeRatio, RangeRule: cfg.RangeRule, NumPrompts: cfg.Warmups,
 		Seed: lr.seed + 500_000, FirstIndex: warmupIndex}.Source(lr.s)
 	outs, _, _ := runLoad(lr.ctx, lr.c, warm, load{MaxConcurrency: min(cfg.Warmups, lr.conc)})
 	for _, o := range outs {
@@ -501,7 +567,7 @@ func (lr *levelRun) measure() {
 	if cfg.Profile && (cfg.ProfileSteps > 0 || cfg.ProfileFor > 0) {
 		lr.watch = startWindow(ctx, cfg, lr.c, min(conc, lv.NumPrompts), &lr.inFlight, time.Now(), lr.profStart, lr.stopProfile)
 	}
-	reqs := workload{ISL: cfg.ISL, OSL: cfg.OSL, RangeRatio: cfg.RangeRatio, NumPrompts: lv.NumPrompts, Seed: lr.seed}.Source(lr.s)
+	reqs := workload{ISL: cfg.ISL, OSL: cfg.OSL, RangeRatio: cfg.RangeRatio, RangeRule: cfg.RangeRule, NumPrompts: lv.NumPrompts, Seed: lr.seed}.Source(lr.s)
 	outs, start, end := runLoad(ctx, lr.c, reqs, load{
 		InFlight:         &lr.inFlight,
 		MaxConcurrency:   conc,
@@ -583,6 +649,12 @@ func (lr *levelRun) collectTraces() {
 	if stopLater {
 		err = lr.stopProfile(context.WithoutCancel(ctx))
 	}
+	if te := (*stopTimeoutError)(nil); errors.As(err, &te) {
+		// The server gave up waiting, not its ranks: their export goes on,
+		// and the files are waited for as after any reply.
+		fmt.Fprintf(cfg.Log, "warning: concurrency %d: %v; waiting for the trace files instead\n", lr.conc, te)
+		err = nil
+	}
 	if err != nil {
 		lr.traceFailed(err.Error())
 		return
@@ -592,7 +664,7 @@ func (lr *levelRun) collectTraces() {
 	if len(reported) > 0 {
 		appear = min(appear, traceAppearAfterDone) // the reply says the export is done
 	}
-	files, err := waitExport(ctx, cfg.TraceDir, lr.before, cfg.ExportTimeout, cfg.PollInterval, min(appear, cfg.ExportTimeout), reported)
+	files, err := waitExport(ctx, cfg.TraceDir, lr.before, cfg.Ranks, cfg.ExportTimeout, cfg.PollInterval, min(appear, cfg.ExportTimeout), reported)
 	lv.TraceFiles = files
 	switch {
 	case err != nil && ctx.Err() != nil:
@@ -620,7 +692,9 @@ func (lr *levelRun) readTraces(files []string) {
 	lv := lr.lv
 	bs, warns, err := lr.cfg.ReadTraces(lr.runCtx, lr.conc, files)
 	if err != nil {
-		lv.Warnings = append(lv.Warnings, diag.New(diag.Trace, fmt.Sprintf("reading the decode batch size of %s: %v", files[0], err)))
+		// Traces with nothing to analyse (no GPU kernel in any) give no
+		// tables: the level is never ok.
+		lr.traceFailed(fmt.Sprintf("analysing the traces of concurrency %d (%s): %v", lr.conc, files[0], err))
 		return
 	}
 	lv.DecodeBS = bs
@@ -725,10 +799,33 @@ func postProfile(ctx context.Context, hc *http.Client, url string, timeout time.
 			return nil, err
 		}
 	}
+	if strings.HasSuffix(url, "/stop_profile") && resp.StatusCode >= 500 && timedOutReply(body) {
+		return nil, &stopTimeoutError{url: url, status: resp.StatusCode, body: string(bytes.TrimSpace(body))}
+	}
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("POST %s: HTTP %d: %.4096s (was the server started with a torch profiler directory?)", url, resp.StatusCode, bytes.TrimSpace(body))
 	}
 	return body, nil
+}
+
+// stopTimeoutError is a /stop_profile the server answered with an error
+// once its own wait for the export ran out: ATOM waits
+// $ATOM_PROFILER_TIMEOUT seconds (300 by default) for rank 0's export,
+// then answers 500 while the export goes on.
+type stopTimeoutError struct {
+	url    string
+	status int
+	body   string
+}
+
+func (e *stopTimeoutError) Error() string {
+	return fmt.Sprintf("POST %s: HTTP %d after the server's own export deadline (%.512s): the server stopped waiting for its trace export, which goes on; raise ATOM_PROFILER_TIMEOUT (seconds) to --export-timeout so the reply waits as long", e.url, e.status, e.body)
+}
+
+// timedOutReply tells whether an error reply says the server's wait timed out.
+func timedOutReply(body []byte) bool {
+	b := strings.ToLower(string(body))
+	return strings.Contains(b, "timed out") || strings.Contains(b, "timeout")
 }
 
 // useRunDir prepares a run directory given by the caller: it may exist (the

@@ -24,9 +24,9 @@ const traceAppearTimeout = 30 * time.Second
 const traceAppearAfterDone = 5 * time.Second
 
 // profilerDirHint says where engines take their profiler directory from.
-// (each engine's parser or environment at the commit docs/engines.md
-// names; SGLang has no profiler-directory flag).
-const profilerDirHint = "ATOM takes it from --torch-profiler-dir, vLLM from torch_profiler_dir in --profiler-config (before v0.13 from $VLLM_TORCH_PROFILER_DIR), SGLang from $SGLANG_TORCH_PROFILER_DIR"
+// SGLang has no flag for it: its /start_profile takes an output_dir, and
+// without one $SGLANG_TORCH_PROFILER_DIR, else /tmp.
+const profilerDirHint = "ATOM takes it from --torch-profiler-dir, vLLM from --profiler-config's torch_profiler_dir ($VLLM_TORCH_PROFILER_DIR before February 2026), SGLang from $SGLANG_TORCH_PROFILER_DIR (else /tmp)"
 
 // checkTraceDir checks --trace-dir before the first level: a file or an
 // unreadable directory is an error; a directory no one may write to and a

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -112,8 +113,12 @@ func TestExportWaitInterrupted(t *testing.T) {
 	defer cancel()
 	mux := http.NewServeMux()
 	mux.HandleFunc("/v1/completions", streamHandler(atomFrames(4, 8)))
-	mux.HandleFunc("/start_profile", func(w http.ResponseWriter, r *http.Request) {})
+	var started atomic.Bool
+	mux.HandleFunc("/start_profile", func(w http.ResponseWriter, r *http.Request) { started.Store(true) })
 	mux.HandleFunc("/stop_profile", func(w http.ResponseWriter, r *http.Request) {
+		if !started.Load() {
+			return // the stop before the first level
+		}
 		// The export begins (its .json, never gzipped), and the user
 		// presses Ctrl-C.
 		rank := filepath.Join(traceDir, "rank_0")

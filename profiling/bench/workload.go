@@ -48,11 +48,34 @@ func shortWords(text string) []string {
 	return out
 }
 
-// Lengths draws lengths uniformly in [⌊l·r⌋, l] (the range-ratio convention of
-// the hand-run workflow's recorded runs, r = 0.8), at least 1.
+// The conventions of --random-range-ratio r for a requested length L
+// (RangeRule). Every length is at least 1.
+const (
+	// RangeSGLang draws lengths uniformly in [⌊L·r⌋, L], as SGLang's
+	// bench_serving does and the hand-run workflow's recorded runs (r =
+	// 0.8) did; r = 1 is exactly L.
+	RangeSGLang = "sglang"
+	// RangeVLLM draws them in [⌊L·(1−r)⌋, ⌈L·(1+r)⌉], as vLLM's client does
+	// (vllm/benchmarks/datasets.py, RandomDataset.get_sampling_params),
+	// r in [0, 1); r = 0 is exactly L. vLLM also takes the tokenizer's
+	// special tokens off the input length; here the prompt's length is
+	// what the server counts.
+	RangeVLLM = "vllm"
+)
+
+// Lengths draws lengths uniformly in [⌊l·r⌋, l] (RangeSGLang), at least 1.
 func Lengths(rng *rand.Rand, n, l int, r float64) []int {
+	return LengthsBy(RangeSGLang, rng, n, l, r)
+}
+
+// LengthsBy draws n lengths for l under rule (RangeSGLang or RangeVLLM).
+func LengthsBy(rule string, rng *rand.Rand, n, l int, r float64) []int {
 	lo := max(int(math.Floor(float64(l)*r)), 1)
 	hi := max(l, lo)
+	if rule == RangeVLLM {
+		lo = max(int(math.Floor(float64(l)*(1-r))), 1)
+		hi = max(int(math.Ceil(float64(l)*(1+r))), lo)
+	}
 	out := make([]int, n)
 	for i := range out {
 		out[i] = lo + rng.IntN(hi-lo+1)
@@ -182,6 +205,7 @@ func promptText(rng *rand.Rand, seed uint64, index, n int) string {
 type workload struct {
 	ISL, OSL   int
 	RangeRatio float64
+	RangeRule  string // RangeSGLang ("" too) or RangeVLLM
 	NumPrompts int
 	Seed       uint64
 	// FirstIndex numbers the requests (and their distinct first words) from
@@ -208,8 +232,8 @@ func (w workload) Source(s shaper) requestSource {
 		w:   w,
 		s:   s,
 		rng: rng,
-		in:  Lengths(rng, w.NumPrompts, w.ISL, w.RangeRatio),
-		out: Lengths(rng, w.NumPrompts, w.OSL, w.RangeRatio),
+		in:  LengthsBy(w.RangeRule, rng, w.NumPrompts, w.ISL, w.RangeRatio),
+		out: LengthsBy(w.RangeRule, rng, w.NumPrompts, w.OSL, w.RangeRatio),
 	}
 }
 

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"math"
 	"math/rand/v2"
@@ -10,23 +11,29 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/profile-model/profile-model/internal/results"
 	"github.com/profile-model/profile-model/profiling/sim"
 )
 
 func TestLengthsRange(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
+		rule   string
 		l      int
 		r      float64
 		lo, hi int
 	}{
-		{1024, 0.8, 819, 1024}, // ⌊1024·0.8⌋ = 819
-		{50, 0.8, 40, 50},
-		{50, 1, 50, 50},
-		{3, 0.1, 1, 3}, // never below one token
+		{RangeSGLang, 1024, 0.8, 819, 1024}, // ⌊1024·0.8⌋ = 819
+		{RangeSGLang, 50, 0.8, 40, 50},
+		{RangeSGLang, 50, 1, 50, 50},
+		{RangeSGLang, 3, 0.1, 1, 3},       // never below one token
+		{RangeVLLM, 1024, 0.8, 204, 1844}, // ⌊1024·0.2⌋, ⌈1024·1.8⌉
+		{RangeVLLM, 50, 0.1, 45, 56},      // 50·1.1 is 55.00000000000001 in floats, in Python too: ⌈⌉ = 56
+		{RangeVLLM, 50, 0, 50, 50},        // r = 0: exactly L
+		{RangeVLLM, 1, 0.5, 1, 2},         // ⌊0.5⌋ = 0 is raised to one token
 	} {
 		rng := rand.New(rand.NewPCG(1, 2))
-		got := Lengths(rng, 5000, tc.l, tc.r)
+		got := LengthsBy(tc.rule, rng, 5000, tc.l, tc.r)
 		seen := map[int]bool{}
 		for _, n := range got {
 			require.GreaterOrEqual(t, n, tc.lo)
@@ -161,4 +168,23 @@ func TestRunRespectsConcurrency(t *testing.T) {
 	}
 	require.LessOrEqual(t, maxIn, 3)
 	require.True(t, end.After(start))
+}
+
+// TestRangeRuleRecorded: the rule that read --random-range-ratio is in
+// every level's result, and vLLM's rule refuses r = 1 (lengths 0 to 2L).
+func TestRangeRuleRecorded(t *testing.T) {
+	t.Parallel()
+	url, _ := startSim(t, sim.Config{TimeScale: 50})
+	for _, rule := range []string{"", RangeVLLM} {
+		res, err := Sweep(context.Background(), SweepConfig{
+			URL: url, Model: simModel, Shaper: &shaper{PerWord: 1}, ISL: 16, OSL: 4, RangeRatio: 0.5, RangeRule: rule,
+			Concurrencies: []int{2}, OutDir: t.TempDir(),
+		})
+		require.NoError(t, err)
+		lv, err := results.LoadLevel(res.Levels[0].ResultFile)
+		require.NoError(t, err)
+		require.Equal(t, cmp.Or(rule, RangeSGLang), lv.RandomRangeRule)
+	}
+	_, err := Sweep(context.Background(), SweepConfig{URL: url, ISL: 16, OSL: 4, RangeRatio: 1, RangeRule: RangeVLLM, Concurrencies: []int{1}})
+	require.ErrorContains(t, err, "random range ratio 1 under vLLM's rule")
 }

@@ -143,6 +143,7 @@ func (s *sweep) runPair(ctx context.Context, eng *engineRun, w pairWork, e *Pair
 
 	cfg := s.p.sweepConfig(w.pair.Workload)
 	cfg.Concurrencies = w.todo
+	cfg.Ranks = max(eng.spec.TP, 1) // the variant's ranks each write a trace
 	cfg.Log, cfg.Warn = s.o.BenchLog, s.o.Warn
 	cfg.Progress = func(conc, total int) (func(int), func()) {
 		s.est.startLevel(w.pair.Name(), conc)

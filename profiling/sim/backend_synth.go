@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -8,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/klauspost/compress/gzip"
 
@@ -134,6 +136,9 @@ func (b *synthBackend) StopProfile(at int64, write bool) func(ctx context.Contex
 		// The export finishes even when the client that asked for it goes away.
 		ctx = context.WithoutCancel(ctx)
 		ranks := max(b.cfg.TP, 1)
+		if b.cfg.Personality != "" {
+			return b.exportAs(ctx, dir, rec, ranks)
+		}
 		dirs := make([]string, 0, ranks)
 		for rank := range ranks {
 			rr := rec
@@ -202,4 +207,134 @@ func (b *synthBackend) export(ctx context.Context, dir string, rec *synth.Record
 		return "", fmt.Errorf("writing trace: %w", err)
 	}
 	return gzPath, nil
+}
+
+// rankRecorder is rank's view of rec (rec itself with one rank).
+func (b *synthBackend) rankRecorder(rec *synth.Recorder, rank, ranks int) *synth.Recorder {
+	if ranks == 1 {
+		return rec
+	}
+	return rec.ForRank(rank, synth.TP{Size: ranks, Skew: b.cfg.RankSkew})
+}
+
+// standInHost is the host name in a vLLM stand-in's front-end trace name:
+// fixed, so that it sorts before the worker traces as a real host name
+// may (vLLM's instance id is random).
+const standInHost = "host"
+
+// exportAs writes the traces as the personality's engine names and lays
+// them out, and returns what its /stop_profile reply lists:
+//
+//   - ATOM: rank_<r>/<model>_ts_<time>.pt.trace.json.gz, the .json first,
+//     then gzipped in place; the reply comes once rank 0 is written and
+//     lists rank 0's directory, while the other ranks finish
+//     RankExportLag later, their .gz at a stable size, cut short, in
+//     between.
+//   - vLLM: <instance>-rank-<r>.<ns>.pt.trace.json.gz per rank and the
+//     API process's CPU-only <host>_<pid>.async_llm.<ns>.pt.trace.json.gz,
+//     all in dir itself, gzipped in place.
+//   - SGLang: <time>-TP-<r>.trace.json.gz per rank in dir itself.
+func (b *synthBackend) exportAs(ctx context.Context, dir string, rec *synth.Recorder, ranks int) ([]string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("writing trace: %w", err)
+	}
+	now := b.cfg.clock.Now()
+	switch b.cfg.Personality {
+	case PersonalityVLLM:
+		for rank := range ranks {
+			name := fmt.Sprintf("vllm-instance-0-rank-%d.%d.pt.trace.json.gz", rank, now.UnixNano())
+			if err := writeGzipInPlace(ctx, filepath.Join(dir, name), b.rankRecorder(rec, rank, ranks), 0); err != nil {
+				return nil, err
+			}
+		}
+		name := fmt.Sprintf("%s_%d.async_llm.%d.pt.trace.json.gz", standInHost, os.Getpid(), now.UnixNano())
+		return nil, writeFrontEnd(filepath.Join(dir, name), now)
+	case PersonalitySGLang:
+		for rank := range ranks {
+			name := fmt.Sprintf("%.6f-TP-%d.trace.json.gz", float64(now.UnixNano())/1e9, rank)
+			if err := writeGzipInPlace(ctx, filepath.Join(dir, name), b.rankRecorder(rec, rank, ranks), 0); err != nil {
+				return nil, err
+			}
+		}
+		return nil, nil
+	}
+	path := func(rank int) (string, error) {
+		rd := filepath.Join(dir, fmt.Sprintf("rank_%d", rank))
+		if err := os.MkdirAll(rd, 0o755); err != nil {
+			return "", fmt.Errorf("writing trace: %w", err)
+		}
+		return filepath.Join(rd, synth.TraceFileName(b.cfg.Model, now)), nil
+	}
+	p0, err := path(0)
+	if err != nil {
+		return nil, err
+	}
+	if err := writeGzipInPlace(ctx, p0, b.rankRecorder(rec, 0, ranks), 0); err != nil {
+		return nil, err
+	}
+	lag := b.cfg.RankExportLag
+	if lag == 0 {
+		lag = 500 * time.Millisecond
+	}
+	for rank := 1; rank < ranks; rank++ {
+		p, err := path(rank)
+		if err != nil {
+			return nil, err
+		}
+		go func(rr *synth.Recorder) {
+			if err := writeGzipInPlace(ctx, p, rr, lag); err != nil {
+				fmt.Fprintf(b.cfg.Log, "serve-sim: rank trace: %v\n", err)
+			}
+		}(b.rankRecorder(rec, rank, ranks))
+	}
+	return []string{filepath.Dir(p0)}, nil
+}
+
+// writeGzipInPlace writes rec's trace gzipped straight into path, as
+// torch's export does (a reader may see the file grow). With lag, the
+// first half of the gzip bytes is written, held lag (wall time), then the
+// rest: a file of stable size that is not yet whole.
+func writeGzipInPlace(ctx context.Context, path string, rec *synth.Recorder, lag time.Duration) error {
+	var buf bytes.Buffer
+	if _, err := rec.WriteTrace(ctx, &buf, kineto.WriterOptions{TraceName: strings.TrimSuffix(path, ".gz"), Gzip: true, GzipLevel: gzip.BestSpeed}); err != nil {
+		return fmt.Errorf("writing trace: %w", err)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("writing trace: %w", err)
+	}
+	data := buf.Bytes()
+	if lag > 0 {
+		half := len(data) / 2
+		if _, err := f.Write(data[:half]); err != nil {
+			f.Close()
+			return fmt.Errorf("writing trace: %w", err)
+		}
+		time.Sleep(lag)
+		data = data[half:]
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return fmt.Errorf("writing trace: %w", err)
+	}
+	return f.Close()
+}
+
+// writeFrontEnd writes a CPU-only trace as vLLM's API process does: its
+// own spans, no GPU activity.
+func writeFrontEnd(path string, now time.Time) error {
+	return atomicfile.WriteFunc(path, func(w io.Writer) error {
+		kw, err := kineto.NewWriter(w, kineto.WriterOptions{TraceName: strings.TrimSuffix(path, ".gz"), Gzip: true})
+		if err != nil {
+			return err
+		}
+		ts := now.UnixNano()
+		for i := range 8 {
+			if err := kw.WriteEvent(&kineto.Event{Ph: 'X', Cat: "user_annotation", Name: "async_llm.generate", PID: int64(os.Getpid()), TID: 1,
+				TS: ts + int64(i)*1_000_000, Dur: units.Micros(500)}); err != nil {
+				return err
+			}
+		}
+		return kw.Close()
+	})
 }

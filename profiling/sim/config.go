@@ -106,6 +106,20 @@ type Config struct {
 	// Release is the ATOM release whose frames, labels and replies the
 	// server speaks; "": ReleaseCurrent.
 	Release Release
+	// Personality makes the server a stand-in for a real engine's
+	// profiling surface, as read from its source (docs/engines.md names
+	// the commits): its trace files' names and layout, its answers to a
+	// /start_profile while profiling and a /stop_profile while not, and
+	// (ATOM) its /metrics refreshed every MetricsRefresh. "": the
+	// simulator's own (ATOM's layout, strict profiling answers, live
+	// metrics).
+	Personality Personality
+	// RankExportLag: an ATOM stand-in's ranks after the first finish their
+	// export this long after /stop_profile's reply; 0: 500 ms.
+	RankExportLag time.Duration
+	// MetricsRefresh is how often an ATOM stand-in's /metrics snapshot is
+	// refreshed; 0: 5 s, ATOM's interval.
+	MetricsRefresh time.Duration
 	// ReasoningTokens makes a thinking model: the first N output tokens of
 	// each chat reply stream as reasoning_content deltas (a completion
 	// streams them as plain text, as ATOM does).
@@ -163,6 +177,16 @@ type Config struct {
 	clock    clock    // nil: the real clock (tests drive a fake one)
 }
 
+// Personality names the engine a stand-in server answers as.
+type Personality string
+
+// The personalities.
+const (
+	PersonalityATOM   Personality = "atom"
+	PersonalityVLLM   Personality = "vllm"
+	PersonalitySGLang Personality = "sglang"
+)
+
 // timeouts bound every connection: a request's header and its whole body
 // must arrive within header and read, and each write of a reply must be
 // taken by the client within write (a stream whose reader stopped is cut
@@ -209,6 +233,14 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	if cfg.KVBlocks == 0 {
 		cfg.KVBlocks = 65536
+	}
+	switch cfg.Personality {
+	case "", PersonalityATOM, PersonalityVLLM, PersonalitySGLang:
+	default:
+		return cfg, fmt.Errorf("personality %q: must be atom, vllm or sglang", cfg.Personality)
+	}
+	if cfg.MetricsRefresh == 0 {
+		cfg.MetricsRefresh = 5 * time.Second
 	}
 	if _, ok := ParseRelease(string(cfg.Release)); !ok {
 		return cfg, fmt.Errorf("atom-release %q: must be current or legacy", cfg.Release)

@@ -230,7 +230,12 @@ func (e *engine) handle(c profileCmd) {
 		}(e.exported)
 		return
 	}
+	lenient := e.cfg.Personality == PersonalityATOM || e.cfg.Personality == PersonalityVLLM
 	switch {
+	case c.start && e.profiling && lenient:
+		// ATOM's and vLLM's profilers ignore a start while they run.
+	case !c.start && !e.profiling && lenient:
+		// ...and a stop while they do not.
 	case c.start && e.profiling:
 		rep.err = errProfiling
 	case c.start:

@@ -59,6 +59,12 @@ type Server struct {
 	sent      int               // replies of allowed completions written (≤ CrashAfterRequests)
 	pending   map[net.Conn]bool // connections whose completed reply is still leaving
 	idPrefix  string
+
+	// An ATOM stand-in's /metrics snapshot, refreshed every MetricsRefresh.
+	metricsMu    sync.Mutex
+	metricsSnap  metricsSnapshot
+	metricsStamp time.Time // the snapshot's refresh; zero: none yet
+	metricsStart time.Time
 }
 
 // New checks cfg and builds a server; Serve runs it.
@@ -196,12 +202,21 @@ func (s *Server) handler() http.Handler {
 	mux.HandleFunc("GET /v1/models", s.ready(s.models))
 	mux.HandleFunc("POST /v1/completions", s.post(s.ready(s.completions)))
 	mux.HandleFunc("POST /v1/chat/completions", s.post(s.ready(s.chatCompletions)))
-	mux.HandleFunc("POST /start_profile", s.post(jsonOrEmpty(s.ready(s.startProfile))))
-	mux.HandleFunc("POST /stop_profile", s.post(jsonOrEmpty(s.ready(s.stopProfile))))
-	mux.HandleFunc("GET /metrics", s.ready(s.metrics))
+	paths := []string{"/health", "/v1/models", "/v1/completions", "/v1/chat/completions", "/server_info"}
+	// vLLM registers its profiling routes only when a profiler is
+	// configured; the vLLM and SGLang stand-ins serve no /metrics.
+	if s.cfg.Personality != PersonalityVLLM || s.cfg.ProfilerDir != "" {
+		mux.HandleFunc("POST /start_profile", s.post(jsonOrEmpty(s.ready(s.startProfile))))
+		mux.HandleFunc("POST /stop_profile", s.post(jsonOrEmpty(s.ready(s.stopProfile))))
+		paths = append(paths, "/start_profile", "/stop_profile")
+	}
+	if p := s.cfg.Personality; p != PersonalityVLLM && p != PersonalitySGLang {
+		mux.HandleFunc("GET /metrics", s.ready(s.metrics))
+		paths = append(paths, "/metrics")
+	}
 	mux.HandleFunc("GET /server_info", s.ready(s.serverInfo))
 	// FastAPI's replies to a wrong method and to an unknown path.
-	for _, p := range []string{"/health", "/v1/models", "/v1/completions", "/v1/chat/completions", "/start_profile", "/stop_profile", "/metrics", "/server_info"} {
+	for _, p := range paths {
 		mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusMethodNotAllowed)
@@ -398,6 +413,10 @@ func (s *Server) stopProfile(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	fmt.Fprintf(s.cfg.Log, "serve-sim: profiling stopped, traces in %v\n", dirs)
+	if p := s.cfg.Personality; p == PersonalityVLLM || p == PersonalitySGLang {
+		w.WriteHeader(http.StatusOK) // their replies list no traces
+		return
+	}
 	const msg = "Profiling stopped. Trace files generated."
 	if s.cfg.Release == ReleaseLegacy {
 		if dirs == nil {
@@ -430,7 +449,7 @@ func (s *Server) stopProfile(w http.ResponseWriter, r *http.Request) {
 // ATOM's exporter uses (counters carry the _total suffix the Prometheus
 // client library adds).
 func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
-	m := s.eng.metrics()
+	m, stamp := s.metricsNow()
 	var b []byte
 	put := func(name, typ, help string, v float64) {
 		b = fmt.Appendf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, typ)
@@ -453,8 +472,31 @@ func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
 	put("atom:prefix_cache_requests", "counter", "Number of prefill requests observed by prefix-cache accounting.", float64(m.prefills))
 	put("atom:prefix_cache_cached_tokens", "counter", "Number of prompt tokens served from the admitted prefix cache.", 0)
 	put("atom:prefix_cache_hit_ratio", "gauge", "Admitted prefix-cache token hit ratio.", 0)
+	if !stamp.IsZero() {
+		put("atom:metrics_last_refresh_timestamp_seconds", "gauge", "Unix timestamp of the last successful runtime metrics refresh.", float64(stamp.UnixNano())/1e9)
+	}
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 	w.Write(b)
+}
+
+// metricsNow is what /metrics reports: the engine's figures now, or for
+// an ATOM stand-in the snapshot of the last refresh (ATOM's API server
+// refreshes it every 5 s, on the interval from its start) and its time.
+func (s *Server) metricsNow() (metricsSnapshot, time.Time) {
+	if s.cfg.Personality != PersonalityATOM {
+		return s.eng.metrics(), time.Time{}
+	}
+	s.metricsMu.Lock()
+	defer s.metricsMu.Unlock()
+	now := time.Now()
+	if s.metricsStart.IsZero() {
+		s.metricsStart = now
+	}
+	due := s.metricsStart.Add(now.Sub(s.metricsStart).Truncate(s.cfg.MetricsRefresh))
+	if s.metricsStamp.IsZero() || due.After(s.metricsStamp) {
+		s.metricsSnap, s.metricsStamp = s.eng.metrics(), due
+	}
+	return s.metricsSnap, s.metricsStamp
 }
 
 // serverInfo answers GET /server_info: the engine's configuration.
