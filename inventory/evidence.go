@@ -67,6 +67,38 @@ func byContainerOp(op, cat string) string {
 	return ""
 }
 
+// partOps are the ops of one part of a MoE layer, by the words of their
+// names (vLLM's _moe_C::moe_sum, moe_align_block_size, topk_softmax,
+// SGLang's sgl_kernel:: ops of the same names).
+var partOps = []struct {
+	re       *lazyRegexp
+	category string
+}{
+	{lazyRE(`_(moe_sum|moe_unpermute|moe_finalize\w*|moe_combine|moe_reduce\w*)_`), MoEFinalize},
+	{lazyRE(`_(moe_align\w*|moe_sort\w*|moe_permute|moe_dispatch|moe_count\w*)_`), "MoE sort / align"},
+	{lazyRE(`_(topk_softmax|topk_sigmoid|grouped_topk|biased_grouped_topk|moe_fused_gate|moe_gate)_`), "MoE gate"},
+}
+
+// genericCategory are the categories of a kernel that says only how it
+// computes, not what: the op that launched it says what.
+var genericCategory = map[string]bool{"Reduction / scan / sort": true, "Elementwise / copy": true, "Softmax": true, Other: true}
+
+// byPartOp returns the MoE part an op of one part gives a generic kernel
+// it launched (ATen's sum inside moe_sum, a fill inside moe_align), ""
+// otherwise.
+func byPartOp(op, cat string) string {
+	if op == "" || !genericCategory[cat] || strings.HasPrefix(op, "aten::") {
+		return ""
+	}
+	w := nameWords(op)
+	for _, p := range partOps {
+		if p.re.MatchString(w) {
+			return p.category
+		}
+	}
+	return ""
+}
+
 // Attention categories by phase.
 const (
 	attnPrefillCat = "Flash attention (prefill)"
@@ -133,7 +165,20 @@ var namespaces = map[string]string{
 	"tensorrt_llm": "TensorRT-LLM", "tllm": "TensorRT-LLM",
 	"miopen": "MIOpen",
 	"triton": "Triton",
+	"c10d":   "PyTorch",      // symmetric-memory collectives (c10d::symmetric_memory)
+	"moe":    "TensorRT-LLM", // trtllm-gen MoE runner: moe::dev::routing, finalize, activation
 }
+
+// wrapperOwners are the libraries that launch their kernels through
+// CUTLASS's generic entry points (cutlass::device_kernel<Kernel>): the
+// kernel type's namespace names the owner, not cutlass::.
+var wrapperOwners = map[string]bool{"FlashAttention": true, "FlashInfer": true, "TensorRT-LLM": true}
+
+// cutlassLibraryName is a kernel of CUTLASS's generated operation names
+// (cutlass_80_tensorop_bf16_s16816gemm_…) entered through cutlass::Kernel2,
+// as cuBLAS and cuBLASLt ship them: PyTorch's GEMM ops reach them through
+// cuBLAS, and the CUTLASS library itself enters through cutlass::Kernel.
+var cutlassLibraryName = regexp.MustCompile(`^cutlass::Kernel2<cutlass_\d+_`)
 
 // namespaceProvider is the library a kernel function's own namespace names
 // (not its template arguments'), "" when it has none the table knows.
@@ -142,12 +187,24 @@ func namespaceProvider(demangled string) string {
 	if strings.HasPrefix(s, "triton_") {
 		return "Triton" // Inductor's and Triton's own kernel names
 	}
-	if i := strings.IndexAny(s, "<("); i >= 0 {
-		s = s[:i]
+	if cutlassLibraryName.MatchString(s) {
+		return "cuBLAS / cuBLASLt"
 	}
-	ns, _, ok := strings.Cut(s, "::")
+	head := s
+	if i := strings.IndexAny(s, "<("); i >= 0 {
+		head = s[:i]
+	}
+	ns, _, ok := strings.Cut(head, "::")
 	if !ok {
 		return ""
+	}
+	if ns == "cutlass" && len(head) < len(s) && s[len(head)] == '<' {
+		// cutlass::device_kernel<flash::FlashAttnFwdSm90<…>>: FA3's kernel.
+		if inner, _, ok := strings.Cut(s[len(head)+1:], "::"); ok {
+			if p := namespaces[inner]; wrapperOwners[p] {
+				return p
+			}
+		}
 	}
 	return namespaces[ns]
 }
@@ -169,7 +226,7 @@ var (
 	vendorOf = map[string]string{
 		"RCCL": "amd", "rocBLAS / hipBLASLt": "amd", "CK": "amd", "ck_tile": "amd", "aiter": "amd", "aiter ASM": "amd",
 		"MIOpen": "amd", "HIP runtime": "amd", "rocPRIM": "amd",
-		"NCCL": "nvidia", "cuBLAS / cuBLASLt": "nvidia", "CUTLASS": "nvidia", "cuDNN": "nvidia", "TensorRT-LLM": "nvidia", "CUB": "nvidia",
+		"NCCL": "nvidia", "cuBLAS / cuBLASLt": "nvidia", "CUTLASS": "nvidia", "cuDNN": "nvidia", "TensorRT-LLM": "nvidia", "CUB": "nvidia", "DeepGEMM": "nvidia",
 	}
 	counterpart = map[string]string{"NCCL": "RCCL", "RCCL": "NCCL", "CUB": "rocPRIM", "rocPRIM": "CUB"}
 )

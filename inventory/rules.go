@@ -22,13 +22,15 @@ var defaultRulesCSV []byte
 
 // Rule is one row of the category rule table: kernels whose name contains
 // Pattern (or matches it, for a "re:" pattern) get Category, Provider and
-// ShortName.
+// ShortName. Cite says where the kernels are defined
+// ("owner/repo@commit:path"); the built-in table cites one for every rule.
 type Rule struct {
 	Priority  int
 	Pattern   string
 	Category  string
 	Provider  string
 	ShortName string
+	Cite      string
 	Line      int // line in the rule file, for messages
 
 	re *regexp.Regexp
@@ -90,7 +92,8 @@ func LoadRules(path string) (*Rules, error) {
 }
 
 // ParseRules parses a rule table: '#' comment lines, a header line
-// "priority,pattern,category,provider,short_name", then one rule a line.
+// "priority,pattern,category,provider,short_name" with an optional sixth
+// column "source" (where the kernels are defined), then one rule a line.
 // Errors read "name:line: what is wrong".
 func ParseRules(r io.Reader, name string) (*Rules, error) {
 	rs := &Rules{Source: name}
@@ -98,6 +101,7 @@ func ParseRules(r io.Reader, name string) (*Rules, error) {
 	sc.Buffer(make([]byte, 64*1024), 1024*1024)
 	line := 0
 	header := false
+	fields := 0 // 5, or 6 with the source column
 	for sc.Scan() {
 		line++
 		text := strings.TrimSpace(sc.Text())
@@ -110,15 +114,15 @@ func ParseRules(r io.Reader, name string) (*Rules, error) {
 			return nil, fmt.Errorf("%s:%d: not a CSV line: %w", name, line, err)
 		}
 		if !header {
-			want := []string{"priority", "pattern", "category", "provider", "short_name"}
-			if len(rec) != len(want) || strings.Join(rec, ",") != strings.Join(want, ",") {
-				return nil, fmt.Errorf("%s:%d: header is %q, want %q", name, line, text, strings.Join(want, ","))
+			got := strings.Join(rec, ",")
+			if got != strings.Join(ruleHeader, ",") && got != strings.Join(ruleHeader[:5], ",") {
+				return nil, fmt.Errorf("%s:%d: header is %q, want %q (source optional)", name, line, text, strings.Join(ruleHeader, ","))
 			}
-			header = true
+			header, fields = true, len(rec)
 			continue
 		}
-		if len(rec) != 5 {
-			return nil, fmt.Errorf("%s:%d: %d fields, want 5 (priority,pattern,category,provider,short_name)", name, line, len(rec))
+		if len(rec) != fields {
+			return nil, fmt.Errorf("%s:%d: %d fields, want %d (%s)", name, line, len(rec), fields, strings.Join(ruleHeader[:fields], ","))
 		}
 		prio, err := strconv.Atoi(strings.TrimSpace(rec[0]))
 		if err != nil {
@@ -126,6 +130,9 @@ func ParseRules(r io.Reader, name string) (*Rules, error) {
 		}
 		rule := Rule{Priority: prio, Pattern: rec[1], Category: strings.TrimSpace(rec[2]),
 			Provider: strings.TrimSpace(rec[3]), ShortName: strings.TrimSpace(rec[4]), Line: line}
+		if fields == 6 {
+			rule.Cite = strings.TrimSpace(rec[5])
+		}
 		if rule.Pattern == "" || rule.Pattern == "re:" {
 			return nil, fmt.Errorf("%s:%d: empty pattern", name, line)
 		}
@@ -147,10 +154,12 @@ func ParseRules(r io.Reader, name string) (*Rules, error) {
 		return nil, fmt.Errorf("%s:%d: %w", name, line, err)
 	}
 	if !header {
-		return nil, fmt.Errorf("%s: no header line (priority,pattern,category,provider,short_name)", name)
+		return nil, fmt.Errorf("%s: no header line (priority,pattern,category,provider,short_name[,source])", name)
 	}
 	return rs, nil
 }
+
+var ruleHeader = []string{"priority", "pattern", "category", "provider", "short_name", "source"}
 
 // Filter returns the rules keep accepts, as a new table (to see what the
 // fallbacks make of kernels without their rules).
@@ -196,7 +205,13 @@ func isInductor(name string) bool {
 
 // Match returns the winning rule for a kernel name (checked as written and
 // demangled; its first 16 KiB), or nil.
-func (rs *Rules) Match(name string) *Rule {
+func (rs *Rules) Match(name string) *Rule { return rs.match(name, "") }
+
+// match is Match on a trace of one GPU vendor ("" any): a rule whose
+// provider runs only on the other vendor's GPUs, with no build for this
+// one, does not apply (an fmha kernel on an NVIDIA GPU is not ck_tile's;
+// NCCL's names on an AMD GPU are RCCL's, see boundByVendor).
+func (rs *Rules) match(name, vendor string) *Rule {
 	name = matchText(name)
 	demangled := readableName(name)
 	inductor := isInductor(name)
@@ -209,6 +224,9 @@ func (rs *Rules) Match(name string) *Rule {
 	for i := range rs.rules {
 		r := &rs.rules[i]
 		if best != nil && r.Priority <= best.Priority {
+			continue
+		}
+		if v, ok := vendorOf[r.Provider]; ok && vendor != "" && v != vendor && counterpart[r.Provider] == "" {
 			continue
 		}
 		if inductor && !strings.Contains(r.Pattern, "triton_") {
