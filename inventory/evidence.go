@@ -143,7 +143,7 @@ func gemmPrecisionEvidence(name string) string {
 	if word16.MatchString(lower) {
 		return gemm16
 	}
-	if floatArg.MatchString(strings.TrimPrefix(full, "void ")) || fp32GEMM.MatchString(words) {
+	if floatArg.MatchString(strings.TrimPrefix(full, "void ")) || fp32GEMM.MatchString(words) && !segmentedLoRA(words) {
 		return gemm32
 	}
 	return ""

@@ -115,6 +115,8 @@ func TestRegistryFamilies(t *testing.T) {
 			vendor: nv, category: "Dense GEMM (BF16)", provider: "vLLM custom ops", short: "LoRA_shrink", reason: "csrc/punica/bgmv"},
 		{family: "lora (SGLang triton)", kernel: "_qkv_lora_b_kernel",
 			vendor: nv, category: "Dense GEMM (BF16)", provider: "Triton", short: "LoRA_expand", reason: "sglang/srt/lora/triton_ops"},
+		{family: "lora segmented GEMM (SGLang triton)", kernel: "_sgemm_lora_a_kernel",
+			vendor: nv, category: "Dense GEMM (BF16)", provider: "Triton", short: "LoRA_shrink", reason: "sgemm is SGLang's segmented GEMM, not an fp32 one"},
 		{family: "moe count and sort", kernel: "void vllm::moe::count_and_sort_expert_tokens_kernel<int>(int const*, int*, int*, unsigned long, int)",
 			vendor: nv, engine: EngineVLLM, category: "MoE sort / align", provider: "vLLM custom ops", short: "MoE_sort", reason: "moe and expert outrank sort"},
 		{family: "moe count and sort (sgl-kernel)", kernel: "void count_and_sort_expert_tokens_kernel<int>(int const*, int*, int*, unsigned long, int)",
@@ -338,4 +340,29 @@ func TestSamplerSkipsLayerKernels(t *testing.T) {
 	c.epilogue = []epilogueKernel{{"decode", softmaxK, "aten::softmax"}}
 	c.Learn(table)
 	require.Equal(t, "Softmax", c.Classify(softmaxK).Category)
+}
+
+// A name word that says what a kernel computes (moe/expert, lora, norm,
+// rope, attention, sampling, allreduce) outranks one that says how (sort,
+// reduce, copy, kernel), with no rule at all.
+func TestNameWordsOutrankGeneric(t *testing.T) {
+	t.Parallel()
+	none := DefaultRules().Filter(func(Rule) bool { return false })
+	tests := []struct{ kernel, want, why string }{
+		{"void count_and_sort_expert_tokens_kernel<int>(int const*, int*, int*, unsigned long, int)", "MoE sort / align", "sort … expert: MoE routing, not a sort"},
+		{"void moe_sum_reduce_kernel<__nv_bfloat16, 8>(__nv_bfloat16 const*, __nv_bfloat16*, int, int, float)", MoEFinalize, "moe sum, not a reduction"},
+		{"void expert_sum_kernel<float>(float*)", MoEFinalize, "expert sum"},
+		{"void (anonymous namespace)::fused_qknorm_rope_kernel<128, true>(__nv_bfloat16*)", "RMSNorm / LayerNorm", "qknorm before rope and elementwise"},
+		{"void (anonymous namespace)::qknorm_kernel<128>(__nv_bfloat16*)", "RMSNorm / LayerNorm", "a q/k norm"},
+		{"_sgemm_lora_b_kernel", "Dense GEMM (BF16)", "lora: the adapter's GEMM"},
+		{"void bgmv_expand_kernel<16, 4, 8>(float*)", "Dense GEMM (BF16)", "punica bgmv"},
+		{"void sampling_top_k_renorm_sort_kernel<float>(float*)", "Sampling", "sampling before sort"},
+		{"void one_shot_allreduce_kernel<float>(float*)", "All-reduce / collectives", "allreduce before reduce"},
+		{"void my_rotary_copy_kernel<float>(float*)", "RoPE", "rotary before copy"},
+	}
+	for _, tc := range tests {
+		got := none.Classify(tc.kernel)
+		require.Equal(t, tc.want, got.Category, "%s: %s", tc.why, tc.kernel)
+		require.Equal(t, SourceName, got.Source, tc.kernel)
+	}
 }
