@@ -252,6 +252,10 @@ func (c *Classifier) provider(name, op, said string, ex *explain) string {
 	switch {
 	case said == EngineCustom && (ns == "" || ns == engineProviders[EngineVLLM] || ns == engineProviders[EngineSGLang]):
 		p = c.engineCustomProvider(name, ex)
+	case ns == "CUTLASS" && said != "":
+		// Libraries write their kernels with CUTLASS's templates (TensorRT-
+		// LLM's MoeFCGemm is a cutlass::gemm::kernel): the rule knows the
+		// owner.
 	case ns != "" && !strings.HasPrefix(said, ns):
 		ex.note("its namespace names the code owner: %s", ns)
 		p = ns

@@ -180,6 +180,26 @@ var wrapperOwners = map[string]bool{"FlashAttention": true, "FlashInfer": true, 
 // cuBLAS, and the CUTLASS library itself enters through cutlass::Kernel.
 var cutlassLibraryName = regexp.MustCompile(`^cutlass::Kernel2<cutlass_\d+_`)
 
+// cuteDSLOwners are the Python packages whose CuTe-DSL kernels a trace
+// names: the DSL writes kernel_cutlass_<function>_<module path without its
+// dots><class>_…, so the module, not "cutlass", names the owner.
+var cuteDSLOwners = []struct{ pkg, provider string }{
+	{"flashinfer", "FlashInfer"}, {"flash_attn", "FlashAttention"}, {"tensorrt_llm", "TensorRT-LLM"},
+	{"sglang", "SGLang custom ops"}, {"vllm", "vLLM custom ops"},
+}
+
+// cuteDSLOwner is the library of a CuTe-DSL kernel from the rest of its
+// name: a package the owners list knows, else CUTLASS (its examples and
+// __main__ scripts).
+func cuteDSLOwner(rest string) string {
+	for _, o := range cuteDSLOwners {
+		if strings.Contains(rest, o.pkg) {
+			return o.provider
+		}
+	}
+	return "CUTLASS"
+}
+
 // namespaceProvider is the library a kernel function's own namespace names
 // (not its template arguments'), "" when it has none the table knows.
 func namespaceProvider(demangled string) string {
@@ -189,6 +209,9 @@ func namespaceProvider(demangled string) string {
 	}
 	if cutlassLibraryName.MatchString(s) {
 		return "cuBLAS / cuBLASLt"
+	}
+	if rest, ok := strings.CutPrefix(s, "kernel_cutlass_"); ok {
+		return cuteDSLOwner(rest)
 	}
 	head := s
 	if i := strings.IndexAny(s, "<("); i >= 0 {
