@@ -163,10 +163,10 @@ var namespaces = map[string]string{
 	"cub":   "CUB", "hipcub": "rocPRIM", "rocprim": "rocPRIM",
 	"fbgemm_gpu":   "FBGEMM",
 	"tensorrt_llm": "TensorRT-LLM", "tllm": "TensorRT-LLM",
-	"miopen": "MIOpen",
-	"triton": "Triton",
-	"c10d":   "PyTorch",      // symmetric-memory collectives (c10d::symmetric_memory)
-	"moe":    "TensorRT-LLM", // trtllm-gen MoE runner: moe::dev::routing, finalize, activation
+	"miopen":    "MIOpen",
+	"triton":    "Triton",
+	"c10d":      "PyTorch", // symmetric-memory collectives (c10d::symmetric_memory)
+	"deep_gemm": "DeepGEMM",
 }
 
 // wrapperOwners are the libraries that launch their kernels through
