@@ -101,3 +101,33 @@ func TestRegistryCoverage(t *testing.T) {
 	require.Equal(t, want, text, "the coverage section of %s is stale: go test ./inventory -run TestRegistryCoverage -update", doc)
 	require.GreaterOrEqual(t, float64(hits)/float64(total), 0.9, "the registry recognises under 90%% of the families")
 }
+
+// A rule's quick pairs are only a summary of its literals: every name its
+// literals admit has them all, so the quick test rejects no match.
+func TestRuleQuickPairsNecessary(t *testing.T) {
+	t.Parallel()
+	f, err := os.Open(filepath.Join("testdata", "registry_coverage.csv"))
+	require.NoError(t, err)
+	defer f.Close()
+	r := csv.NewReader(f)
+	r.Comment = '#'
+	rows, err := r.ReadAll()
+	require.NoError(t, err)
+	admitted := 0
+	for _, rule := range DefaultRules().rules {
+		for _, row := range rows[1:] {
+			for _, name := range []string{row[3], readableName(row[3])} {
+				if !rule.need.admits(name) {
+					continue
+				}
+				admitted++
+				var p pairSet
+				p.of(name)
+				for _, h := range rule.quick {
+					require.NotZero(t, p[h/64]&(1<<(h%64)), "rules.csv:%d %q: a quick pair missing from %s", rule.Line, rule.Pattern, name)
+				}
+			}
+		}
+	}
+	require.Greater(t, admitted, 100, "the names exercise the rules")
+}

@@ -3,12 +3,14 @@ package inventory
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	_ "embed"
 	"encoding/csv"
 	"fmt"
 	"io"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -33,6 +35,11 @@ type Rule struct {
 	Cite      string
 	Line      int // line in the rule file, for messages
 
+	// onlyOn is the vendor whose GPUs alone run Provider's code, when the
+	// library has no build for the other ("" when it runs on either, or
+	// has a counterpart there, as NCCL's names on AMD are RCCL's).
+	onlyOn string
+
 	re *regexp.Regexp
 	// need is what every match of re contains (for a substring rule, the
 	// Pattern): a name without it is no match, and the regular expression
@@ -40,6 +47,10 @@ type Rule struct {
 	// rule, and running the 43 built-in expressions on each took 0.15 ms a
 	// name.
 	need literalFilter
+	// quick are byte pairs every match contains (need's, summarised): most
+	// names lack one, and a few bit tests reject them before need's
+	// literals are looked for.
+	quick []uint16
 }
 
 // Source says which evidence decided a kernel's category, in the order
@@ -148,8 +159,15 @@ func ParseRules(r io.Reader, name string) (*Rules, error) {
 		} else {
 			rule.need = anyOf([]string{rule.Pattern})
 		}
+		rule.quick = rule.need.requiredPairs()
+		if counterpart[rule.Provider] == "" {
+			rule.onlyOn = vendorOf[rule.Provider]
+		}
 		rs.rules = append(rs.rules, rule)
 	}
+	// Highest priority first (the file's order among equals): the first
+	// rule that matches wins, and the rest are not tried.
+	slices.SortStableFunc(rs.rules, func(a, b Rule) int { return cmp.Compare(b.Priority, a.Priority) })
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("%s:%d: %w", name, line, err)
 	}
@@ -178,6 +196,11 @@ func (rs *Rules) Len() int { return len(rs.rules) }
 
 // matches reports whether s (whose byte pairs p holds) matches r.
 func (r *Rule) matches(s string, p *pairSet) bool {
+	for _, h := range r.quick {
+		if p[h/64]&(1<<(h%64)) == 0 {
+			return false
+		}
+	}
 	if r.re == nil {
 		return r.need.admitsPairs(s, p)
 	}
@@ -220,13 +243,9 @@ func (rs *Rules) match(name, vendor string) *Rule {
 	if demangled != name {
 		pd.of(demangled)
 	}
-	var best *Rule
 	for i := range rs.rules {
 		r := &rs.rules[i]
-		if best != nil && r.Priority <= best.Priority {
-			continue
-		}
-		if v, ok := vendorOf[r.Provider]; ok && vendor != "" && v != vendor && counterpart[r.Provider] == "" {
+		if r.onlyOn != "" && vendor != "" && r.onlyOn != vendor {
 			continue
 		}
 		if inductor && !strings.Contains(r.Pattern, "triton_") {
@@ -235,10 +254,10 @@ func (rs *Rules) match(name, vendor string) *Rule {
 			continue
 		}
 		if r.matches(name, &pn) || (demangled != name && r.matches(demangled, &pd)) {
-			best = r
+			return r
 		}
 	}
-	return best
+	return nil
 }
 
 // Classify returns the category, provider and short name of a kernel name
