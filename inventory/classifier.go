@@ -40,7 +40,7 @@ type Classifier struct {
 	// their name (a batched GEMM between a MoE layer's routing and its
 	// finalize, a sort after the last layer of an engine step), noted by
 	// Learn.
-	byLayer  map[string]Class
+	byLayer  map[string]layerEvidence
 	position map[string]Class // kernel name -> what its layer position says
 	// pending are kernel names that run at the same layer position as
 	// another (irregular layers, alternating kinds), noted by the robust
@@ -157,9 +157,9 @@ func (c *Classifier) classify(name string, ex *explain) Class {
 		ex.note("a generic %s kernel launched by %s, an op of %s: %s", strings.ToLower(cl.Category), op, cat, cat)
 		cl.Category, cl.Source = cat, SourceLaunchOp
 	}
-	if l, ok := c.byLayer[name]; ok && l.Category != cl.Category {
-		ex.note("%s", l.ShortName)
-		cl.Category, cl.Source = l.Category, SourcePosition
+	if l, ok := c.byLayer[name]; ok && l.category != cl.Category {
+		ex.note("%s", l.why)
+		cl.Category, cl.Source = l.category, SourcePosition
 	}
 	if strings.HasPrefix(cl.Category, "Dense GEMM") {
 		if p := gemmPrecisionEvidence(name); p != "" && p != cl.Category {

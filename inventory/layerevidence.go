@@ -97,17 +97,21 @@ func (c *Classifier) samplerKernels(t *LayerTable) []string {
 	return out
 }
 
+// layerEvidence is what a kernel's place in the layers says: its category
+// and why.
+type layerEvidence struct{ category, why string }
+
 // learnLayerEvidence notes what the tables' layers say of their kernels
 // (see above) and forgets the answers it changes.
 func (c *Classifier) learnLayerEvidence(tables ...*LayerTable) {
 	set := func(name, cat, why string) {
 		if c.byLayer == nil {
-			c.byLayer = map[string]Class{}
+			c.byLayer = map[string]layerEvidence{}
 		}
 		if _, ok := c.byLayer[name]; ok {
 			return
 		}
-		c.byLayer[name] = Class{Category: cat, ShortName: why}
+		c.byLayer[name] = layerEvidence{cat, why}
 		delete(c.memo, name)
 	}
 	for _, t := range tables {
