@@ -167,6 +167,7 @@ var namespaces = map[string]string{
 	"triton":    "Triton",
 	"c10d":      "PyTorch", // symmetric-memory collectives (c10d::symmetric_memory)
 	"deep_gemm": "DeepGEMM",
+	"deep_ep":   "DeepEP",
 }
 
 // wrapperOwners are the libraries that launch their kernels through
@@ -221,6 +222,11 @@ func namespaceProvider(demangled string) string {
 	if !ok {
 		return ""
 	}
+	if ns == "flash" && strings.Contains(head, "_mla") {
+		// FlashMLA keeps FlashAttention's namespace for its MLA kernels
+		// (flash::flash_fwd_splitkv_mla_kernel).
+		return "FlashMLA"
+	}
 	if ns == "cutlass" && len(head) < len(s) && s[len(head)] == '<' {
 		// cutlass::device_kernel<flash::FlashAttnFwdSm90<…>>: FA3's kernel.
 		if inner, _, ok := strings.Cut(s[len(head)+1:], "::"); ok {
@@ -250,6 +256,7 @@ var (
 		"RCCL": "amd", "rocBLAS / hipBLASLt": "amd", "CK": "amd", "ck_tile": "amd", "aiter": "amd", "aiter ASM": "amd",
 		"MIOpen": "amd", "HIP runtime": "amd", "rocPRIM": "amd",
 		"NCCL": "nvidia", "cuBLAS / cuBLASLt": "nvidia", "CUTLASS": "nvidia", "cuDNN": "nvidia", "TensorRT-LLM": "nvidia", "CUB": "nvidia", "DeepGEMM": "nvidia",
+		"DeepEP": "nvidia", "FlashMLA": "nvidia",
 	}
 	counterpart = map[string]string{"NCCL": "RCCL", "RCCL": "NCCL", "CUB": "rocPRIM", "rocPRIM": "CUB"}
 )

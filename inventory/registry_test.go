@@ -143,6 +143,11 @@ func TestRegistryFamilies(t *testing.T) {
 			vendor: nv, category: "MoE expert GEMM", provider: "DeepGEMM", short: "MoE_GEMM (DeepGEMM)", reason: "GemmType 1: M-grouped contiguous, the experts' GEMM"},
 		{family: "deepgemm dense", kernel: "void deep_gemm::sm90_fp8_gemm_1d2d_impl<(cute::UMMA::Major)0, 0u, 4096u, 7168u, 1u, 128u, 128u, 128u, 1u, 4u, 3u, 128u, 128u, 1u, false, (deep_gemm::GemmType)0, false, (deep_gemm::KernelType)1, float, cutlass::bfloat16_t>(float*, int*, unsigned int, unsigned int, unsigned int, CUtensorMap_st, CUtensorMap_st, CUtensorMap_st, CUtensorMap_st)",
 			vendor: nv, category: "Dense GEMM (FP8/FP4)", provider: "DeepGEMM", reason: "GemmType 0: a dense FP8 GEMM"},
+		// DeepSeek's DeepEP and FlashMLA
+		{family: "deepep dispatch", kernel: "void deep_ep::intranode::dispatch<8, 768, 8192>(int4*, float*, int*, long*, float*, int*, int*, int4 const*, float const*, long const*, float const*, bool const*, int const*, int, int, int, int, int, int, int, void**, int, int, int, int)",
+			vendor: nv, category: "All-reduce / collectives", provider: "DeepEP", reason: "expert-parallel all-to-all (csrc/kernels/intranode.cu)"},
+		{family: "flashmla decode", kernel: "void flash::flash_fwd_splitkv_mla_kernel<Flash_fwd_kernel_traits_mla<576, 64, 64, 8, cutlass::bfloat16_t, 512>, true, SharedStorageMLA<Flash_fwd_kernel_traits_mla<576, 64, 64, 8, cutlass::bfloat16_t, 512> > >(Flash_fwd_mla_params)",
+			vendor: nv, category: "Paged attention (decode)", provider: "FlashMLA", reason: "FlashMLA keeps FlashAttention's flash:: namespace; _mla says whose"},
 		// PyTorch ATen and c10d
 		{family: "aten sort", kernel: "void at::native::bitonicSortKVInPlace<2, -1, 16, 16, float, long, at::native::LTOp<float, true>, unsigned int>(at::cuda::detail::TensorInfo<float, unsigned int>, unsigned int, unsigned int, unsigned int, at::cuda::detail::TensorInfo<long, unsigned int>, unsigned int, at::native::LTOp<float, true>)",
 			vendor: nv, category: "Reduction / scan / sort", provider: "PyTorch", short: "sort", reason: "Sort.cu; a sampler's sort is Sampling by its place (TestLayerEvidence)"},
