@@ -27,17 +27,29 @@ import (
 // attention when it runs mostly inside decode steps. A Classifier is not
 // safe for concurrent use.
 type Classifier struct {
-	rules    *Rules
-	ops      map[string]string // kernel name -> the op that launched most of its time
-	decode   map[string]bool   // kernel name -> more than half its time inside decode steps
-	prefill  map[string]bool   // kernel name -> more than half its time inside prefill steps
-	vendor   string            // the trace's GPU vendor: bounds the providers
-	position map[string]Class  // kernel name -> what its layer position says
+	rules   *Rules
+	ops     map[string]string // kernel name -> the op that launched most of its time
+	decode  map[string]bool   // kernel name -> more than half its time inside decode steps
+	prefill map[string]bool   // kernel name -> more than half its time inside prefill steps
+	vendor  string            // the trace's GPU vendor: bounds the providers
+	// engine is the engine that wrote the trace (EngineVLLM, ...), ""
+	// when unknown; engineWhy the evidence. It decides the owner of a
+	// kernel both engines' custom ops define (EngineCustom).
+	engine, engineWhy string
+	// byLayer are the kernels whose place in the layers says more than
+	// their name (a batched GEMM between a MoE layer's routing and its
+	// finalize, a sort after the last layer of an engine step), noted by
+	// Learn.
+	byLayer  map[string]layerEvidence
+	position map[string]Class // kernel name -> what its layer position says
 	// pending are kernel names that run at the same layer position as
 	// another (irregular layers, alternating kinds), noted by the robust
 	// layer finder for Learn.
 	pending [][2]string
-	memo    map[string]Class
+	// epilogue are the kernels after the last layer of the first step of
+	// the tables made with this classifier (the sampler runs there).
+	epilogue []epilogueKernel
+	memo     map[string]Class
 }
 
 // NewClassifier prepares the categories of tr's kernels; rules nil is the
@@ -51,6 +63,7 @@ func NewClassifier(tr *tracing.Trace, rules *Rules) *Classifier {
 		return c
 	}
 	c.vendor = tr.Vendor
+	c.engine, c.engineWhy = traceEngine(tr)
 	// Sums by name index: one slice lookup per kernel, the names are
 	// hashed once each.
 	type acc struct {
@@ -140,6 +153,13 @@ func (c *Classifier) classify(name string, ex *explain) Class {
 	if cat := byContainerOp(op, cl.Category); cat != "" && cat != cl.Category {
 		ex.note("launched by %s, a whole %s: %s, whatever the name says", op, strings.ToLower(cat), cat)
 		cl.Category, cl.Source = cat, SourceLaunchOp
+	} else if cat := byPartOp(op, cl.Category); cat != "" {
+		ex.note("a generic %s kernel launched by %s, an op of %s: %s", strings.ToLower(cl.Category), op, cat, cat)
+		cl.Category, cl.Source = cat, SourceLaunchOp
+	}
+	if l, ok := c.byLayer[name]; ok && l.category != cl.Category {
+		ex.note("%s", l.why)
+		cl.Category, cl.Source = l.category, SourcePosition
 	}
 	if strings.HasPrefix(cl.Category, "Dense GEMM") {
 		if p := gemmPrecisionEvidence(name); p != "" && p != cl.Category {
@@ -155,12 +175,15 @@ func (c *Classifier) classify(name string, ex *explain) Class {
 // base is what the rule table, else the name and the launching op, say of
 // a kernel.
 func (c *Classifier) base(name string, ex *explain) Class {
-	if r := c.rules.Match(name); r != nil {
+	if r := c.rules.match(name, c.vendor); r != nil {
 		cl := Class{Category: r.Category, Provider: r.Provider, ShortName: r.ShortName, Source: SourceRule}
 		if cl.ShortName == "" {
 			cl.ShortName = ShortName(name)
 		}
 		ex.note("rule %s:%d %q: %s / %s", c.rules.Source, r.Line, r.Pattern, r.Category, cmp.Or(r.Provider, "(no provider)"))
+		if r.Cite != "" {
+			ex.note("defined in %s", r.Cite)
+		}
 		return cl
 	}
 	// A name that says what the kernel computes comes first: the launching
@@ -225,7 +248,15 @@ func (c *Classifier) byPhase(name, cat string, ex *explain) string {
 // launched it, else unknown; bounded by the trace's vendor.
 func (c *Classifier) provider(name, op, said string, ex *explain) string {
 	p := said
-	if ns := namespaceProvider(readableName(matchText(name))); ns != "" && !strings.HasPrefix(said, ns) {
+	ns := namespaceProvider(readableName(matchText(name)))
+	switch {
+	case said == EngineCustom && (ns == "" || ns == engineProviders[EngineVLLM] || ns == engineProviders[EngineSGLang]):
+		p = c.engineCustomProvider(name, ex)
+	case ns == "CUTLASS" && said != "":
+		// Libraries write their kernels with CUTLASS's templates (TensorRT-
+		// LLM's MoeFCGemm is a cutlass::gemm::kernel): the rule knows the
+		// owner.
+	case ns != "" && !strings.HasPrefix(said, ns):
 		ex.note("its namespace names the code owner: %s", ns)
 		p = ns
 	}
@@ -296,6 +327,7 @@ func (c *Classifier) Learn(tables ...*LayerTable) int {
 			n++
 		}
 	}
+	c.learnLayerEvidence(tables...)
 	for _, t := range tables {
 		c.Relabel(t)
 	}

@@ -67,6 +67,38 @@ func byContainerOp(op, cat string) string {
 	return ""
 }
 
+// partOps are the ops of one part of a MoE layer, by the words of their
+// names (vLLM's _moe_C::moe_sum, moe_align_block_size, topk_softmax,
+// SGLang's sgl_kernel:: ops of the same names).
+var partOps = []struct {
+	re       *lazyRegexp
+	category string
+}{
+	{lazyRE(`_(moe_sum|moe_unpermute|moe_finalize\w*|moe_combine|moe_reduce\w*)_`), MoEFinalize},
+	{lazyRE(`_(moe_align\w*|moe_sort\w*|moe_permute|moe_dispatch|moe_count\w*)_`), "MoE sort / align"},
+	{lazyRE(`_(topk_softmax|topk_sigmoid|grouped_topk|biased_grouped_topk|moe_fused_gate|moe_gate)_`), "MoE gate"},
+}
+
+// genericCategory are the categories of a kernel that says only how it
+// computes, not what: the op that launched it says what.
+var genericCategory = map[string]bool{"Reduction / scan / sort": true, "Elementwise / copy": true, "Softmax": true, Other: true}
+
+// byPartOp returns the MoE part an op of one part gives a generic kernel
+// it launched (ATen's sum inside moe_sum, a fill inside moe_align), ""
+// otherwise.
+func byPartOp(op, cat string) string {
+	if op == "" || !genericCategory[cat] || strings.HasPrefix(op, "aten::") {
+		return ""
+	}
+	w := nameWords(op)
+	for _, p := range partOps {
+		if p.re.MatchString(w) {
+			return p.category
+		}
+	}
+	return ""
+}
+
 // Attention categories by phase.
 const (
 	attnPrefillCat = "Flash attention (prefill)"
@@ -111,7 +143,7 @@ func gemmPrecisionEvidence(name string) string {
 	if word16.MatchString(lower) {
 		return gemm16
 	}
-	if floatArg.MatchString(strings.TrimPrefix(full, "void ")) || fp32GEMM.MatchString(words) {
+	if floatArg.MatchString(strings.TrimPrefix(full, "void ")) || fp32GEMM.MatchString(words) && !segmentedLoRA(words) {
 		return gemm32
 	}
 	return ""
@@ -131,8 +163,42 @@ var namespaces = map[string]string{
 	"cub":   "CUB", "hipcub": "rocPRIM", "rocprim": "rocPRIM",
 	"fbgemm_gpu":   "FBGEMM",
 	"tensorrt_llm": "TensorRT-LLM", "tllm": "TensorRT-LLM",
-	"miopen": "MIOpen",
-	"triton": "Triton",
+	"miopen":    "MIOpen",
+	"triton":    "Triton",
+	"c10d":      "PyTorch", // symmetric-memory collectives (c10d::symmetric_memory)
+	"deep_gemm": "DeepGEMM",
+	"deep_ep":   "DeepEP",
+}
+
+// wrapperOwners are the libraries that launch their kernels through
+// CUTLASS's generic entry points (cutlass::device_kernel<Kernel>): the
+// kernel type's namespace names the owner, not cutlass::.
+var wrapperOwners = map[string]bool{"FlashAttention": true, "FlashInfer": true, "TensorRT-LLM": true}
+
+// cutlassLibraryName is a kernel of CUTLASS's generated operation names
+// (cutlass_80_tensorop_bf16_s16816gemm_…) entered through cutlass::Kernel2,
+// as cuBLAS and cuBLASLt ship them: PyTorch's GEMM ops reach them through
+// cuBLAS, and the CUTLASS library itself enters through cutlass::Kernel.
+var cutlassLibraryName = regexp.MustCompile(`^cutlass::Kernel2<cutlass_\d+_`)
+
+// cuteDSLOwners are the Python packages whose CuTe-DSL kernels a trace
+// names: the DSL writes kernel_cutlass_<function>_<module path without its
+// dots><class>_…, so the module, not "cutlass", names the owner.
+var cuteDSLOwners = []struct{ pkg, provider string }{
+	{"flashinfer", "FlashInfer"}, {"flash_attn", "FlashAttention"}, {"tensorrt_llm", "TensorRT-LLM"},
+	{"sglang", "SGLang custom ops"}, {"vllm", "vLLM custom ops"},
+}
+
+// cuteDSLOwner is the library of a CuTe-DSL kernel from the rest of its
+// name: a package the owners list knows, else CUTLASS (its examples and
+// __main__ scripts).
+func cuteDSLOwner(rest string) string {
+	for _, o := range cuteDSLOwners {
+		if strings.Contains(rest, o.pkg) {
+			return o.provider
+		}
+	}
+	return "CUTLASS"
 }
 
 // namespaceProvider is the library a kernel function's own namespace names
@@ -142,12 +208,32 @@ func namespaceProvider(demangled string) string {
 	if strings.HasPrefix(s, "triton_") {
 		return "Triton" // Inductor's and Triton's own kernel names
 	}
-	if i := strings.IndexAny(s, "<("); i >= 0 {
-		s = s[:i]
+	if cutlassLibraryName.MatchString(s) {
+		return "cuBLAS / cuBLASLt"
 	}
-	ns, _, ok := strings.Cut(s, "::")
+	if rest, ok := strings.CutPrefix(s, "kernel_cutlass_"); ok {
+		return cuteDSLOwner(rest)
+	}
+	head := s
+	if i := strings.IndexAny(s, "<("); i >= 0 {
+		head = s[:i]
+	}
+	ns, _, ok := strings.Cut(head, "::")
 	if !ok {
 		return ""
+	}
+	if ns == "flash" && strings.Contains(head, "_mla") {
+		// FlashMLA keeps FlashAttention's namespace for its MLA kernels
+		// (flash::flash_fwd_splitkv_mla_kernel).
+		return "FlashMLA"
+	}
+	if ns == "cutlass" && len(head) < len(s) && s[len(head)] == '<' {
+		// cutlass::device_kernel<flash::FlashAttnFwdSm90<…>>: FA3's kernel.
+		if inner, _, ok := strings.Cut(s[len(head)+1:], "::"); ok {
+			if p := namespaces[inner]; wrapperOwners[p] {
+				return p
+			}
+		}
 	}
 	return namespaces[ns]
 }
@@ -169,7 +255,8 @@ var (
 	vendorOf = map[string]string{
 		"RCCL": "amd", "rocBLAS / hipBLASLt": "amd", "CK": "amd", "ck_tile": "amd", "aiter": "amd", "aiter ASM": "amd",
 		"MIOpen": "amd", "HIP runtime": "amd", "rocPRIM": "amd",
-		"NCCL": "nvidia", "cuBLAS / cuBLASLt": "nvidia", "CUTLASS": "nvidia", "cuDNN": "nvidia", "TensorRT-LLM": "nvidia", "CUB": "nvidia",
+		"NCCL": "nvidia", "cuBLAS / cuBLASLt": "nvidia", "CUTLASS": "nvidia", "cuDNN": "nvidia", "TensorRT-LLM": "nvidia", "CUB": "nvidia", "DeepGEMM": "nvidia",
+		"DeepEP": "nvidia", "FlashMLA": "nvidia",
 	}
 	counterpart = map[string]string{"NCCL": "RCCL", "RCCL": "NCCL", "CUB": "rocPRIM", "rocPRIM": "CUB"}
 )

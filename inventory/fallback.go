@@ -85,11 +85,15 @@ func gemmPrecision(w string) string {
 	switch {
 	case lowPrecision.MatchString(w):
 		return "Dense GEMM (FP8/FP4)"
-	case fp32GEMM.MatchString(w):
+	case fp32GEMM.MatchString(w) && !segmentedLoRA(w):
 		return "Dense GEMM (FP32/TF32)"
 	}
 	return "Dense GEMM (BF16)"
 }
+
+// segmentedLoRA tells SGLang's LoRA kernels (_sgemm_lora_a_kernel), whose
+// "sgemm" is a segmented GEMM, not a single-precision one.
+func segmentedLoRA(w string) bool { return strings.Contains(w, "_lora_") }
 
 func attentionKind(w string) string {
 	switch {
@@ -129,13 +133,16 @@ var families = []family{
 	fam(`_(conv|convolution|conv\d?d|convolve|igemm_(fwd|bwd|wrw)|fprop|dgrad|wgrad|im2col|col2im|im\d?d\d?col\w*|winograd|naive_conv\w*|grouped_conv\w*|depthwise|dwconv)_|conv_fwd|conv_bwd|convolution|implicit_convolve|im2col|im2d2_?col|igemm_(fwd|bwd|wrw)`, "Convolution", nil),
 	// MoE: expert GEMMs (grouped, or gathering/scattering tokens), routing
 	// (sort/align/permute/finalize), the gate.
-	fam(`_(finalize_moe\w*|moe_finalize\w*|moe_combine|moe_unpermute|moe_sum|finalize_matmul\w*|combine_experts?|moe_reduce\w*)_|finalize_moe|moe_finalize|finalize_matmul`, MoEFinalize, nil),
+	fam(`_(finalize_moe\w*|moe_finalize\w*|moe_combine|moe_unpermute|moe_sum|finalize_matmul\w*|combine_experts?|moe_reduce\w*)_|_(moe|expert|experts)_(sum|reduce|combine)_|finalize_moe|moe_finalize|finalize_matmul`, MoEFinalize, nil),
 	fam(`_(moe|fused_moe|expert|experts)_.*_(gemm|mm|matmul|bmm|mlp|gemm\d|flatmm)_|_(fused_moe|fmoe|moe_gemm|moe_mlp|grouped_gemm|groupedgemm|gemm_grouped|matmul_ogs|moe_flatmm|moeflatmm|ck_moe|batched_gemm_moe|ogs)_|_(matmul|gemm|mm)_(scatter|gather)_|_(gather|scatter)_(matmul|gemm|mm)_|fused_moe|moe_gemm|moegemm|grouped_gemm`, "MoE expert GEMM", nil),
-	fam(`_(moe|expert|experts|routing|router|topk)_.*_(sort|sorting|align|permute|scatter|gather|expand|histogram|count|offsets|indices)_|_(moe_align\w*|moe_sort\w*|moesorting\w*|permute_rows|expand_input_rows|moe_permute|moe_dispatch|routing)_|expand_input_rows`, "MoE sort / align", nil),
+	fam(`_(moe|expert|experts|routing|router|topk)_.*_(sort|sorting|align|permute|scatter|gather|expand|histogram|count|offsets|indices)_|_(sort|sorting|align|count|histogram|permute)_(\w*_)?(moe|expert|experts)_|_(moe_align\w*|moe_sort\w*|moesorting\w*|permute_rows|expand_input_rows|moe_permute|moe_dispatch|routing)_|expand_input_rows`, "MoE sort / align", nil),
 	fam(`_(moe|expert|experts|router)_.*_(gate|gating|topk|softmax|sigmoid)_|_(topk_gating\w*|topkgating\w*|grouped_topk|topk_softmax|topk_sigmoid|noaux_tc|biased_grouped_topk|moe_gate|moe_topk|router_gemm)_|topkgating|grouped_topk`, "MoE gate", nil),
 	// KV cache writes (before attention: reshape_and_cache_flash writes
 	// the cache of a flash-attention backend).
 	fam(`_(reshape_and_cache\w*|store_kv\w*|store_kvcache|set_kv_buffer|write_kv\w*|concat_and_cache\w*|append_paged_kv_cache|copy_blocks|swap_blocks)_|reshape_and_cache|store_kvcache|concat_and_cache`, "KV cache", nil),
+	// LoRA adapters' shrink (x·A) and expand (·B) GEMMs: "lora" says what
+	// they compute, "sgmv"/"bgmv" (punica) how.
+	fam(`_(lora|sgmv|bgmv|punica)_`, "Dense GEMM (BF16)", gemmPrecision),
 	// Quantisation that prepares attention's inputs (SageAttention's
 	// per-block Q/K quant, an MLA query quant) is quantisation, not
 	// attention, though its name says both.
@@ -155,7 +162,7 @@ var families = []family{
 	// Normalisation: RMS/layer norm, group and instance norm, batch norm.
 	fam(`_(group_?norm|groupnorm\w*|instance_?norm|instancenorm)_|groupnorm|group_norm|instance_norm`, "GroupNorm", nil),
 	fam(`_(batch_?norm|batchnorm|bn|bn_fw\w*|bn_bw\w*|bn_fwd|bn_bwd|syncbn)_|batch_norm|batchnorm`, "BatchNorm", nil),
-	fam(`_(rms|rmsnorm\w*|rms_norm|layernorm\w*|layer_norm|ln|norm|norm\d*d|l2norm|qk_norm|fused_add_rms\w*|add_rms\w*|skip_layernorm|rmsnorm2d|layernorm2d)_|rmsnorm|layernorm|rms_norm|layer_norm`, "RMSNorm / LayerNorm", nil),
+	fam(`_(rms|rmsnorm\w*|rms_norm|layernorm\w*|layer_norm|ln|norm|norm\d*d|l2norm|qk_norm|qknorm\w*|fused_add_rms\w*|add_rms\w*|skip_layernorm|rmsnorm2d|layernorm2d)_|rmsnorm|layernorm|rms_norm|layer_norm|qknorm`, "RMSNorm / LayerNorm", nil),
 	// Rotary position embedding.
 	fam(`_(rope|rotary|rotary_emb|rotary_embedding|pos_encoding|mrope|apply_rotary)_|rotary|_rope`, "RoPE", nil),
 	// KV cache, the kernels that only say "kv cache" (after attention:

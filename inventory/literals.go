@@ -312,3 +312,34 @@ func anyOf(set []string) literalFilter {
 	}
 	return literalFilter{c}
 }
+
+// requiredPairs are the byte pairs every string the filter admits
+// contains: a clause needs the pairs all its alternatives need, an
+// alternative (literals that must all be present) the pairs of each.
+func (f literalFilter) requiredPairs() []uint16 {
+	var out []uint16
+	for _, c := range f {
+		var common []uint16
+		for i, g := range c {
+			var need []uint16
+			for _, l := range g {
+				for _, h := range l.pairs {
+					if !slices.Contains(need, h) {
+						need = append(need, h)
+					}
+				}
+			}
+			if i == 0 {
+				common = need
+				continue
+			}
+			common = slices.DeleteFunc(common, func(h uint16) bool { return !slices.Contains(need, h) })
+		}
+		for _, h := range common {
+			if !slices.Contains(out, h) {
+				out = append(out, h)
+			}
+		}
+	}
+	return out
+}

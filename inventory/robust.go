@@ -254,6 +254,7 @@ func robustLayers(ctx context.Context, tr *tracing.Trace, kinds []tracing.StepKi
 			}
 			for _, k := range epi {
 				t.Epilogue = append(t.Epilogue, classOf(tr.KernelName(int(k))).ShortName)
+				cl.epilogue = append(cl.epilogue, epilogueKernel{t.StepKind, tr.KernelName(int(k)), tr.LaunchOp(int(k))})
 			}
 		}
 	}

@@ -3,12 +3,14 @@ package inventory
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	_ "embed"
 	"encoding/csv"
 	"fmt"
 	"io"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,14 +24,21 @@ var defaultRulesCSV []byte
 
 // Rule is one row of the category rule table: kernels whose name contains
 // Pattern (or matches it, for a "re:" pattern) get Category, Provider and
-// ShortName.
+// ShortName. Cite says where the kernels are defined
+// ("owner/repo@commit:path"); the built-in table cites one for every rule.
 type Rule struct {
 	Priority  int
 	Pattern   string
 	Category  string
 	Provider  string
 	ShortName string
+	Cite      string
 	Line      int // line in the rule file, for messages
+
+	// onlyOn is the vendor whose GPUs alone run Provider's code, when the
+	// library has no build for the other ("" when it runs on either, or
+	// has a counterpart there, as NCCL's names on AMD are RCCL's).
+	onlyOn string
 
 	re *regexp.Regexp
 	// need is what every match of re contains (for a substring rule, the
@@ -38,6 +47,10 @@ type Rule struct {
 	// rule, and running the 43 built-in expressions on each took 0.15 ms a
 	// name.
 	need literalFilter
+	// quick are byte pairs every match contains (need's, summarised): most
+	// names lack one, and a few bit tests reject them before need's
+	// literals are looked for.
+	quick []uint16
 }
 
 // Source says which evidence decided a kernel's category, in the order
@@ -90,7 +103,8 @@ func LoadRules(path string) (*Rules, error) {
 }
 
 // ParseRules parses a rule table: '#' comment lines, a header line
-// "priority,pattern,category,provider,short_name", then one rule a line.
+// "priority,pattern,category,provider,short_name" with an optional sixth
+// column "source" (where the kernels are defined), then one rule a line.
 // Errors read "name:line: what is wrong".
 func ParseRules(r io.Reader, name string) (*Rules, error) {
 	rs := &Rules{Source: name}
@@ -98,6 +112,7 @@ func ParseRules(r io.Reader, name string) (*Rules, error) {
 	sc.Buffer(make([]byte, 64*1024), 1024*1024)
 	line := 0
 	header := false
+	fields := 0 // 5, or 6 with the source column
 	for sc.Scan() {
 		line++
 		text := strings.TrimSpace(sc.Text())
@@ -110,15 +125,15 @@ func ParseRules(r io.Reader, name string) (*Rules, error) {
 			return nil, fmt.Errorf("%s:%d: not a CSV line: %w", name, line, err)
 		}
 		if !header {
-			want := []string{"priority", "pattern", "category", "provider", "short_name"}
-			if len(rec) != len(want) || strings.Join(rec, ",") != strings.Join(want, ",") {
-				return nil, fmt.Errorf("%s:%d: header is %q, want %q", name, line, text, strings.Join(want, ","))
+			got := strings.Join(rec, ",")
+			if got != strings.Join(ruleHeader, ",") && got != strings.Join(ruleHeader[:5], ",") {
+				return nil, fmt.Errorf("%s:%d: header is %q, want %q (source optional)", name, line, text, strings.Join(ruleHeader, ","))
 			}
-			header = true
+			header, fields = true, len(rec)
 			continue
 		}
-		if len(rec) != 5 {
-			return nil, fmt.Errorf("%s:%d: %d fields, want 5 (priority,pattern,category,provider,short_name)", name, line, len(rec))
+		if len(rec) != fields {
+			return nil, fmt.Errorf("%s:%d: %d fields, want %d (%s)", name, line, len(rec), fields, strings.Join(ruleHeader[:fields], ","))
 		}
 		prio, err := strconv.Atoi(strings.TrimSpace(rec[0]))
 		if err != nil {
@@ -126,6 +141,9 @@ func ParseRules(r io.Reader, name string) (*Rules, error) {
 		}
 		rule := Rule{Priority: prio, Pattern: rec[1], Category: strings.TrimSpace(rec[2]),
 			Provider: strings.TrimSpace(rec[3]), ShortName: strings.TrimSpace(rec[4]), Line: line}
+		if fields == 6 {
+			rule.Cite = strings.TrimSpace(rec[5])
+		}
 		if rule.Pattern == "" || rule.Pattern == "re:" {
 			return nil, fmt.Errorf("%s:%d: empty pattern", name, line)
 		}
@@ -141,16 +159,25 @@ func ParseRules(r io.Reader, name string) (*Rules, error) {
 		} else {
 			rule.need = anyOf([]string{rule.Pattern})
 		}
+		rule.quick = rule.need.requiredPairs()
+		if counterpart[rule.Provider] == "" {
+			rule.onlyOn = vendorOf[rule.Provider]
+		}
 		rs.rules = append(rs.rules, rule)
 	}
+	// Highest priority first (the file's order among equals): the first
+	// rule that matches wins, and the rest are not tried.
+	slices.SortStableFunc(rs.rules, func(a, b Rule) int { return cmp.Compare(b.Priority, a.Priority) })
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("%s:%d: %w", name, line, err)
 	}
 	if !header {
-		return nil, fmt.Errorf("%s: no header line (priority,pattern,category,provider,short_name)", name)
+		return nil, fmt.Errorf("%s: no header line (priority,pattern,category,provider,short_name[,source])", name)
 	}
 	return rs, nil
 }
+
+var ruleHeader = []string{"priority", "pattern", "category", "provider", "short_name", "source"}
 
 // Filter returns the rules keep accepts, as a new table (to see what the
 // fallbacks make of kernels without their rules).
@@ -169,6 +196,11 @@ func (rs *Rules) Len() int { return len(rs.rules) }
 
 // matches reports whether s (whose byte pairs p holds) matches r.
 func (r *Rule) matches(s string, p *pairSet) bool {
+	for _, h := range r.quick {
+		if p[h/64]&(1<<(h%64)) == 0 {
+			return false
+		}
+	}
 	if r.re == nil {
 		return r.need.admitsPairs(s, p)
 	}
@@ -196,7 +228,13 @@ func isInductor(name string) bool {
 
 // Match returns the winning rule for a kernel name (checked as written and
 // demangled; its first 16 KiB), or nil.
-func (rs *Rules) Match(name string) *Rule {
+func (rs *Rules) Match(name string) *Rule { return rs.match(name, "") }
+
+// match is Match on a trace of one GPU vendor ("" any): a rule whose
+// provider runs only on the other vendor's GPUs, with no build for this
+// one, does not apply (an fmha kernel on an NVIDIA GPU is not ck_tile's;
+// NCCL's names on an AMD GPU are RCCL's, see boundByVendor).
+func (rs *Rules) match(name, vendor string) *Rule {
 	name = matchText(name)
 	demangled := readableName(name)
 	inductor := isInductor(name)
@@ -205,10 +243,9 @@ func (rs *Rules) Match(name string) *Rule {
 	if demangled != name {
 		pd.of(demangled)
 	}
-	var best *Rule
 	for i := range rs.rules {
 		r := &rs.rules[i]
-		if best != nil && r.Priority <= best.Priority {
+		if r.onlyOn != "" && vendor != "" && r.onlyOn != vendor {
 			continue
 		}
 		if inductor && !strings.Contains(r.Pattern, "triton_") {
@@ -217,10 +254,10 @@ func (rs *Rules) Match(name string) *Rule {
 			continue
 		}
 		if r.matches(name, &pn) || (demangled != name && r.matches(demangled, &pd)) {
-			best = r
+			return r
 		}
 	}
-	return best
+	return nil
 }
 
 // Classify returns the category, provider and short name of a kernel name

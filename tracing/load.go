@@ -193,6 +193,7 @@ type builder struct {
 	// not kept, as the outermost one delimits the step.
 	frames    []stepFrame
 	lastFrame map[[2]int64]stepFrame
+	engine    string // the engine whose source file a step-function frame names
 	ops       opLog
 	legacy    bool // 2021 category names seen
 	cuda      bool
@@ -302,6 +303,9 @@ func (b *builder) add(ev *traceEvent) {
 // stepFrame keeps the step-function frame ev unless it lies inside the
 // last one kept on its track.
 func (b *builder) stepFrame(ev *traceEvent) {
+	if b.engine == "" {
+		b.engine = engineOfFrame(ev.Name)
+	}
 	f := stepFrame{Start: ev.TS, Dur: ev.Dur, PID: ev.PID, TID: ev.TID}
 	tr := [2]int64{ev.PID, ev.TID}
 	if last, ok := b.lastFrame[tr]; ok && f.Start >= last.Start && f.Start+f.Dur <= last.Start+last.Dur {
@@ -349,6 +353,7 @@ func (b *builder) finish(sc *scanner, name string, truncated bool) *Trace {
 		Dims:        b.dimList,
 		Annotations: b.anns,
 		stepFrames:  b.frames,
+		Engine:      b.engine,
 	}
 	// Everything here runs after the scan, so on the critical path: the
 	// launches are decoded, and they and the annotations moved to the base

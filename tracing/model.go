@@ -191,7 +191,11 @@ type Trace struct {
 	Era    string // format era, e.g. "kineto-2024-ns", "legacy-2021", "roctracer", "rocprofiler-sdk"
 	Vendor string // "amd", "nvidia" or ""
 	Kind   string // KindExecution, KindCapture or KindGPUOnly
-	Events int64  // every entry of traceEvents
+	// Engine is the serving engine whose step function the Python frames
+	// record, by its source file ("vllm", "sglang" or "atom"); "" when no
+	// frame says.
+	Engine string
+	Events int64 // every entry of traceEvents
 	ByCat  map[string]int64
 	Meta   map[string]string // scalar top-level keys (schemaVersion, displayTimeUnit, ...)
 	BaseNS int64             // baseTimeNanoseconds, 0 when absolute

@@ -101,3 +101,19 @@ func stepFunctionAnnotations(t *Trace) []labelled {
 	}
 	return outermost(out)
 }
+
+// engineOfFrame names the engine whose source file a Python frame
+// "path/file.py(line): fn" is in: …/sglang/srt/…, vllm/v1/worker/…,
+// …/atom/model_engine/…; "" for another file.
+func engineOfFrame(name string) string {
+	file, _, ok := strings.Cut(name, ".py(")
+	if !ok {
+		return ""
+	}
+	for _, e := range [...]string{"sglang", "vllm", "atom"} {
+		if strings.HasPrefix(file, e+"/") || strings.Contains(file, "/"+e+"/") {
+			return e
+		}
+	}
+	return ""
+}
