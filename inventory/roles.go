@@ -20,6 +20,8 @@ const (
 	RoleAttention = "attention"
 	RoleAttnRed   = "attn reduce"
 	RoleQKV       = "QKV"
+	RoleInProj    = "in_proj"  // a linear-attention layer's input projection
+	RoleOutProj   = "out_proj" // and its output projection
 	RoleOProj     = "O-proj"
 	RoleQKNorm    = "q/k norm"
 	RoleQNorm     = "q_norm"
@@ -267,6 +269,23 @@ func inferLayerRoles(ps []*Position, arch *modelconfig.Architecture, roles []str
 		set(gemms[g-3], "Q")
 		set(gemms[g-2], "K")
 		set(gemms[g-1], "V")
+	} else if len(gemms) >= 2 && isLinearAttention(ps[a].Kernel) {
+		// Linear attention (Gated DeltaNet): its input projections are the
+		// GEMMs back to back before it (in_proj_qkvz and in_proj_ba), its
+		// output projection the first after it.
+		g := len(gemms) - 1
+		for g > 1 && adjacent(gemms[g-1], gemms[g]) {
+			g--
+		}
+		oproj, qkv = gemms[0], gemms[g]
+		set(oproj, RoleOutProj)
+		for i, k := range gemms[g:] {
+			if len(gemms) == g+1 {
+				set(k, RoleInProj)
+			} else {
+				set(k, fmt.Sprintf("%s %d", RoleInProj, i+1))
+			}
+		}
 	} else if len(gemms) >= 2 {
 		oproj, qkv = gemms[0], gemms[len(gemms)-1]
 		set(oproj, RoleOProj)
@@ -456,14 +475,15 @@ const RoleReduceSuffix = " reduce"
 // before it) rather than multiplying, by its name.
 func FinishesGEMM(name string) bool { return finisherOf(name) != finNone }
 
-// denseMLPRoles names the GEMMs of a dense MLP (k indices, in order). The
-// activation between two of them decides: the GEMMs before it project up
-// (gate_up, or gate and up unfused), the first after it projects down.
-// Without an activation kernel (fused into a GEMM), the first is gate_up
-// and the last down.
+// denseMLPRoles names the GEMMs of a dense MLP (k indices, in order): two
+// are gate_up and down, three gate, up and down (unfused, as Hugging Face
+// runs them: gate, activation, up, mul, down). With more, the activation
+// between two of them decides: the GEMM before it projects up (gate_up),
+// the first after it down; without one, the first is gate_up and the
+// last down.
 func denseMLPRoles(dense []int, ks []kind, set func(int, string)) {
 	act := -1
-	if len(dense) >= 2 {
+	if len(dense) > 3 {
 		for k := dense[0] + 1; k < dense[len(dense)-1]; k++ {
 			if ks[k] == kAct {
 				act = k
@@ -474,18 +494,10 @@ func denseMLPRoles(dense []int, ks []kind, set func(int, string)) {
 	if act >= 0 {
 		i, _ := slices.BinarySearch(dense, act)
 		before, after := dense[:i], dense[i:]
-		switch len(before) {
-		case 1:
-			set(before[0], RoleGateUp)
-		case 2:
-			set(before[0], "gate")
-			set(before[1], "up")
-		default:
-			for j, k := range before[:len(before)-1] {
-				set(k, fmt.Sprintf("MLP GEMM %d", j+1))
-			}
-			set(before[len(before)-1], RoleGateUp)
+		for j, k := range before[:len(before)-1] {
+			set(k, fmt.Sprintf("MLP GEMM %d", j+1))
 		}
+		set(before[len(before)-1], RoleGateUp)
 		set(after[0], RoleDown)
 		for j, k := range after[1:] {
 			set(k, fmt.Sprintf("MLP GEMM %d", len(before)+j+2))

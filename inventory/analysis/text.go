@@ -155,6 +155,9 @@ func WriteLayersText(w io.Writer, lt *inventory.LayerTable) {
 		tw.Flush()
 		for kind := range lt.KernelsPerLayer {
 			fmt.Fprintf(w, "layer kind %d: %d kernels, %.1f µs per layer", kind, lt.KernelsPerLayer[kind], total[kind])
+			if kind < len(lt.KindNames) && kind < len(lt.KindLayers) {
+				fmt.Fprintf(w, " (%s, %d layers per step)", cmp.Or(lt.KindNames[kind], "unnamed"), lt.KindLayers[kind])
+			}
 			if kind < len(lt.WallUS) {
 				// Streams overlap: the positions sum past the GPU time.
 				fmt.Fprintf(w, ", %.1f µs on the GPU (overlapping streams counted once)", lt.WallUS[kind])
