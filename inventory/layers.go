@@ -31,7 +31,7 @@ type LayerOptions struct {
 	// that runs them has that many layers more).
 	LayerKinds []string
 	MTPLayers  int
-	Rules     *Rules // categories of the positions; DefaultRules when nil
+	Rules      *Rules // categories of the positions; DefaultRules when nil
 	// Classes categorises the positions; nil: a Classifier of the trace
 	// with Rules. Pass one to share what it learns (analysis does).
 	Classes *Classifier
