@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/profile-model/profile-model/internal/diag"
 	"github.com/profile-model/profile-model/tracing"
@@ -146,6 +147,28 @@ func robustLayers(ctx context.Context, tr *tracing.Trace, kinds []tracing.StepKi
 	first := true
 	var main, side []int32
 	var ids, lids []int32
+	var stepNS, layerNS int64 // kernel time of the steps and of their layers
+	var convNS int64          // of their convolutions and group norms
+	// Convolutions (but a linear-attention layer's conv1d) and group norms
+	// are what diffusion and vision models run and decoders do not; the
+	// name decides which to ask the classifier about.
+	visual := make([]int8, len(tr.Names))
+	isVisual := func(id int32) bool {
+		if int(id) >= len(visual) {
+			return false
+		}
+		if visual[id] == 0 {
+			visual[id] = 1
+			n := strings.ToLower(tr.Names[id])
+			if (strings.Contains(n, "conv") || strings.Contains(n, "groupnorm") || strings.Contains(n, "group_norm") ||
+				strings.Contains(n, "cudnn") || strings.Contains(n, "igemm_")) && !strings.Contains(n, "conv1d") {
+				if c := classOf(tr.Names[id]).Category; c == "Convolution" || c == "GroupNorm" {
+					visual[id] = 2
+				}
+			}
+		}
+		return visual[id] == 2
+	}
 	streamCount := map[int32]int{}
 	for si := range tr.Steps {
 		st := &tr.Steps[si]
@@ -163,6 +186,10 @@ func robustLayers(ctx context.Context, tr *tracing.Trace, kinds []tracing.StepKi
 			kk := &tr.Kernels[k]
 			if kk.Kind != tracing.KindKernel {
 				continue
+			}
+			stepNS += kk.Dur
+			if isVisual(kk.NameID) {
+				convNS += kk.Dur
 			}
 			if runN > 0 && kk.Stream != run {
 				streamCount[run] += runN
@@ -261,6 +288,7 @@ func robustLayers(ctx context.Context, tr *tracing.Trace, kinds []tracing.StepKi
 			lids = lids[:0]
 			for _, k := range l {
 				lids = append(lids, tr.Kernels[k].NameID)
+				layerNS += tr.Kernels[k].Dur
 			}
 			key, canon := keys.key(lids)
 			all = append(all, rawLayer{step: si, index: j, kernels: l, ids: canon, key: key, start: starts[j]})
@@ -297,7 +325,43 @@ func robustLayers(ctx context.Context, tr *tracing.Trace, kinds []tracing.StepKi
 	}
 	kindOfLayer := classify(t, all, mostCommon(kCount), tr, cl)
 	nameKinds(t, all, kindOfLayer, opt.LayerKinds)
+	if stepNS > 0 && 2*layerNS < stepNS {
+		t.Warnings = append(t.Warnings, diag.New(diag.LayerCoverage, fmt.Sprintf("the layers cover %.0f%% of the %s steps' kernel time: what repeats is not the model's layers, or most of the work is outside them", 100*float64(layerNS)/float64(stepNS), t.StepKind)))
+	}
+	why := notLLM(t.Positions)
+	if why == "" && stepNS > 0 && 100*convNS > stepNS {
+		why = fmt.Sprintf("convolutions and group norms take %.1f%% of its steps' kernel time", 100*float64(convNS)/float64(stepNS))
+	}
+	if why != "" && tr.Kind != tracing.KindCapture { // a capture trace says what it is
+		t.Warnings = append(t.Warnings, diag.New(diag.NotLLM, "these layers are not a language model's ("+why+"): the table and its roles describe what repeats, not a decoder layer"))
+	}
 	return t, nil
+}
+
+// notLLM says why a layer table is not a language model's, "" when it
+// may be: no attention of any kind in its layers, or the convolutions and
+// group norms of a diffusion or vision model.
+func notLLM(ps []Position) string {
+	if len(ps) == 0 {
+		return ""
+	}
+	attn := false
+	for i := range ps {
+		p := &ps[i]
+		n, c := strings.ToLower(p.Kernel), strings.ToLower(p.Category)
+		switch {
+		case strings.Contains(c, "convolution") && !strings.Contains(n, "conv1d"):
+			// Mamba and Gated DeltaNet layers run a short causal conv1d.
+			return "convolutions in its layers"
+		case strings.Contains(n, "group_norm") || strings.Contains(n, "groupnorm"):
+			return "group norms in its layers"
+		}
+		attn = attn || kindOfPos(p) == kAttn
+	}
+	if !attn {
+		return "no attention kernel in any layer"
+	}
+	return ""
 }
 
 // nameKinds names the layer kinds and counts their layers per step: from
