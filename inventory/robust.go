@@ -151,7 +151,12 @@ func robustLayers(ctx context.Context, tr *tracing.Trace, kinds []tracing.StepKi
 	var convNS int64          // of their convolutions and group norms
 	// Convolutions (but a linear-attention layer's conv1d) and group norms
 	// are what diffusion and vision models run and decoders do not; the
-	// name decides which to ask the classifier about.
+	// name decides which to ask the classifier about. An engine's decode
+	// and prefill steps are a language model's: only the steps of a plain
+	// forward (profiler steps, graph replays) are looked at.
+	checkVisual := !slices.ContainsFunc(kinds, func(k tracing.StepKind) bool {
+		return k == tracing.StepDecode || k == tracing.StepPrefill || k == tracing.StepMixed
+	})
 	visual := make([]int8, len(tr.Names))
 	isVisual := func(id int32) bool {
 		if int(id) >= len(visual) {
@@ -188,7 +193,7 @@ func robustLayers(ctx context.Context, tr *tracing.Trace, kinds []tracing.StepKi
 				continue
 			}
 			stepNS += kk.Dur
-			if isVisual(kk.NameID) {
+			if checkVisual && isVisual(kk.NameID) {
 				convNS += kk.Dur
 			}
 			if runN > 0 && kk.Stream != run {
