@@ -108,3 +108,43 @@ func TestLayersHybridConfigDisagrees(t *testing.T) {
 	require.Equal(t, 48, lt.Layers)
 	require.True(t, diag.Has(lt.Warnings, diag.LayerKinds), "warnings %v", lt.Warnings)
 }
+
+// TestLayersFirstDenseFromConfig: a DeepSeek-V3-like decode step, three
+// dense layers before 58 MoE ones. Without the config the first dense
+// layer looks like no MoE layer and is left in the prologue (60 layers);
+// with it (first_k_dense_replace: 3) the step has its 61 layers, of two
+// named kinds.
+func TestLayersFirstDenseFromConfig(t *testing.T) {
+	t.Parallel()
+	cfg, err := modelconfig.Load(filepath.Join("..", "fixtures", "models", "deepseek-v3", "config.json"))
+	require.NoError(t, err)
+	arch := cfg.Architecture()
+	attn := []string{nvNorm, nvGEMM, nvRoPE, nvKV, nvFA, nvGEMMSplO, nvNorm}
+	dense := append(slices.Clone(attn), "nvjet_tst_128x8_64x12_1x1_v_bz_TNT", nvAct, "nvjet_tst_64x8_64x16_3x1_v_bz_TNN")
+	moe := append(slices.Clone(attn), "nvjet_tst_32x8_64x16_1x1_v_bz_TNT", nvTopK, nvAlign, tritonMoE, nvAct, tritonMoE, nvMoESum,
+		"nvjet_tst_64x8_64x16_2x1_v_bz_TNT", nvAct, "nvjet_tst_64x8_64x16_1x1_v_bz_TNN")
+	mk := func() []k {
+		ks := []k{{name: "embedding", dur: 3000}}
+		for li := range arch.Layers {
+			if li < 3 {
+				ks = append(ks, layer(dense, li)...)
+			} else {
+				ks = append(ks, layer(moe, li)...)
+			}
+		}
+		return append(ks, k{name: "final_norm", dur: 2500}, k{name: "lm_head", dur: 9000})
+	}
+	tr := makeTrace(tracing.StepDecode, mk(), mk())
+	lt, err := DecodeLayers(context.Background(), tr, LayerOptions{NumLayers: arch.Layers, LayerKinds: arch.LayerKinds, MTPLayers: arch.MTPLayers})
+	require.NoError(t, err)
+	require.Equal(t, 61, lt.Layers)
+	require.Equal(t, []int{len(dense), len(moe)}, lt.KernelsPerLayer)
+	require.Equal(t, []string{"dense MLP", "MoE MLP"}, lt.KindNames)
+	require.Equal(t, []int{3, 58}, lt.KindLayers)
+	require.False(t, diag.Has(lt.Warnings, diag.LayerCount), "warnings %v", lt.Warnings)
+	require.False(t, diag.Has(lt.Warnings, diag.LayerKinds), "warnings %v", lt.Warnings)
+
+	lt, err = DecodeLayers(context.Background(), tr, LayerOptions{})
+	require.NoError(t, err)
+	require.Equal(t, 60, lt.Layers, "without the config the first dense layer is taken for the prologue")
+}

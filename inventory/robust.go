@@ -328,7 +328,13 @@ func robustLayers(ctx context.Context, tr *tracing.Trace, kinds []tracing.StepKi
 	if len(t.LayersHist) > 1 {
 		t.Warnings = append(t.Warnings, diag.New(diag.IrregularLayers, fmt.Sprintf("the number of layers differs between %s steps: %v (layers: steps)", t.StepKind, t.LayersHist)))
 	}
-	kindOfLayer := classify(t, all, mostCommon(kCount), tr, cl)
+	k := mostCommon(kCount)
+	if len(opt.LayerKinds) == t.Layers {
+		// The config's kinds, when the step has its layers: DeepSeek's
+		// first dense layers are a kind, not irregular MoE layers.
+		k = max(k, len(distinct(opt.LayerKinds)))
+	}
+	kindOfLayer := classify(t, all, k, tr, cl)
 	nameKinds(t, all, kindOfLayer, opt.LayerKinds)
 	if stepNS > 0 && 2*layerNS < stepNS {
 		t.Warnings = append(t.Warnings, diag.New(diag.LayerCoverage, fmt.Sprintf("the layers cover %.0f%% of the %s steps' kernel time: what repeats is not the model's layers, or most of the work is outside them", 100*float64(layerNS)/float64(stepNS), t.StepKind)))
@@ -341,6 +347,17 @@ func robustLayers(ctx context.Context, tr *tracing.Trace, kinds []tracing.StepKi
 		t.Warnings = append(t.Warnings, diag.New(diag.NotLLM, "these layers are not a language model's ("+why+"): the table and its roles describe what repeats, not a decoder layer"))
 	}
 	return t, nil
+}
+
+// distinct returns the distinct strings of s in first-seen order.
+func distinct(s []string) []string {
+	var out []string
+	for _, x := range s {
+		if !slices.Contains(out, x) {
+			out = append(out, x)
+		}
+	}
+	return out
 }
 
 // notLLM says why a layer table is not a language model's, "" when it
@@ -935,11 +952,13 @@ func layoutByAnchor(ids []int32, a int32, k, numLayers int, alikeKinds bool) (*s
 	}
 	// A first or last slice that looks nothing like a layer is prologue or
 	// epilogue (the anchor kernel also runs there).
+	// With the configured layer count, a first or last layer of another
+	// kind (DeepSeek's first dense layers among MoE ones) stays a layer.
 	lo, hi := 0, len(spans)
-	if hi-lo > 2 && unlike(lo) {
+	if hi-lo > 2 && unlike(lo) && hi-lo != numLayers {
 		lo++
 	}
-	if hi-lo > 2 && unlike(hi-1) {
+	if hi-lo > 2 && unlike(hi-1) && hi-lo != numLayers {
 		hi--
 	}
 	regular := 0
