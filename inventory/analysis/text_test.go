@@ -70,3 +70,16 @@ func TestLayersTextLinesCapped(t *testing.T) {
 	require.Contains(t, out, "more bytes; --json has the whole message")
 	require.True(t, utf8.ValidString(out), "cut at a character boundary")
 }
+
+// TestLayersTextKindNames: named layer kinds say what they are and how
+// many layers of each a step runs.
+func TestLayersTextKindNames(t *testing.T) {
+	t.Parallel()
+	lt := &inventory.LayerTable{Mode: inventory.ModeRobust, StepKind: "decode", Steps: 2, Layers: 48, KernelsPerLayer: []int{1, 1},
+		KindNames: []string{"linear_attention", "full_attention"}, KindLayers: []int{36, 12},
+		Positions: []inventory.Position{{ShortName: "gdn", Count: 72, AvgUS: 3}, {Pos: 1, LayerKind: 1, ShortName: "attn", Count: 24, AvgUS: 5}}}
+	var b bytes.Buffer
+	WriteLayersText(&b, lt)
+	require.Contains(t, b.String(), "layer kind 0: 1 kernels, 3.0 µs per layer (linear_attention, 36 layers per step)\n")
+	require.Contains(t, b.String(), "layer kind 1: 1 kernels, 5.0 µs per layer (full_attention, 12 layers per step)\n")
+}
