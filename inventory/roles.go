@@ -156,6 +156,11 @@ func kindOfPos(p *Position) kind {
 	if k != kAttn && k != kReduce && isLinearAttention(p.Kernel) {
 		return kAttn
 	}
+	if n := strings.ToLower(p.Kernel); k != kMoEGEMM && (strings.Contains(n, "moe_sum") || strings.Contains(n, "moe_finalize")) {
+		// The experts' sum (vLLM's moe_sum, SGLang's moe_sum_reduce)
+		// closes the MoE block whatever its category.
+		return kMoEGEMM
+	}
 	return k
 }
 
@@ -526,7 +531,8 @@ func denseMLPRoles(dense []int, ks []kind, set func(int, string)) {
 // moe_sum), by its short name or its category.
 func isFinalize(p *Position) bool {
 	s, c := strings.ToLower(p.ShortName), strings.ToLower(p.Category)
-	return strings.Contains(s, "finalize") || strings.Contains(s, "scatter") || strings.Contains(s, "moe_sum") ||
+	n := strings.ToLower(p.Kernel)
+	return strings.Contains(s, "finalize") || strings.Contains(s, "scatter") || strings.Contains(n, "moe_sum") || strings.Contains(n, "moe_finalize") ||
 		strings.Contains(c, "finalize") || strings.Contains(c, "combine")
 }
 

@@ -40,6 +40,14 @@ const (
 	amdPARed   = "void paged_attention_ll4mi_reduce_kernel<__hip_bfloat16, __hip_bfloat16, 128, 128, 256, 1>(__hip_bfloat16*, float const*, float const*, __hip_bfloat16 const*, int const*, int const*, int, float const*)"
 	amdKV      = "void vllm::reshape_and_cache_kernel<__hip_bfloat16, __hip_bfloat16, (vllm::Fp8KVCacheDataType)0>(__hip_bfloat16 const*, __hip_bfloat16 const*, __hip_bfloat16*, __hip_bfloat16*, long const*, int, int, int, int, int, int, float const*, float const*)"
 
+	// SGLang on MI300X: aiter's fused add-RMSNorm, sgl-kernel's
+	// activation and KV store (names from the corpus's SGLang Qwen3-8B
+	// trace), Triton fused MoE and SGLang's Triton sum-reduce.
+	sglNorm   = "_ZN5aiter24add_rmsnorm_quant_kernelIDF16bDF16bLi64ELi8ELb0ELb0ELb1ELi1EEEvPT0_PT_PfS4_S4_S4_diiiiiiib"
+	sglAct    = "_ZN7sgl_hip10activation18act_and_mul_kernelI14__hip_bfloat16TnPFT_RKS3_EXadL_Z4siluIS2_ES3_S5_EEEEvPS3_PS4_i"
+	sglKV     = "void (anonymous namespace)::store_kvcache<2048l>(__hip_bfloat16*, __hip_bfloat16*, __hip_bfloat16 const*, __hip_bfloat16 const*, long const*, long, long, long, long)"
+	sglMoESum = "_moe_sum_reduce_kernel"
+
 	// Triton (SGLang's FP8 block GEMM and Triton attention backend).
 	tritonFP8GEMM = "_w8a8_block_fp8_matmul"
 	tritonAttn    = "kernel_unified_attention_2d"
@@ -97,6 +105,17 @@ func TestRolesDataFlow(t *testing.T) {
 			{nvGEMM, RoleOProj}, {nvNorm, RolePostNorm}, {nvGEMMSplit, RoleRouter}, {nvSplitKRed, "router reduce"}, {nvTopK, RoleTopK}, {nvAlign, RoleSort},
 			{tritonMoE, RoleGateUp}, {nvAct, RoleAct}, {tritonMoE, RoleDown}, {nvMoESum, "finalize"},
 			{nvGEMM, RoleSharedGU}, {nvAct, RoleAct}, {nvGEMMSplit, RoleSharedDn}, {nvSplitKRed, "shared down reduce"}}},
+		{"SGLang MoE on MI300X, no split-K", &modelconfig.Architecture{MoE: true, Experts: 128, TopK: 8}, []pos{
+			{amdGEMM, RoleQKV}, {sglNorm, RoleQNorm}, {sglNorm, RoleKNorm}, {nvRoPE, RoleRoPE}, {sglKV, RoleKVWrite}, {amdPA, RoleAttention}, {amdPARed, RoleAttnRed},
+			{amdGEMM, RoleOProj}, {sglNorm, RolePostNorm}, {amdGEMM, RoleRouter}, {nvTopK, RoleTopK}, {nvAlign, RoleSort},
+			{tritonMoE, RoleGateUp}, {sglAct, RoleAct}, {tritonMoE, RoleDown}, {sglMoESum, "finalize"}, {sglNorm, RoleInNorm}}},
+		{"SGLang MoE on MI300X, PostGSU on QKV and router", &modelconfig.Architecture{MoE: true, Experts: 128, TopK: 8}, []pos{
+			{amdGEMMGSU, RoleQKV}, {amdPostGSU, "QKV reduce"}, {sglNorm, RoleQNorm}, {sglNorm, RoleKNorm}, {nvRoPE, RoleRoPE}, {sglKV, RoleKVWrite}, {amdPA, RoleAttention}, {amdPARed, RoleAttnRed},
+			{amdGEMM, RoleOProj}, {sglNorm, RolePostNorm}, {amdGEMMGSU, RoleRouter}, {amdPostGSU, "router reduce"}, {nvTopK, RoleTopK}, {nvAlign, RoleSort},
+			{tritonMoE, RoleGateUp}, {sglAct, RoleAct}, {tritonMoE, RoleDown}, {sglMoESum, "finalize"}, {sglNorm, RoleInNorm}}},
+		{"ATOM dense on MI355X, no split-K", nil, []pos{
+			{amdPA, RoleAttention}, {amdGEMM, RoleOProj}, {sglNorm, RolePostNorm}, {amdGEMM, RoleGateUp}, {sglAct, RoleAct}, {amdGEMM, RoleDown},
+			{sglNorm, RoleInNorm}, {amdGEMM, RoleQKV}, {nvRoPE, RoleRoPE}, {amdKV, RoleKVWrite}}},
 		{"ATOM MoE on MI355X, PostGSU after the router", &modelconfig.Architecture{MoE: true, Experts: 256, TopK: 8}, []pos{
 			{amdPA, RoleAttention}, {amdGEMM, RoleOProj}, {nvNorm, RolePostNorm}, {amdGEMMGSU, RoleRouter}, {amdPostGSU, "router reduce"},
 			{nvTopK, RoleTopK}, {nvAlign, RoleSort}, {tritonMoE, RoleGateUp}, {tritonMoE, RoleDown}, {nvNorm, RoleInNorm},
