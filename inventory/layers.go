@@ -25,7 +25,13 @@ type LayerOptions struct {
 	Mode      string // ModeRobust (default) or ModeCompat
 	Anchor    string // compat: substring of the kernel that starts a layer (DefaultAnchor when empty)
 	NumLayers int    // robust: num_hidden_layers of the model config, 0 when unknown
-	Rules     *Rules // categories of the positions; DefaultRules when nil
+	// LayerKinds names each layer's kind from the model config
+	// (modelconfig.Architecture.LayerKinds), nil when unknown or all alike;
+	// MTPLayers are the config's multi-token-prediction layers (a step
+	// that runs them has that many layers more).
+	LayerKinds []string
+	MTPLayers  int
+	Rules      *Rules // categories of the positions; DefaultRules when nil
 	// Classes categorises the positions; nil: a Classifier of the trace
 	// with Rules. Pass one to share what it learns (analysis does).
 	Classes *Classifier
@@ -106,6 +112,12 @@ type LayerTable struct {
 	Layers          int         `json:"layers"`
 	LayersHist      map[int]int `json:"layers_hist,omitempty"` // layers per step -> steps
 	KernelsPerLayer []int       `json:"kernels_per_layer"`     // one entry per layer kind
+	// KindNames says what each layer kind is ("linear_attention",
+	// "full_attention"), from the model config or, for a hybrid model's
+	// linear-attention layers, from their kernels; KindLayers is how many
+	// layers of each kind a step runs. Both nil when the kinds are not named.
+	KindNames  []string `json:"kind_names,omitempty"`
+	KindLayers []int    `json:"layers_per_kind,omitempty"`
 	// WallUS is, per layer kind, the GPU time one layer takes with the
 	// kernels that overlap on other streams counted once (the union of
 	// their intervals over the kind's layers, divided by their number), as

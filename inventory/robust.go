@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"math"
 	"slices"
+	"strings"
 
 	"github.com/profile-model/profile-model/internal/diag"
 	"github.com/profile-model/profile-model/tracing"
@@ -119,6 +121,25 @@ func robustLayers(ctx context.Context, tr *tracing.Trace, kinds []tracing.StepKi
 	cl := opt.classes(tr)
 	t := &LayerTable{Mode: ModeRobust, StepKind: string(kinds[0]), Irregular: []IrregularLayer{}, LayersHist: map[int]int{}, KernelsPerLayer: []int{}, Positions: []Position{}}
 	classOf := cl.Classify
+	// Token mixers by name id (mixNone, mixAttention, mixLinear): linear
+	// and softmax attention in one period are two kinds of layer.
+	mixer := make([]int8, len(tr.Names))
+	mixerOf := func(id int32) int8 {
+		if int(id) >= len(mixer) {
+			return mixNone
+		}
+		if mixer[id] == 0 {
+			mixer[id] = mixNone + 1
+			name := tr.Names[id]
+			switch k := kindOf(classOf(name).Category); {
+			case k != kReduce && isLinearAttention(name):
+				mixer[id] = mixLinear + 1
+			case k == kAttn:
+				mixer[id] = mixAttention + 1
+			}
+		}
+		return mixer[id] - 1
+	}
 	cache := map[string]*structure{}
 	var keys seqKeys
 	kCount := map[int]int{}
@@ -126,6 +147,33 @@ func robustLayers(ctx context.Context, tr *tracing.Trace, kinds []tracing.StepKi
 	first := true
 	var main, side []int32
 	var ids, lids []int32
+	var stepNS, layerNS int64 // kernel time of the steps and of their layers
+	var convNS int64          // of their convolutions and group norms
+	// Convolutions (but a linear-attention layer's conv1d) and group norms
+	// are what diffusion and vision models run and decoders do not; the
+	// name decides which to ask the classifier about. An engine's decode
+	// and prefill steps are a language model's: only the steps of a plain
+	// forward (profiler steps, graph replays) are looked at.
+	checkVisual := !slices.ContainsFunc(kinds, func(k tracing.StepKind) bool {
+		return k == tracing.StepDecode || k == tracing.StepPrefill || k == tracing.StepMixed
+	})
+	visual := make([]int8, len(tr.Names))
+	isVisual := func(id int32) bool {
+		if int(id) >= len(visual) {
+			return false
+		}
+		if visual[id] == 0 {
+			visual[id] = 1
+			n := strings.ToLower(tr.Names[id])
+			if (strings.Contains(n, "conv") || strings.Contains(n, "groupnorm") || strings.Contains(n, "group_norm") ||
+				strings.Contains(n, "cudnn") || strings.Contains(n, "igemm_")) && !strings.Contains(n, "conv1d") {
+				if c := classOf(tr.Names[id]).Category; c == "Convolution" || c == "GroupNorm" {
+					visual[id] = 2
+				}
+			}
+		}
+		return visual[id] == 2
+	}
 	streamCount := map[int32]int{}
 	for si := range tr.Steps {
 		st := &tr.Steps[si]
@@ -143,6 +191,10 @@ func robustLayers(ctx context.Context, tr *tracing.Trace, kinds []tracing.StepKi
 			kk := &tr.Kernels[k]
 			if kk.Kind != tracing.KindKernel {
 				continue
+			}
+			stepNS += kk.Dur
+			if checkVisual && isVisual(kk.NameID) {
+				convNS += kk.Dur
 			}
 			if runN > 0 && kk.Stream != run {
 				streamCount[run] += runN
@@ -177,7 +229,7 @@ func robustLayers(ctx context.Context, tr *tracing.Trace, kinds []tracing.StepKi
 		key, _ := keys.key(ids)
 		s, ok := cache[key]
 		if !ok {
-			s = findStructure(ids, opt.NumLayers)
+			s = findStructure(ids, opt.NumLayers, mixerOf)
 			cache[key] = s
 		}
 		if s == nil {
@@ -241,6 +293,7 @@ func robustLayers(ctx context.Context, tr *tracing.Trace, kinds []tracing.StepKi
 			lids = lids[:0]
 			for _, k := range l {
 				lids = append(lids, tr.Kernels[k].NameID)
+				layerNS += tr.Kernels[k].Dur
 			}
 			key, canon := keys.key(lids)
 			all = append(all, rawLayer{step: si, index: j, kernels: l, ids: canon, key: key, start: starts[j]})
@@ -267,7 +320,7 @@ func robustLayers(ctx context.Context, tr *tracing.Trace, kinds []tracing.StepKi
 		t.Warnings = append(t.Warnings, diag.New(diag.NoLayers, fmt.Sprintf("no repeating layer found in %d %s steps", t.Steps, t.StepKind)))
 		return t, nil
 	}
-	if opt.NumLayers > 0 && t.Layers != opt.NumLayers {
+	if opt.NumLayers > 0 && t.Layers != opt.NumLayers && t.Layers != opt.NumLayers+opt.MTPLayers {
 		t.Warnings = append(t.Warnings, diag.New(diag.LayerCount, fmt.Sprintf("found %d layers per %s step, the model config says num_hidden_layers = %d", t.Layers, t.StepKind, opt.NumLayers)))
 	}
 	if n := t.LayersHist[0]; n > 0 {
@@ -276,8 +329,126 @@ func robustLayers(ctx context.Context, tr *tracing.Trace, kinds []tracing.StepKi
 	if len(t.LayersHist) > 1 {
 		t.Warnings = append(t.Warnings, diag.New(diag.IrregularLayers, fmt.Sprintf("the number of layers differs between %s steps: %v (layers: steps)", t.StepKind, t.LayersHist)))
 	}
-	classify(t, all, mostCommon(kCount), tr, cl)
+	k := mostCommon(kCount)
+	if len(opt.LayerKinds) == t.Layers {
+		// The config's kinds, when the step has its layers: DeepSeek's
+		// first dense layers are a kind, not irregular MoE layers.
+		k = max(k, len(distinct(opt.LayerKinds)))
+	}
+	kindOfLayer := classify(t, all, k, tr, cl)
+	nameKinds(t, all, kindOfLayer, opt.LayerKinds)
+	if stepNS > 0 && 2*layerNS < stepNS {
+		t.Warnings = append(t.Warnings, diag.New(diag.LayerCoverage, fmt.Sprintf("the layers cover %.0f%% of the %s steps' kernel time: what repeats is not the model's layers, or most of the work is outside them", 100*float64(layerNS)/float64(stepNS), t.StepKind)))
+	}
+	why := notLLM(t.Positions)
+	if why == "" && stepNS > 0 && 100*convNS > stepNS {
+		why = fmt.Sprintf("convolutions and group norms take %.1f%% of its steps' kernel time", 100*float64(convNS)/float64(stepNS))
+	}
+	if why != "" && tr.Kind != tracing.KindCapture { // a capture trace says what it is
+		t.Warnings = append(t.Warnings, diag.New(diag.NotLLM, "these layers are not a language model's ("+why+"): the table and its roles describe what repeats, not a decoder layer"))
+	}
 	return t, nil
+}
+
+// distinct returns the distinct strings of s in first-seen order.
+func distinct(s []string) []string {
+	var out []string
+	for _, x := range s {
+		if !slices.Contains(out, x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// notLLM says why a layer table is not a language model's, "" when it
+// may be: no attention of any kind in its layers, or the convolutions and
+// group norms of a diffusion or vision model.
+func notLLM(ps []Position) string {
+	if len(ps) == 0 {
+		return ""
+	}
+	attn := false
+	for i := range ps {
+		p := &ps[i]
+		n, c := strings.ToLower(p.Kernel), strings.ToLower(p.Category)
+		switch {
+		case strings.Contains(c, "convolution") && !strings.Contains(n, "conv1d"):
+			// Mamba and Gated DeltaNet layers run a short causal conv1d.
+			return "convolutions in its layers"
+		case strings.Contains(n, "group_norm") || strings.Contains(n, "groupnorm"):
+			return "group norms in its layers"
+		}
+		attn = attn || kindOfPos(p) == kAttn
+	}
+	if !attn {
+		return "no attention kernel in any layer"
+	}
+	return ""
+}
+
+// nameKinds names the layer kinds and counts their layers per step: from
+// the config's kind of each layer when the step has the config's number
+// of layers (warning when the kernels group the layers otherwise), else,
+// when a kind runs a linear-attention kernel, from the kernels.
+func nameKinds(t *LayerTable, all []rawLayer, kindOfLayer []int, config []string) {
+	n := len(t.KernelsPerLayer)
+	if n < 2 {
+		return
+	}
+	names := make([]string, n)
+	if len(config) > 0 && len(config) == t.Layers {
+		votes := make([]map[string]int, n)
+		for i := range votes {
+			votes[i] = map[string]int{}
+		}
+		for i, l := range all {
+			if l.index < len(config) {
+				votes[kindOfLayer[i]][config[l.index]]++
+			}
+		}
+		off, total := 0, 0
+		for c, v := range votes {
+			best := 0
+			for name, cnt := range v {
+				total += cnt
+				if cnt > best || cnt == best && name < names[c] {
+					names[c], best = name, cnt
+				}
+			}
+			off += -best
+			for _, cnt := range v {
+				off += cnt
+			}
+		}
+		if off > 0 {
+			t.Warnings = append(t.Warnings, diag.New(diag.LayerKinds, fmt.Sprintf("%d of %d layers run the kernels of another kind than the model config's layer kinds say", off, total)))
+		}
+	} else {
+		linear := false
+		for _, p := range t.Positions {
+			if isLinearAttention(p.Kernel) {
+				names[p.LayerKind], linear = "linear_attention", true
+			}
+		}
+		if !linear {
+			return
+		}
+		for _, p := range t.Positions {
+			if names[p.LayerKind] == "" && kindOf(p.Category) == kAttn {
+				names[p.LayerKind] = "full_attention"
+			}
+		}
+	}
+	t.KindNames = names
+	count := make([]int, n)
+	for _, c := range kindOfLayer {
+		count[c]++
+	}
+	t.KindLayers = make([]int, n)
+	for c := range count {
+		t.KindLayers[c] = int(math.Round(float64(count[c]) / float64(max(t.Steps, 1))))
+	}
 }
 
 // mostCommon returns the key with the highest count (the smaller key on a tie).
@@ -292,8 +463,9 @@ func mostCommon(h map[int]int) int {
 }
 
 // classify finds the layer kinds (the k most common sequences), assigns
-// every layer to one, and fills positions and irregular layers.
-func classify(t *LayerTable, all []rawLayer, k int, tr *tracing.Trace, cl *Classifier) {
+// every layer to one, and fills positions and irregular layers. It
+// returns the kind of each layer of all.
+func classify(t *LayerTable, all []rawLayer, k int, tr *tracing.Trace, cl *Classifier) []int {
 	classOf := cl.Classify
 	names := tr.Names // the layers' ids are name indices
 	count := map[string]int{}
@@ -458,6 +630,10 @@ func classify(t *LayerTable, all []rawLayer, k int, tr *tracing.Trace, cl *Class
 	}
 	t.Positions = positions(st, classOf, short)
 	t.WallUS = wallTime(tr, all, kindOf, renum, len(order))
+	for i, c := range assigned {
+		assigned[i] = renum[c]
+	}
+	return assigned
 }
 
 // wallTime is the time one layer of each kind keeps the GPU busy, a kernel
@@ -517,8 +693,16 @@ func wallTime(tr *tracing.Trace, all []rawLayer, kindOf map[string]int, renum ma
 	return out
 }
 
+// Token mixer kinds of a kernel name.
+const (
+	mixNone int8 = iota
+	mixAttention
+	mixLinear
+)
+
 // findStructure finds the layers of one main-stream id sequence, or nil.
-func findStructure(ids []int32, numLayers int) *structure {
+// mixerOf (nil: none known) says which names are token mixers.
+func findStructure(ids []int32, numLayers int, mixerOf func(int32) int8) *structure {
 	n := len(ids)
 	p := bestPeriod(ids)
 	if p == 0 {
@@ -532,6 +716,16 @@ func findStructure(ids []int32, numLayers int) *structure {
 			window = append(window, id)
 		}
 		counts[id]++
+	}
+	// A hybrid model (linear-attention layers between full-attention
+	// ones): a period holds m layers of unlike kinds, which share their
+	// MLP but not their token mixer.
+	if mixerOf != nil {
+		if m, linear, attention := mixerGroups(ids[c0:c0+p], mixerOf); linear && attention && m >= 2 {
+			if s := layoutHybrid(ids, window, counts, m, numLayers); s != nil {
+				return s
+			}
+		}
 	}
 	// k layers per period: names shared by alternating layers occur k
 	// times, names of one kind once. Try the counts that explain the most
@@ -552,7 +746,7 @@ func findStructure(ids []int32, numLayers int) *structure {
 			if counts[a] != k {
 				continue
 			}
-			s, score := layoutByAnchor(ids, a, k, numLayers)
+			s, score := layoutByAnchor(ids, a, k, numLayers, true)
 			if s == nil {
 				continue
 			}
@@ -590,10 +784,121 @@ func bestPeriod(ids []int32) int {
 	return bestP
 }
 
+// mixerGroups counts the token mixers of one period (runs of mixer
+// kernels, cyclically: a decode attention and its second kernel are one)
+// and says whether linear and softmax attention lead any.
+func mixerGroups(period []int32, mixerOf func(int32) int8) (groups int, linear, attention bool) {
+	p := len(period)
+	for i, id := range period {
+		if m := mixerOf(id); m != mixNone && mixerOf(period[(i-1+p)%p]) == mixNone {
+			groups++
+			linear = linear || m == mixLinear
+			attention = attention || m == mixAttention
+		}
+	}
+	return groups, linear, attention
+}
+
+// layoutHybrid lays out the m unlike layers of each period of a hybrid
+// model: sliced at a name every layer runs once (one of its MLP's), then
+// shifted so that each layer starts where the kinds start to differ (the
+// token mixer's part) and ends with the MLP they share; the first layer,
+// which the shift leaves before the first slice, is taken back when it
+// matches a kind. The structure's k is the number of distinct kinds.
+func layoutHybrid(ids, window []int32, counts map[int32]int, m, numLayers int) *structure {
+	var best *structure
+	var bestScore [4]int
+	for _, a := range window {
+		if counts[a] != m {
+			continue
+		}
+		s, score := layoutByAnchor(ids, a, m, numLayers, false)
+		if s != nil && (best == nil || slices.Compare(score[:], bestScore[:]) > 0) {
+			best, bestScore = s, score
+		}
+	}
+	if best == nil {
+		return nil
+	}
+	// The kinds: each residue class's most common sequence, once each.
+	var kinds [][]int32
+	for c := range m {
+		cnt := map[string]int{}
+		var top []int32
+		for i := c; i < len(best.layers); i += m {
+			sp := best.layers[i]
+			key := seqKey(ids[sp.start:sp.end])
+			cnt[key]++
+			if top == nil || cnt[key] > cnt[seqKey(top)] {
+				top = ids[sp.start:sp.end]
+			}
+		}
+		if !slices.ContainsFunc(kinds, func(k []int32) bool { return slices.Equal(k, top) }) {
+			kinds = append(kinds, top)
+		}
+	}
+	if len(kinds) < 2 {
+		return nil
+	}
+	// What all kinds start with is the MLP of the layer before.
+	shift := len(kinds[0])
+	for _, k := range kinds[1:] {
+		l := 0
+		for l < min(len(k), len(kinds[0])) && k[l] == kinds[0][l] {
+			l++
+		}
+		shift = min(shift, l)
+	}
+	for _, k := range kinds {
+		if shift >= len(k) {
+			return nil
+		}
+	}
+	rotated := make([][]int32, len(kinds))
+	for i, k := range kinds {
+		rotated[i] = append(slices.Clone(k[shift:]), k[:shift]...)
+	}
+	matches := func(sp span) bool {
+		for _, k := range rotated {
+			if sp.start >= 0 && sp.end <= len(ids) && slices.Equal(ids[sp.start:sp.end], k) {
+				return true
+			}
+		}
+		return false
+	}
+	alike := func(sp span) bool {
+		for _, k := range rotated {
+			if similarity(ids[sp.start:sp.end], k) >= 0.5 {
+				return true
+			}
+		}
+		return false
+	}
+	var layers []span
+	first := best.layers[0].start + shift
+	for _, k := range rotated {
+		if sp := (span{first - len(k), first}); matches(sp) {
+			layers = append(layers, sp)
+			break
+		}
+	}
+	for _, sp := range best.layers {
+		sp = span{sp.start + shift, min(sp.end+shift, len(ids))}
+		if sp.end > sp.start && alike(sp) {
+			layers = append(layers, sp)
+		}
+	}
+	if len(layers) < 2 {
+		return nil
+	}
+	return &structure{layers: layers, k: len(kinds)}
+}
+
 // layoutByAnchor slices ids at the occurrences of anchor a; the score ranks
 // layouts (higher is better): the configured layer count, more layers, more
-// regular ones, an earlier first layer.
-func layoutByAnchor(ids []int32, a int32, k, numLayers int) (*structure, [4]int) {
+// regular ones, an earlier first layer. With alikeKinds, the k kinds must
+// look alike (variants of one layer).
+func layoutByAnchor(ids []int32, a int32, k, numLayers int, alikeKinds bool) (*structure, [4]int) {
 	var occ []int
 	for i, id := range ids {
 		if id == a {
@@ -633,7 +938,7 @@ func layoutByAnchor(ids []int32, a int32, k, numLayers int) (*structure, [4]int)
 	}
 	// Alternating kinds are variants of one layer (sliding and full
 	// attention, dense and MoE MLP), not unrelated halves of it.
-	for c := 1; c < k; c++ {
+	for c := 1; c < k && alikeKinds; c++ {
 		a, b := consAt[0], consAt[c]
 		if similarity(ids[a.start:a.end], ids[b.start:b.end]) < 0.5 {
 			return nil, [4]int{}
@@ -648,11 +953,13 @@ func layoutByAnchor(ids []int32, a int32, k, numLayers int) (*structure, [4]int)
 	}
 	// A first or last slice that looks nothing like a layer is prologue or
 	// epilogue (the anchor kernel also runs there).
+	// With the configured layer count, a first or last layer of another
+	// kind (DeepSeek's first dense layers among MoE ones) stays a layer.
 	lo, hi := 0, len(spans)
-	if hi-lo > 2 && unlike(lo) {
+	if hi-lo > 2 && unlike(lo) && hi-lo != numLayers {
 		lo++
 	}
-	if hi-lo > 2 && unlike(hi-1) {
+	if hi-lo > 2 && unlike(hi-1) && hi-lo != numLayers {
 		hi--
 	}
 	regular := 0

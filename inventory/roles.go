@@ -2,6 +2,7 @@ package inventory
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/profile-model/profile-model/internal/modelconfig"
@@ -19,6 +20,8 @@ const (
 	RoleAttention = "attention"
 	RoleAttnRed   = "attn reduce"
 	RoleQKV       = "QKV"
+	RoleInProj    = "in_proj"  // a linear-attention layer's input projection
+	RoleOutProj   = "out_proj" // and its output projection
 	RoleOProj     = "O-proj"
 	RoleQKNorm    = "q/k norm"
 	RoleQNorm     = "q_norm"
@@ -72,6 +75,9 @@ const (
 	kAct
 	kAllReduce
 	kCopy
+	// kFinish completes a GEMM without multiplying: a split-K reduce
+	// after it or the fill its accumulation starts from (finisherOf).
+	kFinish
 )
 
 // kindOf reads a category loosely (by its words), so that renamed or
@@ -137,6 +143,68 @@ func (t *LayerTable) AssignRoles(arch *modelconfig.Architecture) {
 	}
 }
 
+// kindOfPos is a position's structural kind: its category's, except that
+// a kernel whose name says it finishes a GEMM (split-K reduce, fill) is
+// kFinish whatever its category, and a linear-attention kernel (a
+// recurrent state update: Gated DeltaNet, Mamba) is the layer's attention
+// when its category does not say so.
+func kindOfPos(p *Position) kind {
+	if finisherOf(p.Kernel) != finNone {
+		return kFinish
+	}
+	k := kindOf(p.Category)
+	if k != kAttn && k != kReduce && isLinearAttention(p.Kernel) {
+		return kAttn
+	}
+	if n := strings.ToLower(p.Kernel); k != kMoEGEMM && (strings.Contains(n, "moe_sum") || strings.Contains(n, "moe_finalize")) {
+		// The experts' sum (vLLM's moe_sum, SGLang's moe_sum_reduce)
+		// closes the MoE block whatever its category.
+		return kMoEGEMM
+	}
+	return k
+}
+
+// How a kernel finishes a GEMM.
+const (
+	finNone   = iota
+	finReduce // runs after the GEMM: sums its partial products
+	finFill   // runs before it: the output it accumulates into
+)
+
+// finisherOf says whether a kernel completes a GEMM rather than
+// multiplying, by the names the GEMM libraries give these kernels:
+// cuBLASLt's split-K reduction (cublasLt::splitKreduce_kernel, launched
+// after a split-K nvjet or cutlass GEMM), CUTLASS's
+// cutlass::reduction::kernel::ReduceSplitK, and hipBLASLt/Tensile's
+// global-split-U reduction, whose name ends in _PostGSU<n>_VW<n> (Tensile's
+// ContractionSolution::outputConversionKernelName; ROCm/hipBLASLt
+// tensilelite/src/ContractionSolution.cpp at 84381fc), with the beta-only
+// kernel that initialises the output before such a GEMM.
+func finisherOf(name string) int {
+	n := strings.ToLower(name)
+	switch {
+	case strings.Contains(n, "splitkreduce"), strings.Contains(n, "reducesplitk"),
+		strings.Contains(n, "splitk_reduce"), strings.Contains(n, "_postgsu"):
+		return finReduce
+	case strings.Contains(n, "betaonly"):
+		return finFill
+	}
+	return finNone
+}
+
+// isLinearAttention says a kernel updates a linear-attention or
+// state-space layer's recurrent state, the token mixer of a hybrid
+// model's linear layers: flash-linear-attention's gated delta rule
+// kernels as vLLM and SGLang carry them (fused_recurrent_gated_delta_rule_fwd_kernel,
+// chunk_gated_delta_rule_*, fused_sigmoid_gating_delta_rule_update; vllm
+// vllm/model_executor/layers/fla/ops/), and Mamba's selective scan and
+// state update.
+func isLinearAttention(name string) bool {
+	n := strings.ToLower(name)
+	return strings.Contains(n, "delta_rule") || strings.Contains(n, "selective_scan") ||
+		strings.Contains(n, "selective_state_update") || strings.Contains(n, "lightning_attn")
+}
+
 func assignRoles(ps []*Position, arch *modelconfig.Architecture) {
 	n := len(ps)
 	roles := make([]string, n)
@@ -155,16 +223,20 @@ func assignRoles(ps []*Position, arch *modelconfig.Architecture) {
 // inferLayerRoles fills roles from the structure of one layer kind. The
 // positions form a cycle (a table may start anywhere in the layer): from
 // the attention kernel on, the first GEMM is the O projection and the
-// last one the QKV projection; what lies between them is the MLP (dense
-// or MoE), and the norms, quantisations and copies are placed by the
-// region they fall in.
+// last one the QKV projection (the one feeding attention); what lies
+// between them is the MLP (dense or MoE), where the activation between
+// two GEMMs makes them gate_up and down. Kernels that finish a GEMM (a
+// split-K reduce, the fill before it) take no GEMM role of their own:
+// they join the GEMM they complete. Norms, quantisations and copies are
+// placed by the region they fall in.
 func inferLayerRoles(ps []*Position, arch *modelconfig.Architecture, roles []string) {
 	n := len(ps)
+	pk := make([]kind, n)
 	a := -1
 	for i, p := range ps {
-		if kindOf(p.Category) == kAttn {
+		pk[i] = kindOfPos(p)
+		if a < 0 && pk[i] == kAttn {
 			a = i
-			break
 		}
 	}
 	if a < 0 {
@@ -175,7 +247,7 @@ func inferLayerRoles(ps []*Position, arch *modelconfig.Architecture, roles []str
 	ks := make([]kind, n)
 	for k := range n {
 		order[k] = (a + k) % n
-		ks[k] = kindOf(ps[order[k]].Category)
+		ks[k] = pk[order[k]]
 	}
 	set := func(k int, r string) { roles[order[k]] = r }
 	var gemms []int
@@ -184,15 +256,41 @@ func inferLayerRoles(ps []*Position, arch *modelconfig.Architecture, roles []str
 			gemms = append(gemms, k)
 		}
 	}
+	// adjacent says nothing but GEMM finishers lies between x and y.
+	adjacent := func(x, y int) bool {
+		for k := x + 1; k < y; k++ {
+			if ks[k] != kFinish {
+				return false
+			}
+		}
+		return true
+	}
 	set(0, RoleAttention)
 	oproj, qkv := n, n // the O projection and the QKV projection, as indices into order
-	if g := len(gemms); g >= 5 && gemms[g-1] == gemms[g-2]+1 && gemms[g-2] == gemms[g-3]+1 {
+	if g := len(gemms); g >= 5 && adjacent(gemms[g-2], gemms[g-1]) && adjacent(gemms[g-3], gemms[g-2]) {
 		// Three GEMMs back to back before attention: unfused q, k, v.
 		oproj, qkv = gemms[0], gemms[g-3]
 		set(oproj, RoleOProj)
 		set(gemms[g-3], "Q")
 		set(gemms[g-2], "K")
 		set(gemms[g-1], "V")
+	} else if len(gemms) >= 2 && isLinearAttention(ps[a].Kernel) {
+		// Linear attention (Gated DeltaNet): its input projections are the
+		// GEMMs back to back before it (in_proj_qkvz and in_proj_ba), its
+		// output projection the first after it.
+		g := len(gemms) - 1
+		for g > 1 && adjacent(gemms[g-1], gemms[g]) {
+			g--
+		}
+		oproj, qkv = gemms[0], gemms[g]
+		set(oproj, RoleOutProj)
+		for i, k := range gemms[g:] {
+			if len(gemms) == g+1 {
+				set(k, RoleInProj)
+			} else {
+				set(k, fmt.Sprintf("%s %d", RoleInProj, i+1))
+			}
+		}
 	} else if len(gemms) >= 2 {
 		oproj, qkv = gemms[0], gemms[len(gemms)-1]
 		set(oproj, RoleOProj)
@@ -237,7 +335,7 @@ func inferLayerRoles(ps []*Position, arch *modelconfig.Architecture, roles []str
 			case kSort:
 				set(k, RoleSort)
 			case kMoEGEMM:
-				if isFinalize(ps[order[k]].ShortName) {
+				if isFinalize(ps[order[k]]) {
 					set(k, "finalize")
 				} else {
 					experts = append(experts, k)
@@ -299,21 +397,7 @@ func inferLayerRoles(ps []*Position, arch *modelconfig.Architecture, roles []str
 				dense = append(dense, k)
 			}
 		}
-		switch len(dense) {
-		case 0:
-		case 1:
-			set(dense[0], RoleMLP)
-		case 3:
-			set(dense[0], "gate")
-			set(dense[1], "up")
-			set(dense[2], RoleDown)
-		default:
-			set(dense[0], RoleGateUp)
-			set(dense[len(dense)-1], RoleDown)
-			for i, k := range dense[1 : len(dense)-1] {
-				set(k, fmt.Sprintf("MLP GEMM %d", i+2))
-			}
-		}
+		denseMLPRoles(dense, ks, set)
 		if len(dense) > 0 {
 			firstMLP, lastMLP = dense[0], dense[len(dense)-1]
 		}
@@ -348,6 +432,20 @@ func inferLayerRoles(ps []*Position, arch *modelconfig.Architecture, roles []str
 		set(qk[0], RoleQNorm)
 		set(qk[1], RoleKNorm)
 	}
+	// A GEMM's finishers take its role: a reduce the GEMM's before it, a
+	// fill the one after it.
+	for k := 1; k < n; k++ {
+		if ks[k] != kFinish {
+			continue
+		}
+		if finisherOf(ps[order[k]].Kernel) == finFill {
+			if next := nextGEMMRole(roles, order, ks, k); next != "" {
+				set(k, "before "+next)
+			}
+		} else if prev := prevGEMM(roles, order, ks, k); prev != "" {
+			set(k, prev+RoleReduceSuffix)
+		}
+	}
 	// The rest by what it does, and what it feeds or follows.
 	for k := 1; k < n; k++ {
 		if roles[order[k]] != "" {
@@ -374,11 +472,68 @@ func inferLayerRoles(ps []*Position, arch *modelconfig.Architecture, roles []str
 	}
 }
 
+// RoleReduceSuffix ends the role of a kernel that sums a GEMM's split-K
+// partial products: "QKV reduce" finishes the QKV projection.
+const RoleReduceSuffix = " reduce"
+
+// FinishesGEMM says a kernel completes a GEMM (a split-K reduce, the fill
+// before it) rather than multiplying, by its name.
+func FinishesGEMM(name string) bool { return finisherOf(name) != finNone }
+
+// denseMLPRoles names the GEMMs of a dense MLP (k indices, in order): two
+// are gate_up and down, three gate, up and down (unfused, as Hugging Face
+// runs them: gate, activation, up, mul, down). With more, the activation
+// between two of them decides: the GEMM before it projects up (gate_up),
+// the first after it down; without one, the first is gate_up and the
+// last down.
+func denseMLPRoles(dense []int, ks []kind, set func(int, string)) {
+	act := -1
+	if len(dense) > 3 {
+		for k := dense[0] + 1; k < dense[len(dense)-1]; k++ {
+			if ks[k] == kAct {
+				act = k
+				break
+			}
+		}
+	}
+	if act >= 0 {
+		i, _ := slices.BinarySearch(dense, act)
+		before, after := dense[:i], dense[i:]
+		for j, k := range before[:len(before)-1] {
+			set(k, fmt.Sprintf("MLP GEMM %d", j+1))
+		}
+		set(before[len(before)-1], RoleGateUp)
+		set(after[0], RoleDown)
+		for j, k := range after[1:] {
+			set(k, fmt.Sprintf("MLP GEMM %d", len(before)+j+2))
+		}
+		return
+	}
+	switch len(dense) {
+	case 0:
+	case 1:
+		set(dense[0], RoleMLP)
+	case 3:
+		set(dense[0], "gate")
+		set(dense[1], "up")
+		set(dense[2], RoleDown)
+	default:
+		set(dense[0], RoleGateUp)
+		set(dense[len(dense)-1], RoleDown)
+		for i, k := range dense[1 : len(dense)-1] {
+			set(k, fmt.Sprintf("MLP GEMM %d", i+2))
+		}
+	}
+}
+
 // isFinalize says an expert kernel combines the experts' outputs rather
-// than multiplying (Triton's matmul_ogs finalize/scatter).
-func isFinalize(short string) bool {
-	s := strings.ToLower(short)
-	return strings.Contains(s, "finalize") || strings.Contains(s, "scatter")
+// than multiplying (Triton's matmul_ogs finalize/scatter, vLLM's
+// moe_sum), by its short name or its category.
+func isFinalize(p *Position) bool {
+	s, c := strings.ToLower(p.ShortName), strings.ToLower(p.Category)
+	n := strings.ToLower(p.Kernel)
+	return strings.Contains(s, "finalize") || strings.Contains(s, "scatter") || strings.Contains(n, "moe_sum") || strings.Contains(n, "moe_finalize") ||
+		strings.Contains(c, "finalize") || strings.Contains(c, "combine")
 }
 
 func hasRole(roles []string, order []int, r string) bool {
@@ -398,6 +553,19 @@ func nextGEMMRole(roles []string, order []int, ks []kind, k int) string {
 	for j := 1; j < n; j++ {
 		i := (k + j) % n
 		if isGEMMKind(ks[i]) || ks[i] == kAttn {
+			return roles[order[i]]
+		}
+	}
+	return ""
+}
+
+// prevGEMM is the role of the GEMM before position k (cyclic), "" when
+// it has none.
+func prevGEMM(roles []string, order []int, ks []kind, k int) string {
+	n := len(order)
+	for j := 1; j < n; j++ {
+		i := (k - j + n) % n
+		if isGEMMKind(ks[i]) {
 			return roles[order[i]]
 		}
 	}

@@ -51,6 +51,15 @@ const (
 	CompatAmbiguous Code = "compat_ambiguous"
 	// LayerCount: the layer count found differs from the model config.
 	LayerCount Code = "layer_count"
+	// LayerKinds: the kernels group the layers into kinds other than the
+	// model config's layer kinds.
+	LayerKinds Code = "layer_kinds"
+	// LayerCoverage: the layer table covers under half of its steps' GPU
+	// time: what repeats is not the model's layers.
+	LayerCoverage Code = "layer_coverage"
+	// NotLLM: the trace's layers are not a language model's (no attention,
+	// or convolutions and group norms in them, as in a diffusion model).
+	NotLLM Code = "not_llm"
 	// Usage: the server gave no usage figures for some requests; lengths
 	// were counted or assumed instead.
 	Usage Code = "usage"

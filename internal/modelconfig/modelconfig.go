@@ -50,6 +50,19 @@ type Config struct {
 	DecoderSparseStep      int   // Qwen-MoE: every n-th layer is MoE
 	MLPOnlyLayers          []int // Qwen-MoE: layers that are dense
 
+	// Layers of more than one kind. LayerTypesList is layer_types, one
+	// attention type per layer ("full_attention", "linear_attention",
+	// "sliding_attention"); FullAttentionInterval (Qwen3-Next, Qwen3.5)
+	// makes every n-th layer full attention and the rest linear;
+	// SlidingWindowPattern (Gemma 3) every n-th layer global and the rest
+	// sliding-window. MTPLayers are multi-token-prediction layers beyond
+	// num_hidden_layers (num_nextn_predict_layers, mtp_num_hidden_layers),
+	// run by the draft, not by the model's forward.
+	LayerTypesList        []string
+	FullAttentionInterval int
+	SlidingWindowPattern  int
+	MTPLayers             int
+
 	// Multi-head latent attention (DeepSeek).
 	QLoraRank     int
 	KVLoraRank    int
@@ -200,6 +213,10 @@ func fromRaw(raw map[string]json.RawMessage, prefix string) *Config {
 	c.MoELayerFreq = r.int("moe_layer_freq")
 	c.DecoderSparseStep = r.int("decoder_sparse_step")
 	c.MLPOnlyLayers = r.ints("mlp_only_layers")
+	r.value("layer_types", &c.LayerTypesList)
+	c.FullAttentionInterval = r.int("full_attention_interval")
+	c.SlidingWindowPattern = r.int("sliding_window_pattern")
+	c.MTPLayers = r.int("num_nextn_predict_layers", "mtp_num_hidden_layers", "mtp_num_layers")
 	c.QLoraRank = r.int("q_lora_rank")
 	c.KVLoraRank = r.int("kv_lora_rank")
 	c.QKNopeHeadDim = r.int("qk_nope_head_dim")
@@ -259,6 +276,12 @@ func (c *Config) fillFrom(t *Config) {
 	if c.MLPOnlyLayers == nil {
 		c.MLPOnlyLayers = t.MLPOnlyLayers
 	}
+	if c.LayerTypesList == nil {
+		c.LayerTypesList = t.LayerTypesList
+	}
+	setInt(&c.FullAttentionInterval, t.FullAttentionInterval)
+	setInt(&c.SlidingWindowPattern, t.SlidingWindowPattern)
+	setInt(&c.MTPLayers, t.MTPLayers)
 	if c.Quantization == nil {
 		c.Quantization = t.Quantization
 	}
@@ -292,6 +315,14 @@ type Architecture struct {
 	SharedIntermediate int // one shared expert of its own size
 	MoELayers          int
 	DenseLayers        int
+
+	// LayerKinds names each layer's kind (index = layer) when the config
+	// says the layers differ: the attention type ("linear_attention",
+	// "full_attention", "sliding_attention") and, in a model that mixes
+	// dense and MoE layers, the MLP ("full_attention, dense MLP"). Nil
+	// when every layer is alike or the config does not say.
+	LayerKinds []string
+	MTPLayers  int // multi-token-prediction layers beyond Layers
 
 	Dtype        string
 	Quantization *Quantization
@@ -366,8 +397,67 @@ func (c *Config) Architecture() Architecture {
 		a.Intermediate = c.IntermediateSize
 		a.DenseLayers = a.Layers
 	}
+	a.LayerKinds = c.layerKinds(a.Layers, a.MoE)
+	a.MTPLayers = c.MTPLayers
 	a.Params, a.ActiveParams = a.estimate(c)
 	return a
+}
+
+// layerKinds names the kind of each of n layers (see
+// Architecture.LayerKinds), nil when they are all alike.
+func (c *Config) layerKinds(n int, moe bool) []string {
+	if n <= 0 {
+		return nil
+	}
+	attn := make([]string, n)
+	switch {
+	case len(c.LayerTypesList) == n:
+		copy(attn, c.LayerTypesList)
+	case c.FullAttentionInterval > 1:
+		// Qwen3-Next: layer i is full attention when (i+1) is a multiple
+		// of the interval (transformers' Qwen3NextConfig default layer_types).
+		for i := range attn {
+			attn[i] = "linear_attention"
+			if (i+1)%c.FullAttentionInterval == 0 {
+				attn[i] = "full_attention"
+			}
+		}
+	case c.SlidingWindowPattern > 1:
+		// Gemma 3: every sliding_window_pattern-th layer attends globally.
+		for i := range attn {
+			attn[i] = "sliding_attention"
+			if (i+1)%c.SlidingWindowPattern == 0 {
+				attn[i] = "full_attention"
+			}
+		}
+	}
+	mixed := false
+	if moe {
+		for l := 1; l < n; l++ {
+			mixed = mixed || c.isMoELayer(l) != c.isMoELayer(0)
+		}
+	}
+	out := make([]string, n)
+	kinds := map[string]bool{}
+	for i := range out {
+		parts := []string{}
+		if attn[i] != "" {
+			parts = append(parts, attn[i])
+		}
+		if mixed {
+			mlp := "dense MLP"
+			if c.isMoELayer(i) {
+				mlp = "MoE MLP"
+			}
+			parts = append(parts, mlp)
+		}
+		out[i] = strings.Join(parts, ", ")
+		kinds[out[i]] = true
+	}
+	if len(kinds) < 2 {
+		return nil
+	}
+	return out
 }
 
 // isMoELayer says whether layer l (from 0) has the expert MLP, by the

@@ -160,3 +160,52 @@ func ExampleParse() {
 	fmt.Println(c.ModelType, c.NumHiddenLayers, c.HiddenSize)
 	// Output: minimax_m2 62 3072
 }
+
+// TestLayerKinds: the kinds of a model's layers, from layer_types, the
+// full-attention interval of a hybrid model, Gemma 3's sliding-window
+// pattern, or a MoE model's leading dense layers; nil when all alike.
+func TestLayerKinds(t *testing.T) {
+	count := func(kinds []string) map[string]int {
+		m := map[string]int{}
+		for _, k := range kinds {
+			m[k]++
+		}
+		return m
+	}
+	c, err := Load(filepath.Join("..", "..", "fixtures", "models", "qwen3-next-80b-a3b-instruct", "config.json"))
+	require.NoError(t, err)
+	require.Empty(t, c.Notes)
+	a := c.Architecture()
+	require.Len(t, a.LayerKinds, 48)
+	require.Equal(t, map[string]int{"linear_attention": 36, "full_attention": 12}, count(a.LayerKinds))
+	require.Equal(t, []string{"linear_attention", "linear_attention", "linear_attention", "full_attention"}, a.LayerKinds[:4])
+	require.True(t, a.MoE)
+	require.Equal(t, 48, a.MoELayers)
+
+	c, err = Load(filepath.Join("..", "..", "fixtures", "models", "deepseek-v3", "config.json"))
+	require.NoError(t, err)
+	a = c.Architecture()
+	require.Equal(t, map[string]int{"dense MLP": 3, "MoE MLP": 58}, count(a.LayerKinds))
+	require.Equal(t, 1, a.MTPLayers, "num_nextn_predict_layers")
+
+	for _, tt := range []struct {
+		name, doc string
+		want      map[string]int
+	}{
+		{"layer_types", `{"num_hidden_layers": 4, "layer_types": ["sliding_attention", "full_attention", "sliding_attention", "full_attention"]}`,
+			map[string]int{"sliding_attention": 2, "full_attention": 2}},
+		{"layer_types of the wrong length are not trusted", `{"num_hidden_layers": 3, "layer_types": ["a", "b"]}`, map[string]int{}},
+		{"sliding_window_pattern", `{"num_hidden_layers": 12, "sliding_window_pattern": 6}`, map[string]int{"sliding_attention": 10, "full_attention": 2}},
+		{"text_config", `{"text_config": {"num_hidden_layers": 8, "full_attention_interval": 4}}`, map[string]int{"linear_attention": 6, "full_attention": 2}},
+		{"hybrid and MoE with a dense first layer", `{"num_hidden_layers": 4, "full_attention_interval": 2, "num_experts": 8, "num_experts_per_tok": 2, "first_k_dense_replace": 1}`,
+			map[string]int{"linear_attention, dense MLP": 1, "full_attention, MoE MLP": 2, "linear_attention, MoE MLP": 1}},
+		{"uniform", `{"num_hidden_layers": 4, "layer_types": ["full_attention", "full_attention", "full_attention", "full_attention"]}`, map[string]int{}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Parse([]byte(tt.doc))
+			require.NoError(t, err)
+			a := c.Architecture()
+			require.Equal(t, tt.want, count(a.LayerKinds))
+		})
+	}
+}

@@ -107,6 +107,9 @@ func Analyze(ctx context.Context, tr *tracing.Trace, opt Options) (*Result, erro
 	cl := inventory.NewClassifier(tr, opt.Rules)
 	r.classes = cl
 	lopt := inventory.LayerOptions{Mode: inventory.ModeRobust, Anchor: opt.Anchor, NumLayers: opt.NumLayers, Rules: opt.Rules, Classes: cl}
+	if opt.Arch != nil {
+		lopt.LayerKinds, lopt.MTPLayers = opt.Arch.LayerKinds, opt.Arch.MTPLayers
+	}
 	fail := func(err error) (*Result, error) { return nil, fmt.Errorf("%s: %w", tr.Path, err) }
 
 	// The robust decode table is also the inventory's per-layer column, and

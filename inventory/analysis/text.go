@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"unicode/utf8"
 
 	"github.com/profile-model/profile-model/inventory"
 	"github.com/profile-model/profile-model/tracing"
@@ -155,6 +156,9 @@ func WriteLayersText(w io.Writer, lt *inventory.LayerTable) {
 		tw.Flush()
 		for kind := range lt.KernelsPerLayer {
 			fmt.Fprintf(w, "layer kind %d: %d kernels, %.1f µs per layer", kind, lt.KernelsPerLayer[kind], total[kind])
+			if kind < len(lt.KindNames) && kind < len(lt.KindLayers) {
+				fmt.Fprintf(w, " (%s, %d layers per step)", cmp.Or(lt.KindNames[kind], "unnamed"), lt.KindLayers[kind])
+			}
 			if kind < len(lt.WallUS) {
 				// Streams overlap: the positions sum past the GPU time.
 				fmt.Fprintf(w, ", %.1f µs on the GPU (overlapping streams counted once)", lt.WallUS[kind])
@@ -170,6 +174,8 @@ func WriteLayersText(w io.Writer, lt *inventory.LayerTable) {
 		// Layers that differ the same way are listed once.
 		type group struct {
 			what   string
+			kind   int
+			diffs  []string
 			layers []string
 		}
 		var groups []*group
@@ -193,7 +199,7 @@ func WriteLayersText(w io.Writer, lt *inventory.LayerTable) {
 			what := fmt.Sprintf("kind %d: %s", irr.Kind, strings.Join(ds, "; "))
 			g := byWhat[what]
 			if g == nil {
-				g = &group{what: what}
+				g = &group{what: what, kind: irr.Kind, diffs: ds}
 				byWhat[what] = g
 				groups = append(groups, g)
 			}
@@ -208,12 +214,47 @@ func WriteLayersText(w io.Writer, lt *inventory.LayerTable) {
 			if len(g.layers) > 3 {
 				where = fmt.Sprintf("%s, ... (%d layers)", strings.Join(g.layers[:3], ", "), len(g.layers))
 			}
-			fmt.Fprintf(w, "  %s: %s\n", where, g.what)
+			fmt.Fprintln(w, capDiffs(fmt.Sprintf("  %s: kind %d: ", where, g.kind), g.diffs))
 		}
 	}
 	for _, warn := range lt.Warnings {
-		fmt.Fprintf(w, "warning: %s\n", warn.Message)
+		fmt.Fprintf(w, "warning: %s\n", capText(warn.Message))
 	}
+}
+
+// maxLine is how long a line of text output may grow (a wide terminal's
+// two rows) before what it lists is cut, saying how much was left out.
+const maxLine = 400
+
+// capDiffs is prefix followed by the differences, "; "-separated, as many
+// as fit in maxLine, then how many more there are (--json lists them all).
+func capDiffs(prefix string, diffs []string) string {
+	var b strings.Builder
+	b.WriteString(prefix)
+	for i, d := range diffs {
+		sep := ""
+		if i > 0 {
+			sep = "; "
+		}
+		if i > 0 && b.Len()+len(sep)+len(d) > maxLine-50 { // room for the count
+			fmt.Fprintf(&b, "; ... and %d more differences (--json lists them)", len(diffs)-i)
+			break
+		}
+		b.WriteString(sep + d)
+	}
+	return b.String()
+}
+
+// capText cuts a message longer than maxLine, saying so.
+func capText(s string) string {
+	if len(s) <= maxLine {
+		return s
+	}
+	cut := maxLine
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + fmt.Sprintf("... (%d more bytes; --json has the whole message)", len(s)-cut)
 }
 
 // WriteKernelsText writes the head of a kernel inventory for people: the

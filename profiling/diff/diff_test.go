@@ -163,6 +163,7 @@ func TestChanges(t *testing.T) {
 	p23 := row(2, "MoE_sort_P23", "ck_tile::MoeSortingMultiPhaseKernel_P23<int>", 5)
 	cijk := row(1, "GEMM_BF16 (rocBLAS)", "Cijk_Alik_Bljk_BBS_BH_Bias_HA_S_SAV_UserArgs_MT16x16x64", 12)
 	nvjet := row(1, "GEMM (nvjet)", "nvjet_tst_64x8_64x16_4x1_v_bz_TNT", 9)
+	splitK := row(2, "GEMV (cuBLAS)", "void cublasLt::splitKreduce_kernel<32, 16, int, float, __nv_bfloat16, float, __nv_bfloat16, true, false, false>(cublasLt::cublasSplitKParams<float>)", 4)
 	quant := row(2, "FP8_quant", "_ZN5aiter37dynamic_per_group_scaled_quant_kernelIDF16bDB8_Li32EEEvPT0_PfPKT_PKfiliibPKii", 5)
 	renum := func(rs ...inventory.LayerRow) []inventory.LayerRow {
 		out := slices.Clone(rs)
@@ -189,6 +190,13 @@ func TestChanges(t *testing.T) {
 		{name: "replaced by another category", a: renum(gate, quant, norm), b: renum(gate, sort, norm),
 			want: []Change{{Kind: changeReplaced, A: []string{"FP8_quant"}, B: []string{"MoE_sort"}, PosA: []int{1}, PosB: []int{1}, AUS: 5, BUS: 8}}},
 		{name: "same", a: renum(gate, sort, gemm1), b: renum(gate, sort, gemm1), want: []Change{}},
+		// One vendor's GEMM splits K and reduces after it, the other's does
+		// not: a replaced GEMM and a removed reduce, not a fusion.
+		{name: "split-K reduce is not a fusion", a: renum(gate, nvjet, splitK, norm), b: renum(gate, cijk, norm),
+			want: []Change{
+				{Kind: changeRemoved, Category: "Dense GEMM (BF16)", A: []string{"GEMV (cuBLAS)"}, B: []string{}, PosA: []int{2}, PosB: []int{}, AUS: 4},
+				{Kind: changeReplaced, Category: "Dense GEMM (BF16)", A: []string{"GEMM (nvjet)"}, B: []string{"GEMM_BF16 (rocBLAS)"}, PosA: []int{1}, PosB: []int{1}, AUS: 9, BUS: 12},
+			}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

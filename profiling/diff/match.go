@@ -355,12 +355,21 @@ func segmentChanges(pa, pb *Profile, seg []pairing) ([]Change, []pairing) {
 			s.b = append(s.b, b)
 		}
 	}
+	// A kernel that finishes a GEMM (a split-K reduce) is compared with
+	// its like, not with the GEMMs of its category: one side splitting K
+	// is not a fusion on the other.
+	key := func(p *Position) string {
+		if inventory.FinishesGEMM(p.Kernel) {
+			return p.Category + " (GEMM finisher)"
+		}
+		return p.Category
+	}
 	for _, p := range seg {
 		if p.a >= 0 {
-			add(pa.Positions[p.a].Category, p.a, -1)
+			add(key(&pa.Positions[p.a]), p.a, -1)
 		}
 		if p.b >= 0 {
-			add(pb.Positions[p.b].Category, -1, p.b)
+			add(key(&pb.Positions[p.b]), -1, p.b)
 		}
 	}
 	var out []Change
