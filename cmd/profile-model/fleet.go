@@ -34,7 +34,7 @@ func runMatrix(_ context.Context, args []string, stdout, stderr io.Writer) error
 			"Those of the simulated engine have needs_gpu false.")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return usageError{err.Error()}
 	}
 	if fs.NArg() != 1 {
@@ -219,7 +219,7 @@ func runRegress(_ context.Context, args []string, stdout, stderr io.Writer) erro
 func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
-		if err := fs.Parse(args); err != nil {
+		if err := parseFlags(fs, args); err != nil {
 			return nil, usageError{err.Error()}
 		}
 		if fs.NArg() == 0 {

@@ -15,6 +15,10 @@ import (
 // range rather than wrapping into a wrong one or failing later with an
 // error about something else.
 
+// seenFlagSet, when set (by tests), is given every flag set a command
+// parses, so that its help can be checked against the flags' defaults.
+var seenFlagSet func(*flag.FlagSet)
+
 // bounds is the closed range [lo, hi] a numeric flag takes.
 type bounds struct{ lo, hi float64 }
 
@@ -69,6 +73,9 @@ func parseFloatIn(name, s string, b bounds) (float64, error) {
 // parseFlags parses args into fs with the ranges of its numbers checked.
 func parseFlags(fs *flag.FlagSet, args []string) error {
 	rangedDurations(fs)
+	if seenFlagSet != nil {
+		seenFlagSet(fs)
+	}
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -144,6 +151,15 @@ func rangedDurations(fs *flag.FlagSet) {
 }
 
 type durationValue struct{ flag.Value }
+
+// String is the wrapped value's; the flag package also calls it on a zero
+// durationValue (no Value) to tell whether the default is worth printing.
+func (d durationValue) String() string {
+	if d.Value == nil {
+		return time.Duration(0).String()
+	}
+	return d.Value.String()
+}
 
 func (d durationValue) Get() any { return d.Value.(flag.Getter).Get() }
 

@@ -56,7 +56,7 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			"changes in the kernels). A pair that fails is recorded and the sweep goes on.\n\nflags:")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}
