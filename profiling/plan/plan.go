@@ -188,6 +188,12 @@ func (p *Plan) check() error {
 			bad("model_config: %v (a path relative to the plan)", err)
 		}
 	}
+	p.checkBounds(bad)
+	if len(errs) > 0 {
+		// Out-of-range sizes stop here: pairing 3000 × 3000 variants, or
+		// levels of 2^62 prompts, is what the bounds prevent.
+		return errors.Join(errs...)
+	}
 	seen := map[string]bool{}
 	for i, s := range p.Servers {
 		where := fmt.Sprintf("servers[%d]", i)
