@@ -149,6 +149,27 @@ func TestPeaks(t *testing.T) {
 	}
 }
 
+// TestPeaksMalformed: a peaks file that is not CSV, or holds numbers no
+// GPU has, is an error naming the file and line, never a panic (an
+// unterminated quote once panicked in csv.Reader.FieldPos).
+func TestPeaksMalformed(t *testing.T) {
+	head := strings.Join(peakHeader, ",") + "\n"
+	for name, c := range map[string]struct{ doc, want string }{
+		"unterminated quote":                  {head + "\"X,X,1,1,0,1,1,80,spec,me\n", "line 2"},
+		"unterminated quote in a later field": {head + "X,\"X,1,1,0,1,1,80,spec,me\n", "line 2"},
+		"quote in a field":                    {head + "X,X\"y,1,1,0,1,1,80,spec,me\n", "line 2"},
+		"NaN peak":                            {head + "X,X,NaN,1,0,1,1,80,spec,me\n", "p.csv:2: column bf16_tflops"},
+		"infinite bandwidth":                  {head + "X,X,1,1,0,1,+Inf,80,spec,me\n", "p.csv:2: column hbm_tbs"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := ParsePeaks(strings.NewReader(c.doc), "p.csv")
+			if err == nil || !strings.Contains(err.Error(), "p.csv") || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("got %v, want an error with p.csv and %q", err, c.want)
+			}
+		})
+	}
+}
+
 // TestCaptureDimsMatch: on the SGLang Qwen3-8B decode trace with its
 // capture trace (input dims recorded), the analytical shape of every GEMM
 // position equals the captured one.
