@@ -3,15 +3,17 @@ package inventory
 import (
 	"bufio"
 	"bytes"
+	"context"
 	_ "embed"
 	"encoding/csv"
 	"fmt"
 	"io"
-	"os"
 	"regexp"
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/profile-model/profile-model/internal/sidefile"
 )
 
 // Other is the category of kernels no rule matches.
@@ -82,9 +84,9 @@ var defaultRules = sync.OnceValue(func() *Rules {
 
 // LoadRules reads a user rule table (same format as the built-in rules.csv).
 func LoadRules(path string) (*Rules, error) {
-	data, err := os.ReadFile(path)
+	data, err := sidefile.Read(context.Background(), path, "the rule table", sidefile.Small)
 	if err != nil {
-		return nil, fmt.Errorf("reading rules: %w", err)
+		return nil, err
 	}
 	return ParseRules(bytes.NewReader(data), path)
 }

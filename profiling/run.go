@@ -22,6 +22,7 @@ import (
 	"github.com/profile-model/profile-model/internal/diag"
 	"github.com/profile-model/profile-model/internal/modelconfig"
 	"github.com/profile-model/profile-model/internal/results"
+	"github.com/profile-model/profile-model/internal/sidefile"
 	"github.com/profile-model/profile-model/inventory/analysis"
 	"github.com/profile-model/profile-model/inventory/roofline"
 	"github.com/profile-model/profile-model/profiling/bench"
@@ -113,7 +114,7 @@ func Run(ctx context.Context, p Plan) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := r.readModelConfig(); err != nil {
+	if err := r.readModelConfig(ctx); err != nil {
 		return r.finish("failed", err)
 	}
 	if err := r.preflight(ctx); err != nil {
@@ -275,14 +276,14 @@ func (r *runner) finish(status string, err error) (*Result, error) {
 // readModelConfig copies the model's config.json into the run directory
 // and reads its layer count (the layer tables need it); without one the
 // analysis finds the layers by itself.
-func (r *runner) readModelConfig() error {
+func (r *runner) readModelConfig(ctx context.Context) error {
 	cfgFile := findModelConfig(r.p.ModelConfig, r.spec.Model, r.spec.Dir)
 	var data []byte
 	switch {
 	case cfgFile != "":
 		var err error
-		if data, err = os.ReadFile(cfgFile); err != nil {
-			return fmt.Errorf("reading the model config: %w", err)
+		if data, err = sidefile.Read(ctx, cfgFile, "the model config", sidefile.Small); err != nil {
+			return err
 		}
 	case r.spec.Kind == engine.Sim && !simOwnTables(r.spec.ExtraArgs):
 		// The simulated engine serves its own model: its config, as a

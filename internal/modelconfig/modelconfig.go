@@ -13,12 +13,14 @@
 package modelconfig
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"slices"
 	"strings"
+
+	"github.com/profile-model/profile-model/internal/sidefile"
 )
 
 // Config is the part of a config.json the tool uses. Zero means absent.
@@ -76,9 +78,9 @@ type Quantization struct {
 
 // Load reads a config.json file.
 func Load(path string) (*Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := sidefile.Read(context.Background(), path, "the model config", sidefile.Small)
 	if err != nil {
-		return nil, fmt.Errorf("reading model config: %w", err)
+		return nil, err
 	}
 	c, err := Parse(data)
 	if err != nil {

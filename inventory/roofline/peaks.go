@@ -1,15 +1,18 @@
 package roofline
 
 import (
+	"bytes"
+	"context"
 	_ "embed"
 	"encoding/csv"
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/profile-model/profile-model/internal/sidefile"
 )
 
 // Peak is what one GPU can do at most: dense matrix throughput by input
@@ -59,12 +62,11 @@ func DefaultPeaks() Peaks {
 // LoadPeaks reads a peaks file in the built-in table's format (a GPU
 // benchmark writes one with measured figures).
 func LoadPeaks(path string) (Peaks, error) {
-	f, err := os.Open(path)
+	data, err := sidefile.Read(context.Background(), path, "the peaks table", sidefile.Small)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	return ParsePeaks(f, path)
+	return ParsePeaks(bytes.NewReader(data), path)
 }
 
 // ParsePeaks parses a peaks table; errors name the line and the column.

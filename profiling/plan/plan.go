@@ -9,6 +9,7 @@ package plan
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/go-json-experiment/json"
 
+	"github.com/profile-model/profile-model/internal/sidefile"
 	"github.com/profile-model/profile-model/profiling"
 	"github.com/profile-model/profile-model/profiling/bench"
 	"github.com/profile-model/profile-model/profiling/engine"
@@ -124,9 +126,9 @@ var (
 
 // Load reads and checks a plan file.
 func Load(path string) (*Plan, error) {
-	data, err := os.ReadFile(path)
+	data, err := sidefile.Read(context.Background(), path, "the sweep plan", sidefile.Small)
 	if err != nil {
-		return nil, fmt.Errorf("reading the sweep plan: %w", err)
+		return nil, err
 	}
 	return Parse(data, path)
 }
