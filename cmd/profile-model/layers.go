@@ -101,6 +101,22 @@ func runLayers(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		for _, w := range roofs.DimsWarnings {
 			fmt.Fprintf(stderr, "warning: %s\n", w.Message)
 		}
+		for _, t := range []struct {
+			kind string
+			tab  *roofline.Table
+		}{{"decode", roofs.Decode}, {"prefill", roofs.Prefill}} {
+			if t.tab == nil {
+				continue
+			}
+			for _, r := range t.tab.Refused {
+				fmt.Fprintf(stderr, "warning: %s roofline: %s: left out\n", t.kind, r)
+			}
+			for _, p := range t.tab.Points {
+				if p.PctRoof > 100 {
+					fmt.Fprintf(stderr, "note: %s roofline: pos %d %s at %.1f%% of the roof: it moved less than the model of its work assumes (skewed MoE routing, shorter contexts); read it as at the roof\n", t.kind, p.Pos, p.Label, p.PctRoof)
+				}
+			}
+		}
 	}
 	writeTraceWarnings(stderr, res)
 	lt, prefill := res.Decode, res.Prefill

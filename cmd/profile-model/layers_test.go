@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/profile-model/profile-model/internal/corpus"
@@ -297,4 +298,28 @@ func TestLayersRoofline(t *testing.T) {
 	require.NoError(t, os.WriteFile(bad, []byte("gpu,match\n"), 0o644))
 	err = run(context.Background(), []string{"layers", trace, "--config", cfg, "--peaks", bad, "--csv", "-"}, &out, &errb)
 	require.ErrorContains(t, err, bad+": header")
+}
+
+// TestLayersConfigWrongType: a config field of the wrong type is an error
+// naming it (it was dropped without a word, leaving roofline positions
+// blank), and so are more KV heads than heads (they gave 127%).
+func TestLayersConfigWrongType(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	trace := filepath.Join(dir, "t.json")
+	var stdout, stderr bytes.Buffer
+	require.NoError(t, run(context.Background(), synthArgs(trace), &stdout, &stderr))
+	good, err := os.ReadFile(filepath.Join("..", "..", "fixtures", "models", "minimax-m2", "config.json"))
+	require.NoError(t, err)
+	for name, c := range map[string]struct{ from, to, want string }{
+		"string count":  {`"num_key_value_heads": 8`, `"num_key_value_heads": "8"`, `num_key_value_heads: "8" is not a number`},
+		"more kv heads": {`"num_key_value_heads": 8`, `"num_key_value_heads": 4096`, "num_key_value_heads 4096 is more than num_attention_heads"},
+	} {
+		require.Contains(t, string(good), c.from)
+		cfg := filepath.Join(dir, name+".json")
+		require.NoError(t, os.WriteFile(cfg, []byte(strings.Replace(string(good), c.from, c.to, 1)), 0o644))
+		err := run(context.Background(), []string{"layers", trace, "--out", filepath.Join(dir, name), "--config", cfg}, &stdout, &stderr)
+		require.ErrorContains(t, err, c.want, name)
+		require.ErrorContains(t, err, cfg, name)
+	}
 }

@@ -69,6 +69,9 @@ func (v *view) rooflineSection(b *md) {
 	if len(t.Missing) > 0 {
 		b.p("Not modelled (no FLOP or byte count for the role): %s.\n\n", joinCode(t.Missing))
 	}
+	if len(t.Refused) > 0 {
+		b.p("Left out as impossible: %s.\n\n", joinCode(t.Refused))
+	}
 	var over []string
 	for _, p := range t.Points {
 		if p.PctRoof > 100 {
