@@ -211,6 +211,10 @@ func runRegress(_ context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintf(stderr, "profile-model: regress: %d regressions in %d sweeps\n", len(r.Findings), len(r.Rerun()))
 		return errSilent
 	}
+	if err := r.Incomplete(); err != nil {
+		// Exit 0 would read as "no regression" to CI.
+		return fmt.Errorf("regress: nothing can be said: %w", err)
+	}
 	return nil
 }
 

@@ -261,6 +261,38 @@ func TestCompareThresholds(t *testing.T) {
 	}
 }
 
+// TestCompareIncomplete: a comparison that compared no level, names a
+// unit no level has, or has a NaN threshold cannot say "no regression"
+// (it once did, with exit status 0).
+func TestCompareIncomplete(t *testing.T) {
+	base := summary("a", 4, 1, map[string]float64{"out-tok/s": 100, "ttft-p50-ms": 10, "tpot-p50-ms": 5})
+	require.NoError(t, Compare(base, base, DefaultThresholds).Incomplete())
+	for name, c := range map[string]struct {
+		cur  *Summary
+		t    func(*Thresholds)
+		want string
+	}{
+		"no level compared": {summary("b", 4, 1, map[string]float64{"out-tok/s": 100}), nil, "no level was compared"},
+		"other levels":      {summary("a", 8, 1, map[string]float64{"out-tok/s": 100}), nil, "baseline only: a level 4; new only: a level 8"},
+		"unknown unit":      {base, func(t *Thresholds) { t.ThroughputUnits = []string{"out-tok/sec"} }, `unit "out-tok/sec" is in no level compared (their units: out-tok/s, tpot-p50-ms, ttft-p50-ms)`},
+		"NaN threshold":     {base, func(t *Thresholds) { t.LatencyRise = math.NaN() }, "latency rise threshold is not a number"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			th := DefaultThresholds
+			if c.t != nil {
+				c.t(&th)
+			}
+			r := Compare(base, c.cur, th)
+			require.False(t, r.Regressed())
+			require.ErrorContains(t, r.Incomplete(), c.want)
+			var b strings.Builder
+			require.NoError(t, r.WriteMarkdown(&b, "old", "new"))
+			require.NotContains(t, b.String(), "No regression")
+			require.Contains(t, b.String(), "**Not judged**")
+		})
+	}
+}
+
 func TestCompareFailedAndMissing(t *testing.T) {
 	base := summary("a", 4, 1, map[string]float64{"out-tok/s": 1})
 	base.Sweeps = append(base.Sweeps, summary("gone", 4, 1, nil).Sweeps...)
