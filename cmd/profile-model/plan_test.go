@@ -145,6 +145,39 @@ func TestPlanSim(t *testing.T) {
 	after, err := os.ReadFile(filepath.Join(dir, plan.ReadmeFile))
 	require.NoError(t, err)
 	require.Equal(t, string(before), string(after))
+
+	// Hand edits survive: run --resume (before any engine starts) and
+	// report SWEEP_DIR refuse to replace an edited pair or sweep readme
+	// without --force (both once replaced them).
+	pairReadme := results.Run(filepath.Join(dir, "seqs32", "isl256-osl32")).Readme()
+	sweepReadme := filepath.Join(dir, plan.ReadmeFile)
+	edited := map[string]string{}
+	for _, p := range []string{pairReadme, sweepReadme} {
+		data, err := os.ReadFile(p)
+		require.NoError(t, err)
+		edited[p] = string(data) + "\nMy notes.\n"
+		require.NoError(t, os.WriteFile(p, []byte(edited[p]), 0o644))
+	}
+	require.NoError(t, os.Remove(results.Run(filepath.Join(dir, "seqs32", "isl256-osl32")).LevelAnalysis(8)))
+	stderr.Reset()
+	err = run(context.Background(), append([]string{"run", "--resume", dir}, planSimArgs(t)...), &stdout, &stderr)
+	require.ErrorContains(t, err, pairReadme+" was edited since the report wrote it")
+	require.ErrorContains(t, err, sweepReadme+" was edited since the report wrote it")
+	require.ErrorContains(t, err, "--force")
+	require.NotContains(t, stderr.String(), "starting sim")
+	err = run(context.Background(), []string{"report", dir}, &stdout, &stderr)
+	require.ErrorContains(t, err, sweepReadme+" was edited since the report wrote it")
+	for p, want := range edited {
+		got, err := os.ReadFile(p)
+		require.NoError(t, err)
+		require.Equal(t, want, string(got), "%s kept", p)
+	}
+	require.NoError(t, run(context.Background(), append([]string{"run", "--resume", dir, "--force"}, planSimArgs(t)...), &stdout, &stderr), stderr.String())
+	for p, want := range edited {
+		got, err := os.ReadFile(p)
+		require.NoError(t, err)
+		require.NotEqual(t, want, string(got), "%s replaced with --force", p)
+	}
 }
 
 var batchPrefix = regexp.MustCompile(`/conc\d+_`)

@@ -46,7 +46,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	dir := dirs[0]
 	if plan.IsSweep(dir) {
-		return reportSweep(ctx, dir, stdout)
+		return reportSweep(ctx, dir, *force, stdout)
 	}
 	if err := checkAbandoned(ctx, stderr, *cleanup, dir); err != nil {
 		return fmt.Errorf("report: %w", err)
