@@ -20,6 +20,7 @@ import (
 
 	"github.com/profile-model/profile-model/internal/atomicfile"
 	"github.com/profile-model/profile-model/internal/diag"
+	"github.com/profile-model/profile-model/internal/dirlock"
 	"github.com/profile-model/profile-model/internal/modelconfig"
 	"github.com/profile-model/profile-model/internal/results"
 	"github.com/profile-model/profile-model/internal/sidefile"
@@ -114,6 +115,11 @@ func Run(ctx context.Context, p Plan) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	unlock, err := dirlock.Lock(r.res.Dir, "run")
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	if err := r.readModelConfig(ctx); err != nil {
 		return r.finish("failed", err)
 	}

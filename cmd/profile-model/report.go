@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"os"
 
+	"github.com/profile-model/profile-model/internal/dirlock"
 	"github.com/profile-model/profile-model/profiling/engine"
 	"github.com/profile-model/profile-model/profiling/plan"
 	"github.com/profile-model/profile-model/profiling/report"
@@ -45,6 +48,15 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return usageError{fmt.Sprintf("report: want one run directory, got %d", len(dirs))}
 	}
 	dir := dirs[0]
+	unlock, err := dirlock.Lock(dir, "report "+dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		// No such directory: reading it says so.
+	case err != nil:
+		return fmt.Errorf("report: %w", err)
+	default:
+		defer unlock()
+	}
 	if plan.IsSweep(dir) {
 		return reportSweep(ctx, dir, *force, stdout)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/profile-model/profile-model/internal/atomicfile"
+	"github.com/profile-model/profile-model/internal/dirlock"
 	"github.com/profile-model/profile-model/internal/results"
 	"github.com/profile-model/profile-model/profiling"
 	"github.com/profile-model/profile-model/profiling/engine"
@@ -106,6 +107,15 @@ func Run(ctx context.Context, p *Plan, o RunOptions) (*Result, error) {
 		}
 		s.say("sweep directory %s", s.dir)
 	}
+	what := "run --plan " + s.p.Path()
+	if o.Resume != "" {
+		what = "run --resume " + o.Resume
+	}
+	unlock, err := dirlock.Lock(s.dir, what)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	res := &Result{Dir: s.dir}
 	pairs, dropped := s.p.Pairs()
 	s.index = s.freshIndex(pairs, dropped)
