@@ -366,8 +366,10 @@ func (r *runner) startEngine(ctx context.Context) (*engine.Server, error) {
 // moment: a run killed while the engine loads leaves it findable
 // (engine.Abandoned).
 func (r *runner) recordGroup(pgid int) {
+	cmdline, start, _ := engine.Identity(pgid)
 	r.infoMu.Lock()
 	r.info.Engine.PGID = pgid
+	r.info.Engine.LeaderCmdline, r.info.Engine.LeaderStart = cmdline, start
 	r.infoMu.Unlock()
 	if err := r.saveInfo(); err != nil {
 		r.say("recording the engine's process group: %v", err)
