@@ -14,6 +14,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -406,6 +407,9 @@ func (r *runner) sweep(ctx context.Context, srv *engine.Server) (string, error) 
 			}
 		}
 	}
+	if ctx.Err() != nil {
+		r.markInterrupted(sw)
+	}
 	if sweepErr == nil {
 		return "", nil
 	}
@@ -417,6 +421,43 @@ func (r *runner) sweep(ctx context.Context, srv *engine.Server) (string, error) 
 		status = "interrupted"
 	}
 	return status, fmt.Errorf("%w; completed levels are in %s", sweepErr, dir)
+}
+
+// markInterrupted gives every level of the sweep that has no analysis an
+// entry in run.json with status interrupted: its result and traces where
+// they were written, and how to analyse them. A level analysed before the
+// interrupt keeps its analysis and status.
+func (r *runner) markInterrupted(sw *bench.SweepResult) {
+	r.infoMu.Lock()
+	defer r.infoMu.Unlock()
+	byConc := map[int]*bench.LevelResult{}
+	if sw != nil {
+		for i := range sw.Levels {
+			byConc[sw.Levels[i].Conc] = sw.Levels[i]
+		}
+	}
+	const redo = "the run was interrupted before this level's analysis was done: `profile-model report RUN_DIR --reanalyse` analyses the traces on disk"
+	for _, c := range r.cfg.Concurrencies {
+		i := slices.IndexFunc(r.info.Levels, func(l results.LevelInfo) bool { return l.Conc == c })
+		if i >= 0 {
+			if l := &r.info.Levels[i]; l.Error != "" && !slices.Contains(l.Files, rel(r.res.Dir, r.run.LevelAnalysis(c))) {
+				l.Status, l.Error = "interrupted", redo+" ("+l.Error+")"
+			}
+			continue
+		}
+		li := results.LevelInfo{Conc: c, Status: "interrupted"}
+		if lv := byConc[c]; lv != nil {
+			li.Result = rel(r.res.Dir, r.run.LevelResult(c))
+			for _, f := range lv.TraceFiles {
+				li.Traces = append(li.Traces, rel(r.res.Dir, f))
+			}
+			if len(li.Traces) > 0 {
+				li.Error = redo
+			}
+		}
+		r.info.Levels = append(r.info.Levels, li)
+	}
+	slices.SortFunc(r.info.Levels, func(a, b results.LevelInfo) int { return cmp.Compare(a.Conc, b.Conc) })
 }
 
 // readTraces analyses the traces of a level as soon as the sweep has them

@@ -109,7 +109,11 @@ func (v *view) catShare(cat string) []float64 {
 }
 
 func (v *view) throughputScaling() string {
-	ls := v.levelsWithRows()
+	// Only levels whose requests all ran: an interrupted or failed one
+	// measured a part of its load (its 0 tok/s is not a fall).
+	ls := slices.DeleteFunc(v.levelsWithRows(), func(l *level) bool {
+		return l.Result != nil && l.Result.Status != "ok" && l.Result.Status != "trace_incomplete"
+	})
 	if len(ls) < 2 {
 		return ""
 	}
