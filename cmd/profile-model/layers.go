@@ -29,7 +29,7 @@ func runLayers(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	anchor := fs.String("anchor", inventory.DefaultAnchor, "compat mode: kernel-name `PATTERN` that starts a layer")
 	config := fs.String("config", "", "model `config.json`: check the layer count against num_hidden_layers")
 	rulesPath := fs.String("rules", "", "category rule table `FILE` (default: the built-in one)")
-	asJSON := fs.Bool("json", false, "print the structure found as JSON")
+	asJSON := fs.Bool("json", false, "print the structure found as JSON (the CSV files are written only with --csv or --out)")
 	force := fs.Bool("force", false, "overwrite CSV files that exist")
 	capture := fs.String("capture", "", "robust mode: capture trace `FILE` that names each position's module and input shapes (default: capture_traces/bs_<graph bs>_q_<q>_rank<r>.json.gz beside the trace, when there)")
 	peaks := fs.String("peaks", "", "with --config: GPU peaks `FILE` for the roofline columns (default: the built-in table; format: docs/roofline.md)")
@@ -134,13 +134,17 @@ func runLayers(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	} else {
 		files.Layer, files.PrefillLayer = main, results.PrefillOf(main, bs)
 	}
-	inputs := append([]string{*config, *rulesPath, capPath, *peaks}, traces...)
-	if err := atomicfile.CheckOutputs(*force, inputs, files.Layer, files.PrefillLayer, files.CompatLayer); err != nil {
-		return err
-	}
-	wrote, err := res.Write(files)
-	if err != nil {
-		return err
+	// --json alone prints: reading a trace needs no files written (it
+	// once failed when the CSVs of an earlier run were there).
+	var wrote []string
+	if !*asJSON || *csvPath != "" || *outDir != "" {
+		inputs := append([]string{*config, *rulesPath, capPath, *peaks}, traces...)
+		if err := atomicfile.CheckOutputs(*force, inputs, files.Layer, files.PrefillLayer, files.CompatLayer); err != nil {
+			return err
+		}
+		if wrote, err = res.Write(files); err != nil {
+			return err
+		}
 	}
 	out, prefillOut := "", ""
 	for _, f := range wrote {

@@ -323,3 +323,24 @@ func TestLayersConfigWrongType(t *testing.T) {
 		require.ErrorContains(t, err, cfg, name)
 	}
 }
+
+// TestJSONAloneWritesNothing: layers --json and kernels --json without
+// --csv or --out print and write nothing, so CSVs of an earlier run do
+// not make them fail (layers --json once refused: "exists: pass --force").
+func TestJSONAloneWritesNothing(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	var out, errb bytes.Buffer
+	require.NoError(t, run(context.Background(), synthArgs("t.json"), &out, &errb))
+	for _, cmd := range []string{"layers", "kernels"} {
+		require.NoError(t, run(context.Background(), []string{cmd, "t.json"}, &out, &errb), errb.String())
+		before, err := os.ReadDir(filepath.Join(dir, "profile-model-out", "t"))
+		require.NoError(t, err)
+		out.Reset()
+		require.NoError(t, run(context.Background(), []string{cmd, "t.json", "--json"}, &out, &errb), "%s --json: %s", cmd, errb.String())
+		require.True(t, json.Valid(out.Bytes()), "%s --json printed JSON", cmd)
+		after, err := os.ReadDir(filepath.Join(dir, "profile-model-out", "t"))
+		require.NoError(t, err)
+		require.Equal(t, len(before), len(after))
+	}
+}
