@@ -35,6 +35,7 @@ func runLayers(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	peaks := fs.String("peaks", "", "with --config: GPU peaks `FILE` for the roofline columns (default: the built-in table; format: docs/roofline.md)")
 	tp := fs.Int("tp", 1, "with --config: the tensor-parallel ranks `N` the trace's rank ran with (heads and intermediate sizes are split across them)")
 	ctxLen := fs.Float64("context", 0, "with --config: mean context length `TOKENS` of a decode step's sequences when the labels do not give it (ctx=); 0 leaves decode attention out of the roofline")
+	bsFlag := fs.Int("bs", 0, "with --config: the decode batch size `N` when the trace's steps carry no batch labels (the roofline needs it)")
 	kvDtype := fs.String("kv-cache-dtype", "", "with --config: the KV cache's `DTYPE` (fp8, bf16); default: read from the attention kernels' names")
 	rank := fs.Int("rank", 0, "with several rank traces (or a directory of them): the rank whose tables are printed and written")
 	fs.Usage = func() {
@@ -78,12 +79,12 @@ func runLayers(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	} else if *capture != "" {
 		return usageError{"layers: --capture names the robust table's positions: it does not apply to --mode compat"}
 	}
-	if *config == "" && (*peaks != "" || *ctxLen != 0 || *kvDtype != "" || *tp != 1) {
-		return usageError{"layers: --peaks, --tp, --context and --kv-cache-dtype set up the roofline columns, which need --config"}
+	if *config == "" && (*peaks != "" || *ctxLen != 0 || *kvDtype != "" || *tp != 1 || *bsFlag != 0) {
+		return usageError{"layers: --peaks, --tp, --context, --bs and --kv-cache-dtype set up the roofline columns, which need --config"}
 	}
 	var roofs analysis.Rooflines
 	if opt.Arch != nil && *mode == inventory.ModeRobust {
-		rl := roofline.Level{Arch: opt.Arch, TP: max(*tp, 1), KVCache: *kvDtype, Context: *ctxLen}
+		rl := roofline.Level{Arch: opt.Arch, TP: max(*tp, 1), KVCache: *kvDtype, Context: *ctxLen, BS: float64(*bsFlag)}
 		if *peaks != "" {
 			if rl.Peaks, err = roofline.LoadPeaks(*peaks); err != nil {
 				return fmt.Errorf("layers: %w", err)
@@ -168,7 +169,12 @@ func runLayers(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			PrefillRoofline *roofline.Table       `json:"prefill_roofline,omitempty"`
 		}{trace, bs, capPath, out, prefillOut, lt, prefill, ranks, roofs.Decode, roofs.Prefill})
 	}
-	fmt.Fprintf(stdout, "%s: decode batch size %d\n", trace, bs)
+	if bs > 0 {
+		fmt.Fprintf(stdout, "%s: decode batch size %d\n", trace, bs)
+	} else {
+		// Unknown is not zero: no step of the trace says its batch.
+		fmt.Fprintf(stdout, "%s: decode batch size unknown (no decode step carries a batch label)\n", trace)
+	}
 	fmt.Fprint(stdout, capNote)
 	analysis.WriteLayersText(stdout, lt)
 	if prefill != nil {

@@ -344,3 +344,34 @@ func TestJSONAloneWritesNothing(t *testing.T) {
 		require.Equal(t, len(before), len(after))
 	}
 }
+
+// TestLayersUnknownBatch: a trace whose steps carry no batch labels says
+// its decode batch size is unknown (it said 0), and --bs gives the
+// roofline it could not compute.
+func TestLayersUnknownBatch(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	trace := filepath.Join(dir, "pw.json")
+	var out, errb bytes.Buffer
+	require.NoError(t, run(context.Background(), []string{"synth", "--out", trace, "--piecewise", "--layers", "4", "--decode-steps", "16"}, &out, &errb))
+	cfg := filepath.Join("..", "..", "fixtures", "models", "minimax-m2", "config.json")
+	out.Reset()
+	errb.Reset()
+	require.NoError(t, run(context.Background(), []string{"layers", trace, "--out", filepath.Join(dir, "a"), "--config", cfg}, &out, &errb))
+	require.Contains(t, out.String(), "decode batch size unknown")
+	require.NotContains(t, out.String(), "decode batch size 0")
+	require.Contains(t, errb.String(), "no decode batch size in the trace")
+	require.Contains(t, errb.String(), "--bs")
+	out.Reset()
+	errb.Reset()
+	require.NoError(t, run(context.Background(), []string{"layers", trace, "--out", filepath.Join(dir, "b"), "--config", cfg, "--bs", "8", "--json"}, &out, &errb))
+	var got struct {
+		Roofline *struct {
+			Points []json.RawMessage `json:"points"`
+		} `json:"roofline"`
+	}
+	require.NoError(t, json.Unmarshal(out.Bytes(), &got))
+	require.NotNil(t, got.Roofline, errb.String())
+	require.NotEmpty(t, got.Roofline.Points)
+	require.NotContains(t, errb.String(), "no decode batch size")
+}
