@@ -2,13 +2,15 @@ package inventory
 
 import (
 	"bytes"
+	"context"
 	"encoding/csv"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/profile-model/profile-model/internal/sidefile"
 )
 
 // layerHeader is the exact column list of the compatible per-layer CSV.
@@ -79,12 +81,11 @@ func parseRoof(rec []string, cols []int, line int) (*Roof, error) {
 
 // ReadLayerCSV reads a per-layer table in the compatible format.
 func ReadLayerCSV(path string) ([]LayerRow, error) {
-	f, err := os.Open(path)
+	data, err := sidefile.Read(context.Background(), path, "the layer table", sidefile.Large)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	rows, err := ParseLayerCSV(f)
+	rows, err := ParseLayerCSV(bytes.NewReader(data))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}

@@ -4,16 +4,18 @@ import (
 	"bufio"
 	"bytes"
 	"cmp"
+	"context"
 	_ "embed"
 	"encoding/csv"
 	"fmt"
 	"io"
-	"os"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/profile-model/profile-model/internal/sidefile"
 )
 
 // Other is the category of kernels no rule matches.
@@ -95,9 +97,9 @@ var defaultRules = sync.OnceValue(func() *Rules {
 
 // LoadRules reads a user rule table (same format as the built-in rules.csv).
 func LoadRules(path string) (*Rules, error) {
-	data, err := os.ReadFile(path)
+	data, err := sidefile.Read(context.Background(), path, "the rule table", sidefile.Small)
 	if err != nil {
-		return nil, fmt.Errorf("reading rules: %w", err)
+		return nil, err
 	}
 	return ParseRules(bytes.NewReader(data), path)
 }

@@ -1,10 +1,13 @@
 package profiling
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/profile-model/profile-model/internal/sidefile"
 )
 
 // simOwnTables says whether the simulated engine was given kernel tables or
@@ -39,13 +42,13 @@ func hubConfig(model string) string {
 	}
 	repo := filepath.Join(hub, "models--"+org+"--"+name)
 	var snaps []string
-	if ref, err := os.ReadFile(filepath.Join(repo, "refs", "main")); err == nil {
-		snaps = append(snaps, filepath.Join(repo, "snapshots", strings.TrimSpace(string(ref))))
+	if snap, ok := sidefile.HubSnapshot(context.Background(), repo); ok {
+		snaps = append(snaps, snap)
 	}
 	more, _ := filepath.Glob(filepath.Join(repo, "snapshots", "*"))
 	for _, d := range append(snaps, more...) {
 		p := filepath.Join(d, "config.json")
-		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
+		if sidefile.Stat(p, "the model config", sidefile.Small) == nil {
 			return p
 		}
 	}

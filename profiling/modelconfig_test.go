@@ -42,6 +42,29 @@ func TestHubConfig(t *testing.T) {
 	}
 }
 
+// TestHubConfigStaysInRepo: a refs/main holding "../../.." names no
+// snapshot, so a config.json outside the model's repository is never used
+// (it once was).
+func TestHubConfigStaysInRepo(t *testing.T) {
+	root := t.TempDir()
+	hub := filepath.Join(root, "hub")
+	t.Setenv("HF_HUB_CACHE", hub)
+	repo := filepath.Join(hub, "models--Org--Model-7B")
+	if err := os.MkdirAll(filepath.Join(repo, "refs"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(repo, "refs", "main"), []byte("../../.."), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	outside := filepath.Join(repo, "snapshots", "../../..", "config.json")
+	if err := os.WriteFile(outside, []byte(`{"model_type":"elsewhere"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := findModelConfig("", "Org/Model-7B", t.TempDir()); got != "" {
+		t.Errorf("refs/main ../../..: found %q, outside the repository", got)
+	}
+}
+
 func TestSimOwnTables(t *testing.T) {
 	for _, c := range []struct {
 		args []string

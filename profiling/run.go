@@ -24,8 +24,10 @@ import (
 
 	"github.com/profile-model/profile-model/internal/atomicfile"
 	"github.com/profile-model/profile-model/internal/diag"
+	"github.com/profile-model/profile-model/internal/dirlock"
 	"github.com/profile-model/profile-model/internal/modelconfig"
 	"github.com/profile-model/profile-model/internal/results"
+	"github.com/profile-model/profile-model/internal/sidefile"
 	"github.com/profile-model/profile-model/inventory/analysis"
 	"github.com/profile-model/profile-model/inventory/roofline"
 	"github.com/profile-model/profile-model/profiling/bench"
@@ -117,7 +119,12 @@ func Run(ctx context.Context, p Plan) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := r.readModelConfig(); err != nil {
+	unlock, err := dirlock.Lock(r.res.Dir, "run")
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	if err := r.readModelConfig(ctx); err != nil {
 		return r.finish("failed", err)
 	}
 	if err := r.preflight(ctx); err != nil {
@@ -280,14 +287,14 @@ func (r *runner) finish(status string, err error) (*Result, error) {
 // readModelConfig copies the model's config.json into the run directory
 // and reads its layer count (the layer tables need it); without one the
 // analysis finds the layers by itself.
-func (r *runner) readModelConfig() error {
+func (r *runner) readModelConfig(ctx context.Context) error {
 	cfgFile := findModelConfig(r.p.ModelConfig, r.spec.Model, r.spec.Dir)
 	var data []byte
 	switch {
 	case cfgFile != "":
 		var err error
-		if data, err = os.ReadFile(cfgFile); err != nil {
-			return fmt.Errorf("reading the model config: %w", err)
+		if data, err = sidefile.Read(ctx, cfgFile, "the model config", sidefile.Small); err != nil {
+			return err
 		}
 	case r.spec.Kind == engine.Sim && !simOwnTables(r.spec.ExtraArgs):
 		// The simulated engine serves its own model: its config, as a
@@ -389,8 +396,10 @@ func (r *runner) startEngine(ctx context.Context) (*engine.Server, error) {
 // moment: a run killed while the engine loads leaves it findable
 // (engine.Abandoned).
 func (r *runner) recordGroup(pgid int) {
+	cmdline, start, _ := engine.Identity(pgid)
 	r.infoMu.Lock()
 	r.info.Engine.PGID = pgid
+	r.info.Engine.LeaderCmdline, r.info.Engine.LeaderStart = cmdline, start
 	r.infoMu.Unlock()
 	if err := r.saveInfo(); err != nil {
 		r.say("recording the engine's process group: %v", err)
@@ -430,6 +439,9 @@ func (r *runner) sweep(ctx context.Context, srv *engine.Server) (string, error) 
 			}
 		}
 	}
+	if ctx.Err() != nil {
+		r.markInterrupted(sw)
+	}
 	if sweepErr == nil {
 		return "", nil
 	}
@@ -441,6 +453,43 @@ func (r *runner) sweep(ctx context.Context, srv *engine.Server) (string, error) 
 		status = "interrupted"
 	}
 	return status, fmt.Errorf("%w; completed levels are in %s", sweepErr, dir)
+}
+
+// markInterrupted gives every level of the sweep that has no analysis an
+// entry in run.json with status interrupted: its result and traces where
+// they were written, and how to analyse them. A level analysed before the
+// interrupt keeps its analysis and status.
+func (r *runner) markInterrupted(sw *bench.SweepResult) {
+	r.infoMu.Lock()
+	defer r.infoMu.Unlock()
+	byConc := map[int]*bench.LevelResult{}
+	if sw != nil {
+		for i := range sw.Levels {
+			byConc[sw.Levels[i].Conc] = sw.Levels[i]
+		}
+	}
+	const redo = "the run was interrupted before this level's analysis was done: `profile-model report RUN_DIR --reanalyse` analyses the traces on disk"
+	for _, c := range r.cfg.Concurrencies {
+		i := slices.IndexFunc(r.info.Levels, func(l results.LevelInfo) bool { return l.Conc == c })
+		if i >= 0 {
+			if l := &r.info.Levels[i]; l.Error != "" && !slices.Contains(l.Files, rel(r.res.Dir, r.run.LevelAnalysis(c))) {
+				l.Status, l.Error = "interrupted", redo+" ("+l.Error+")"
+			}
+			continue
+		}
+		li := results.LevelInfo{Conc: c, Status: "interrupted"}
+		if lv := byConc[c]; lv != nil {
+			li.Result = rel(r.res.Dir, r.run.LevelResult(c))
+			for _, f := range lv.TraceFiles {
+				li.Traces = append(li.Traces, rel(r.res.Dir, f))
+			}
+			if len(li.Traces) > 0 {
+				li.Error = redo
+			}
+		}
+		r.info.Levels = append(r.info.Levels, li)
+	}
+	slices.SortFunc(r.info.Levels, func(a, b results.LevelInfo) int { return cmp.Compare(a.Conc, b.Conc) })
 }
 
 // readTraces analyses the traces of a level as soon as the sweep has them

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+
 	"github.com/profile-model/profile-model/internal/inflate"
 
 	"github.com/profile-model/profile-model/internal/jsonscan"
@@ -201,6 +203,11 @@ func readCapture(ctx context.Context, r io.Reader, name string) (*Capture, error
 	}
 	if !found {
 		return nil, fmt.Errorf("%s: no traceEvents array: not a Kineto trace", name)
+	}
+	// Read the stream to its end, so that gzip checks each trailer: a
+	// checksum that fails means an event may be wrong.
+	if _, err := io.Copy(io.Discard, in); errors.Is(err, inflate.ErrChecksum) {
+		return nil, fmt.Errorf("%s: gzip checksum mismatch: the file is corrupt; copy or export it again: %w", name, err)
 	}
 	return cr.finish(), nil
 }

@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/profile-model/profile-model/internal/diag"
+	"github.com/profile-model/profile-model/internal/inflate"
 	"github.com/profile-model/profile-model/internal/jsonscan"
 )
 
@@ -130,6 +131,12 @@ func scanOutcome(sc *scanner, b *builder, name string) ([]diag.Warning, *jsonsca
 	err := sc.Err()
 	var te *jsonscan.TruncatedError
 	var tre *jsonscan.TrailerError
+	if errors.As(err, &tre) && errors.Is(tre.Err, inflate.ErrChecksum) {
+		// The checksum says the bytes read are not the bytes written: an
+		// event may be wrong (one flipped bit moved a kernel's time), so
+		// nothing is analysed, on every command alike.
+		return nil, nil, fmt.Errorf("%s: %w", name, err)
+	}
 	if errors.As(err, &tre) {
 		// The JSON is complete: analyse it, and say the file is bad.
 		warnings = append(warnings, diag.New(diag.Trailer, fmt.Sprintf("%s: %s", name, tre.Error())))

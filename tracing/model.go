@@ -176,8 +176,12 @@ type stepLabelFields struct {
 // Coverage compares the profiled window (CPU step annotations) with the span
 // that GPU kernels actually cover: when it is short, the profiler buffer dropped GPU events.
 type coverage struct {
-	GPUSpan             units.Duration // first kernel start to last kernel end
-	Window              units.Duration // first to last CPU step annotation (or trace span when none)
+	GPUSpan units.Duration // first kernel start to last kernel end
+	Window  units.Duration // first to last CPU step annotation (or trace span when none)
+	// Before and After are how far the GPU span reaches outside the step
+	// window (0 when inside, or when the trace has no step window): GPU
+	// time the window does not hold.
+	Before, After       units.Duration
 	Steps               int
 	StepsWithoutKernels int
 	DecodeSteps         int

@@ -537,6 +537,9 @@ func measureCoverage(t *Trace, minTS, maxTS int64, truncated bool) (ws, we int64
 			ge = max(ge, t.Kernels[i].End())
 		}
 		c.GPUSpan = units.Duration(ge - gs)
+		if haveWindow {
+			c.Before, c.After = units.Duration(max(0, min(ws, ge)-gs)), units.Duration(max(0, ge-max(we, gs)))
+		}
 	}
 	countSteps(t)
 	// The GPU runs behind the CPU, so compare spans, not their overlap.

@@ -46,6 +46,8 @@ type Summary struct {
 type coverageSummary struct {
 	GPUSpanS            float64 `json:"gpu_span_s"`
 	WindowS             float64 `json:"window_s"`
+	BeforeWindowS       float64 `json:"gpu_before_window_s,omitempty"`
+	AfterWindowS        float64 `json:"gpu_after_window_s,omitempty"`
 	Steps               int     `json:"steps"`
 	StepsWithoutKernels int     `json:"steps_without_kernels"`
 	DecodeSteps         int     `json:"decode_steps"`
@@ -112,6 +114,7 @@ func (t *Trace) Summarize() Summary {
 	c := t.Coverage
 	s.Coverage = coverageSummary{
 		GPUSpanS: round3(c.GPUSpan.Seconds()), WindowS: round3(c.Window.Seconds()),
+		BeforeWindowS: round3(c.Before.Seconds()), AfterWindowS: round3(c.After.Seconds()),
 		Steps: c.Steps, StepsWithoutKernels: c.StepsWithoutKernels,
 		DecodeSteps: c.DecodeSteps, DecodeWithout: c.DecodeWithout,
 	}

@@ -86,7 +86,8 @@ func TestKilledRunLeavesNoEngine(t *testing.T) {
 
 // TestAbandonedEngineCleanup: an abandoned run whose engine group still
 // runs (where no parent-death signal took it) is reported with how to stop
-// it, and --cleanup stops it.
+// it, and --cleanup stops it only when its leader's recorded command line
+// and start time both match.
 func TestAbandonedEngineCleanup(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("reads process groups from /proc")
@@ -103,17 +104,39 @@ func TestAbandonedEngineCleanup(t *testing.T) {
 	require.NoError(t, gone.Run())
 
 	out := t.TempDir()
-	dir := filepath.Join(out, "run-1")
-	require.NoError(t, os.MkdirAll(dir, 0o755))
 	host, _ := os.Hostname()
-	info := &results.RunInfo{SchemaVersion: results.RunInfoSchemaVersion, Status: "running", PID: gone.Process.Pid, Host: host,
-		Engine: results.EngineInfo{Kind: "sim", Model: model, PGID: eng.Process.Pid}}
-	f, err := os.Create(results.Run(dir).RunInfo())
-	require.NoError(t, err)
-	require.NoError(t, info.Write(f))
-	require.NoError(t, f.Close())
-
+	cmdline, start, ok := engine.Identity(eng.Process.Pid)
+	require.True(t, ok)
+	abandoned := func(name string, e results.EngineInfo) string {
+		dir := filepath.Join(out, name)
+		require.NoError(t, os.MkdirAll(dir, 0o755))
+		info := &results.RunInfo{SchemaVersion: results.RunInfoSchemaVersion, Status: "running", PID: gone.Process.Pid, Host: host, Engine: e}
+		f, err := os.Create(results.Run(dir).RunInfo())
+		require.NoError(t, err)
+		require.NoError(t, info.Write(f))
+		require.NoError(t, f.Close())
+		return dir
+	}
 	var stdout, stderr bytes.Buffer
+
+	// What run.json does not identify is never signalled: an empty model
+	// name (it once matched every command line), a run.json from before
+	// the identity was kept, or a leader whose start time differs (the
+	// pid reused).
+	for name, e := range map[string]results.EngineInfo{
+		"empty model, no identity": {Kind: "sim", Model: "", PGID: eng.Process.Pid},
+		"no identity":              {Kind: "sim", Model: model, PGID: eng.Process.Pid},
+		"other start":              {Kind: "sim", Model: model, PGID: eng.Process.Pid, LeaderCmdline: cmdline, LeaderStart: start + "0"},
+		"other command":            {Kind: "sim", Model: model, PGID: eng.Process.Pid, LeaderCmdline: cmdline + " x", LeaderStart: start},
+	} {
+		stderr.Reset()
+		_ = run(context.Background(), []string{"report", abandoned(name, e), "--cleanup"}, &stdout, &stderr)
+		require.NotContains(t, stderr.String(), "was stopped", name)
+		require.True(t, engine.GroupAlive(eng.Process.Pid), "%s: the group was signalled", name)
+	}
+	dir := abandoned("run-1", results.EngineInfo{Kind: "sim", Model: model, PGID: eng.Process.Pid, LeaderCmdline: cmdline, LeaderStart: start})
+
+	stderr.Reset()
 	_ = run(context.Background(), []string{"report", dir}, &stdout, &stderr)
 	require.Contains(t, stderr.String(), "still runs: stop it with `kill -- -")
 	require.True(t, engine.GroupAlive(eng.Process.Pid), "not stopped without --cleanup")

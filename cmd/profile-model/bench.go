@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"time"
 
@@ -97,6 +98,12 @@ func (f *sweepFlags) config(cmd string) (bench.SweepConfig, error) {
 	}
 	if *f.mul < 1 || *f.warmups < 0 || *f.burstiness <= 0 {
 		return cfg, usageError{cmd + ": --num-prompts-mul must be ≥ 1, --warmups ≥ 0, --burstiness > 0"}
+	}
+	if len(concs) > bench.MaxConcurrencies {
+		return cfg, usageError{fmt.Sprintf("%s: --conc: %d levels, at most %d", cmd, len(concs), bench.MaxConcurrencies)}
+	}
+	if _, err := bench.LevelPrompts(slices.Max(concs), *f.mul, 0); err != nil {
+		return cfg, usageError{fmt.Sprintf("%s: --conc × --num-prompts-mul: %v", cmd, err)}
 	}
 	cfg = bench.SweepConfig{
 		Endpoint: *f.endpoint, Model: *f.model,

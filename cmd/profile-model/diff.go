@@ -13,6 +13,11 @@ import (
 	"github.com/profile-model/profile-model/profiling/diff"
 )
 
+// benchstatCommand runs the benchstat of the version go.mod pins from any
+// directory (go tool benchstat works only inside the repository);
+// TestBenchstatVersion keeps the two equal.
+const benchstatCommand = "go run golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da"
+
 // runDiff compares two traces, two levels' analysis files or two run
 // directories.
 func runDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -109,7 +114,7 @@ func runDiff(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	if *benchDir != "" {
-		fmt.Fprintf(stdout, "\nwrote %s and %s (one sample per side: benchstat shows no confidence interval or significance until each side has several; concatenate the files of repeated runs)\n", oldPath, newPath)
+		fmt.Fprintf(stdout, "\nwrote %s and %s (one sample per side: benchstat shows no confidence interval or significance until each side has several; concatenate the files of repeated runs)\ncompare them, from any directory, with: %s %s %s\n", oldPath, newPath, benchstatCommand, oldPath, newPath)
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -349,4 +350,30 @@ func abs(v float64) float64 {
 		return -v
 	}
 	return v
+}
+
+// TestBenchstatVersion: the benchstat command diff prints and the docs
+// show runs from any directory (go tool benchstat works only inside the
+// repository) at the version go.mod pins.
+func TestBenchstatVersion(t *testing.T) {
+	t.Parallel()
+	mod, err := os.ReadFile(filepath.Join("..", "..", "go.mod"))
+	require.NoError(t, err)
+	m := regexp.MustCompile(`(?m)^\s*golang.org/x/perf (\S+)`).FindSubmatch(mod)
+	require.NotNil(t, m, "go.mod requires golang.org/x/perf")
+	want := "go run golang.org/x/perf/cmd/benchstat@" + string(m[1])
+	require.Equal(t, want, benchstatCommand)
+	docs, err := filepath.Glob(filepath.Join("..", "..", "docs", "*.md"))
+	require.NoError(t, err)
+	pinned := regexp.MustCompile(`golang.org/x/perf/cmd/benchstat@(v[^\s` + "`" + `]+)`)
+	found := 0
+	for _, d := range append(docs, filepath.Join("..", "..", "README.md")) {
+		data, err := os.ReadFile(d)
+		require.NoError(t, err)
+		for _, v := range pinned.FindAllSubmatch(data, -1) {
+			require.Equal(t, string(m[1]), string(v[1]), "%s pins another benchstat", d)
+			found++
+		}
+	}
+	require.Positive(t, found, "the docs show the command that runs from any directory")
 }

@@ -34,7 +34,7 @@ func runMatrix(_ context.Context, args []string, stdout, stderr io.Writer) error
 			"Those of the simulated engine have needs_gpu false.")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return usageError{err.Error()}
 	}
 	if fs.NArg() != 1 {
@@ -217,6 +217,10 @@ func runRegress(_ context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintf(stderr, "profile-model: regress: %d regressions in %d sweeps\n", len(r.Findings), len(r.Rerun()))
 		return errSilent
 	}
+	if err := r.Incomplete(); err != nil {
+		// Exit 0 would read as "no regression" to CI.
+		return fmt.Errorf("regress: nothing can be said: %w", err)
+	}
 	return nil
 }
 
@@ -225,7 +229,7 @@ func runRegress(_ context.Context, args []string, stdout, stderr io.Writer) erro
 func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
-		if err := fs.Parse(args); err != nil {
+		if err := parseFlags(fs, args); err != nil {
 			return nil, usageError{err.Error()}
 		}
 		if fs.NArg() == 0 {

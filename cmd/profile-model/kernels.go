@@ -29,7 +29,7 @@ func runKernels(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	outDir := fs.String("out", "", "`DIR` for the CSV files when --csv is not given (default "+defaultOutHelp+")")
 	rulesPath := fs.String("rules", "", "category rule table `FILE` (default: the built-in one)")
 	top := fs.Int("top", 25, "kernels to print (the CSV has them all)")
-	asJSON := fs.Bool("json", false, "print the inventory as JSON")
+	asJSON := fs.Bool("json", false, "print the inventory as JSON (the CSV files are written only with --csv or --out)")
 	force := fs.Bool("force", false, "overwrite CSV files that exist")
 	explainName := fs.String("explain", "", "print the evidence that decided the category and provider of the kernels named `NAME` (the exact name, else every kernel whose name contains it) and write nothing")
 	rank := fs.Int("rank", 0, "with several rank traces (or a directory of them): the rank whose tables are printed and written")
@@ -61,11 +61,15 @@ func runKernels(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	kPath := results.WithPrefix(cmp.Or(*csvPath, filepath.Join(outDirFor(*outDir, trace), "kernels.csv")), bs)
 	cPath := results.CategoriesOf(kPath)
-	if err := atomicfile.CheckOutputs(*force, append([]string{*rulesPath}, files...), kPath, cPath); err != nil {
-		return err
-	}
-	if _, err := res.Write(results.TraceFiles{Kernels: kPath, Categories: cPath}); err != nil {
-		return err
+	if *asJSON && *csvPath == "" && *outDir == "" {
+		kPath, cPath = "", "" // --json alone prints: reading needs no files written
+	} else {
+		if err := atomicfile.CheckOutputs(*force, append([]string{*rulesPath}, files...), kPath, cPath); err != nil {
+			return err
+		}
+		if _, err := res.Write(results.TraceFiles{Kernels: kPath, Categories: cPath}); err != nil {
+			return err
+		}
 	}
 	inv := res.Inventory
 	if *asJSON {

@@ -29,12 +29,13 @@ func runLayers(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	anchor := fs.String("anchor", inventory.DefaultAnchor, "compat mode: kernel-name `PATTERN` that starts a layer")
 	config := fs.String("config", "", "model `config.json`: check the layer count against num_hidden_layers")
 	rulesPath := fs.String("rules", "", "category rule table `FILE` (default: the built-in one)")
-	asJSON := fs.Bool("json", false, "print the structure found as JSON")
+	asJSON := fs.Bool("json", false, "print the structure found as JSON (the CSV files are written only with --csv or --out)")
 	force := fs.Bool("force", false, "overwrite CSV files that exist")
 	capture := fs.String("capture", "", "robust mode: capture trace `FILE` that names each position's module and input shapes (default: capture_traces/bs_<graph bs>_q_<q>_rank<r>.json.gz beside the trace, when there)")
 	peaks := fs.String("peaks", "", "with --config: GPU peaks `FILE` for the roofline columns (default: the built-in table; format: docs/roofline.md)")
 	tp := fs.Int("tp", 1, "with --config: the tensor-parallel ranks `N` the trace's rank ran with (heads and intermediate sizes are split across them)")
 	ctxLen := fs.Float64("context", 0, "with --config: mean context length `TOKENS` of a decode step's sequences when the labels do not give it (ctx=); 0 leaves decode attention out of the roofline")
+	bsFlag := fs.Int("bs", 0, "with --config: the decode batch size `N` when the trace's steps carry no batch labels (the roofline needs it)")
 	kvDtype := fs.String("kv-cache-dtype", "", "with --config: the KV cache's `DTYPE` (fp8, bf16); default: read from the attention kernels' names")
 	rank := fs.Int("rank", 0, "with several rank traces (or a directory of them): the rank whose tables are printed and written")
 	fs.Usage = func() {
@@ -78,12 +79,12 @@ func runLayers(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	} else if *capture != "" {
 		return usageError{"layers: --capture names the robust table's positions: it does not apply to --mode compat"}
 	}
-	if *config == "" && (*peaks != "" || *ctxLen != 0 || *kvDtype != "" || *tp != 1) {
-		return usageError{"layers: --peaks, --tp, --context and --kv-cache-dtype set up the roofline columns, which need --config"}
+	if *config == "" && (*peaks != "" || *ctxLen != 0 || *kvDtype != "" || *tp != 1 || *bsFlag != 0) {
+		return usageError{"layers: --peaks, --tp, --context, --bs and --kv-cache-dtype set up the roofline columns, which need --config"}
 	}
 	var roofs analysis.Rooflines
 	if opt.Arch != nil && *mode == inventory.ModeRobust {
-		rl := roofline.Level{Arch: opt.Arch, TP: max(*tp, 1), KVCache: *kvDtype, Context: *ctxLen}
+		rl := roofline.Level{Arch: opt.Arch, TP: max(*tp, 1), KVCache: *kvDtype, Context: *ctxLen, BS: float64(*bsFlag)}
 		if *peaks != "" {
 			if rl.Peaks, err = roofline.LoadPeaks(*peaks); err != nil {
 				return fmt.Errorf("layers: %w", err)
@@ -100,6 +101,22 @@ func runLayers(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		for _, w := range roofs.DimsWarnings {
 			fmt.Fprintf(stderr, "warning: %s\n", w.Message)
+		}
+		for _, t := range []struct {
+			kind string
+			tab  *roofline.Table
+		}{{"decode", roofs.Decode}, {"prefill", roofs.Prefill}} {
+			if t.tab == nil {
+				continue
+			}
+			for _, r := range t.tab.Refused {
+				fmt.Fprintf(stderr, "warning: %s roofline: %s: left out\n", t.kind, r)
+			}
+			for _, p := range t.tab.Points {
+				if p.PctRoof > 100 {
+					fmt.Fprintf(stderr, "note: %s roofline: pos %d %s at %.1f%% of the roof: it moved less than the model of its work assumes (skewed MoE routing, shorter contexts); read it as at the roof\n", t.kind, p.Pos, p.Label, p.PctRoof)
+				}
+			}
 		}
 	}
 	writeTraceWarnings(stderr, res)
@@ -118,13 +135,17 @@ func runLayers(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	} else {
 		files.Layer, files.PrefillLayer = main, results.PrefillOf(main, bs)
 	}
-	inputs := append([]string{*config, *rulesPath, capPath, *peaks}, traces...)
-	if err := atomicfile.CheckOutputs(*force, inputs, files.Layer, files.PrefillLayer, files.CompatLayer); err != nil {
-		return err
-	}
-	wrote, err := res.Write(files)
-	if err != nil {
-		return err
+	// --json alone prints: reading a trace needs no files written (it
+	// once failed when the CSVs of an earlier run were there).
+	var wrote []string
+	if !*asJSON || *csvPath != "" || *outDir != "" {
+		inputs := append([]string{*config, *rulesPath, capPath, *peaks}, traces...)
+		if err := atomicfile.CheckOutputs(*force, inputs, files.Layer, files.PrefillLayer, files.CompatLayer); err != nil {
+			return err
+		}
+		if wrote, err = res.Write(files); err != nil {
+			return err
+		}
 	}
 	out, prefillOut := "", ""
 	for _, f := range wrote {
@@ -148,7 +169,12 @@ func runLayers(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			PrefillRoofline *roofline.Table       `json:"prefill_roofline,omitempty"`
 		}{trace, bs, capPath, out, prefillOut, lt, prefill, ranks, roofs.Decode, roofs.Prefill})
 	}
-	fmt.Fprintf(stdout, "%s: decode batch size %d\n", trace, bs)
+	if bs > 0 {
+		fmt.Fprintf(stdout, "%s: decode batch size %d\n", trace, bs)
+	} else {
+		// Unknown is not zero: no step of the trace says its batch.
+		fmt.Fprintf(stdout, "%s: decode batch size unknown (no decode step carries a batch label)\n", trace)
+	}
 	fmt.Fprint(stdout, capNote)
 	analysis.WriteLayersText(stdout, lt)
 	if prefill != nil {

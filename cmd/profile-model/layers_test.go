@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/profile-model/profile-model/internal/corpus"
@@ -297,4 +298,80 @@ func TestLayersRoofline(t *testing.T) {
 	require.NoError(t, os.WriteFile(bad, []byte("gpu,match\n"), 0o644))
 	err = run(context.Background(), []string{"layers", trace, "--config", cfg, "--peaks", bad, "--csv", "-"}, &out, &errb)
 	require.ErrorContains(t, err, bad+": header")
+}
+
+// TestLayersConfigWrongType: a config field of the wrong type is an error
+// naming it (it was dropped without a word, leaving roofline positions
+// blank), and so are more KV heads than heads (they gave 127%).
+func TestLayersConfigWrongType(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	trace := filepath.Join(dir, "t.json")
+	var stdout, stderr bytes.Buffer
+	require.NoError(t, run(context.Background(), synthArgs(trace), &stdout, &stderr))
+	good, err := os.ReadFile(filepath.Join("..", "..", "fixtures", "models", "minimax-m2", "config.json"))
+	require.NoError(t, err)
+	for name, c := range map[string]struct{ from, to, want string }{
+		"string count":  {`"num_key_value_heads": 8`, `"num_key_value_heads": "8"`, `num_key_value_heads: "8" is not a number`},
+		"more kv heads": {`"num_key_value_heads": 8`, `"num_key_value_heads": 4096`, "num_key_value_heads 4096 is more than num_attention_heads"},
+	} {
+		require.Contains(t, string(good), c.from)
+		cfg := filepath.Join(dir, name+".json")
+		require.NoError(t, os.WriteFile(cfg, []byte(strings.Replace(string(good), c.from, c.to, 1)), 0o644))
+		err := run(context.Background(), []string{"layers", trace, "--out", filepath.Join(dir, name), "--config", cfg}, &stdout, &stderr)
+		require.ErrorContains(t, err, c.want, name)
+		require.ErrorContains(t, err, cfg, name)
+	}
+}
+
+// TestJSONAloneWritesNothing: layers --json and kernels --json without
+// --csv or --out print and write nothing, so CSVs of an earlier run do
+// not make them fail (layers --json once refused: "exists: pass --force").
+func TestJSONAloneWritesNothing(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	var out, errb bytes.Buffer
+	require.NoError(t, run(context.Background(), synthArgs("t.json"), &out, &errb))
+	for _, cmd := range []string{"layers", "kernels"} {
+		require.NoError(t, run(context.Background(), []string{cmd, "t.json"}, &out, &errb), errb.String())
+		before, err := os.ReadDir(filepath.Join(dir, "profile-model-out", "t"))
+		require.NoError(t, err)
+		out.Reset()
+		require.NoError(t, run(context.Background(), []string{cmd, "t.json", "--json"}, &out, &errb), "%s --json: %s", cmd, errb.String())
+		require.True(t, json.Valid(out.Bytes()), "%s --json printed JSON", cmd)
+		after, err := os.ReadDir(filepath.Join(dir, "profile-model-out", "t"))
+		require.NoError(t, err)
+		require.Equal(t, len(before), len(after))
+	}
+}
+
+// TestLayersUnknownBatch: a trace whose steps carry no batch labels says
+// its decode batch size is unknown (it said 0), and --bs gives the
+// roofline it could not compute.
+func TestLayersUnknownBatch(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	trace := filepath.Join(dir, "pw.json")
+	var out, errb bytes.Buffer
+	require.NoError(t, run(context.Background(), []string{"synth", "--out", trace, "--piecewise", "--layers", "4", "--decode-steps", "16"}, &out, &errb))
+	cfg := filepath.Join("..", "..", "fixtures", "models", "minimax-m2", "config.json")
+	out.Reset()
+	errb.Reset()
+	require.NoError(t, run(context.Background(), []string{"layers", trace, "--out", filepath.Join(dir, "a"), "--config", cfg}, &out, &errb))
+	require.Contains(t, out.String(), "decode batch size unknown")
+	require.NotContains(t, out.String(), "decode batch size 0")
+	require.Contains(t, errb.String(), "no decode batch size in the trace")
+	require.Contains(t, errb.String(), "--bs")
+	out.Reset()
+	errb.Reset()
+	require.NoError(t, run(context.Background(), []string{"layers", trace, "--out", filepath.Join(dir, "b"), "--config", cfg, "--bs", "8", "--json"}, &out, &errb))
+	var got struct {
+		Roofline *struct {
+			Points []json.RawMessage `json:"points"`
+		} `json:"roofline"`
+	}
+	require.NoError(t, json.Unmarshal(out.Bytes(), &got))
+	require.NotNil(t, got.Roofline, errb.String())
+	require.NotEmpty(t, got.Roofline.Points)
+	require.NotContains(t, errb.String(), "no decode batch size")
 }

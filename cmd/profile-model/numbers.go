@@ -8,12 +8,19 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/profile-model/profile-model/profiling/bench"
+	"github.com/profile-model/profile-model/profiling/engine"
 )
 
 // Numbers from flags are read with their range, so that a value too large
 // for its type, or outside what the command can use, is named as out of
 // range rather than wrapping into a wrong one or failing later with an
 // error about something else.
+
+// seenFlagSet, when set (by tests), is given every flag set a command
+// parses, so that its help can be checked against the flags' defaults.
+var seenFlagSet func(*flag.FlagSet)
 
 // bounds is the closed range [lo, hi] a numeric flag takes.
 type bounds struct{ lo, hi float64 }
@@ -69,6 +76,9 @@ func parseFloatIn(name, s string, b bounds) (float64, error) {
 // parseFlags parses args into fs with the ranges of its numbers checked.
 func parseFlags(fs *flag.FlagSet, args []string) error {
 	rangedDurations(fs)
+	if seenFlagSet != nil {
+		seenFlagSet(fs)
+	}
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -112,19 +122,24 @@ func checkRanges(fs *flag.FlagSet) error {
 // are parsed (rangedDurations).
 var flagRanges = map[string]bounds{
 	// sweeps (bench, run)
-	"isl": {1, 1 << 24}, "osl": {1, 1 << 24}, "random-range-ratio": {0, 1},
-	"conc-start": {1, 1 << 20}, "conc-end": {1, 1 << 20}, "num-prompts-mul": {1, 1 << 20},
-	"burstiness": {1e-6, 1e6}, "warmups": {0, 1 << 20}, "profile-steps": {0, 1 << 30},
-	// engines (run, serve-sim)
-	"port": {0, 65535}, "server-port": {0, 65535}, "tp": {1, 1024},
-	"max-num-seqs": {0, 1 << 20}, "max-model-len": {0, 1 << 24}, "max-num-batched-tokens": {1, 1 << 24},
-	"time-scale": {1e-6, 1e6}, "profiler-buffer-mb": {-1, 1 << 20}, "crash-after-requests": {0, 1 << 30},
+	"isl": {1, bench.MaxTokens}, "osl": {1, bench.MaxTokens}, "random-range-ratio": {0, 1},
+	"conc-start": {1, bench.MaxConcurrency}, "conc-end": {1, bench.MaxConcurrency}, "num-prompts-mul": {1, bench.MaxPromptsMul},
+	"burstiness": {1e-6, 1e6}, "warmups": {0, bench.MaxWarmups}, "profile-steps": {0, 1 << 30},
+	// engines (run, serve-sim); a sweep plan's fields have the same bounds
+	"port": {0, 65535}, "server-port": {0, 65535}, "tp": {1, engine.MaxTP},
+	"max-num-seqs": {0, engine.MaxNumSeqs}, "max-model-len": {0, engine.MaxModelLen}, "max-num-batched-tokens": {1, 1 << 24},
+	"time-scale": {engine.MinTimeScale, engine.MaxTimeScale}, "profiler-buffer-mb": {-1, 1 << 20}, "crash-after-requests": {0, 1 << 30},
 	"stream-error-rate": {0, 1}, "trace-python-per-step": {-1, 1 << 20}, "rank-skew": {0, 1000},
 	"reasoning-tokens": {0, 1 << 24}, "merge-frames": {0, 1 << 16}, "empty-token-every": {0, 1 << 30},
 	// traces (synth, trim, kernels, layers, diff)
 	"layers": {0, 4096}, "decode-steps": {1, 1 << 24}, "prefill-steps": {0, 1 << 20}, "bs": {1, 1 << 20},
 	"target-mb": {0, 1 << 20}, "python-per-step": {-1, 1 << 20},
 	"decode": {0, 1 << 24}, "top": {0, 1 << 30}, "rank": {0, 1 << 16},
+	// fleet (matrix)
+	"count": {1, 1000}, "max-per-matrix": {1, 256},
+	// fleet (regress): a threshold must be a number (negative: off)
+	"throughput-drop": {math.Inf(-1), math.Inf(1)}, "latency-rise": {math.Inf(-1), math.Inf(1)},
+	"kernel-rise": {math.Inf(-1), math.Inf(1)}, "kernel-min-us": {0, math.Inf(1)},
 }
 
 // rangedDurations makes every duration flag of fs call a value too large
@@ -144,6 +159,15 @@ func rangedDurations(fs *flag.FlagSet) {
 }
 
 type durationValue struct{ flag.Value }
+
+// String is the wrapped value's; the flag package also calls it on a zero
+// durationValue (no Value) to tell whether the default is worth printing.
+func (d durationValue) String() string {
+	if d.Value == nil {
+		return time.Duration(0).String()
+	}
+	return d.Value.String()
+}
 
 func (d durationValue) Get() any { return d.Value.(flag.Getter).Get() }
 

@@ -40,6 +40,9 @@ func TestFlagNumbersOutOfRange(t *testing.T) {
 		{"trim decode", []string{"trim", "t.json", "-o", out, "--decode", "-4"}, "--decode -4: out of range"},
 		{"trim lag", []string{"trim", "t.json", "-o", out, "--decode", "4", "--max-lag", "99999999999h"}, "out of range"},
 		{"diff top", []string{"diff", "a", "b", "--top", "-2"}, "--top -2: out of range"},
+		{"bench prompts of a level", []string{"bench", "--url", "http://x", "--conc", "1048576", "--num-prompts-mul", "1048576"}, "more than 1048576 requests a level"},
+		{"matrix count", []string{"matrix", "--count", "4611686018427387904", "sweeps"}, "--count 4611686018427387904: out of range"},
+		{"regress threshold", []string{"regress", "--throughput-drop", "NaN", "a", "b"}, "--throughput-drop NaN: out of range"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

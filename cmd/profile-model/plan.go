@@ -44,7 +44,7 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		port         = fs.Int("port", 0, "the engines' HTTP port (default 8000; sim: a free port)")
 		timeScale    = fs.Float64("time-scale", 0, "sim: run this many times faster than the modelled GPU (default: the plan's)")
 		readyTimeout = fs.Duration("ready-timeout", 0, "deadline for each engine to serve (default 30m)")
-		force        = fs.Bool("force", false, "start even when another process holds GPU memory")
+		force        = fs.Bool("force", false, "start even when another process holds GPU memory; with --resume, also replace the readme.md and charts of the sweep and its pairs edited since their report wrote them")
 	)
 	fs.Var(&serverEnv, "server-env", "an environment variable `K=V` for every engine (repeat; a variant's own wins)")
 	fs.Usage = func() {
@@ -56,7 +56,7 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			"changes in the kernels). A pair that fails is recorded and the sweep goes on.\n\nflags:")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}
@@ -69,7 +69,7 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return usageError{"run: give --plan FILE for a new sweep or --resume SWEEP_DIR to complete one (its plan.json is the plan), not both"}
 	}
 	o := plan.RunOptions{
-		Out: *out, Resume: *resume, FailFast: *failFast, ForceGPU: *force, ReadyTimeout: *readyTimeout,
+		Out: *out, Resume: *resume, FailFast: *failFast, ForceGPU: *force, Force: *force, ReadyTimeout: *readyTimeout,
 		Tool: versionLine(), Log: stderr, BenchLog: stdout, Warn: stderr, Progress: progress(stderr),
 	}
 	o.Exe, o.Port, o.TimeScale, o.Corpus = *serverExe, *port, *timeScale, corpus.Find()
@@ -109,8 +109,8 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 
 // reportSweep rewrites a sweep directory's readme.md, Pareto chart and
 // per-setting diffs from its files.
-func reportSweep(ctx context.Context, dir string, stdout io.Writer) error {
-	if err := plan.WriteReport(ctx, dir); err != nil {
+func reportSweep(ctx context.Context, dir string, force bool, stdout io.Writer) error {
+	if err := plan.WriteReport(ctx, dir, force); err != nil {
 		return fmt.Errorf("report: %w", err)
 	}
 	fmt.Fprintf(stdout, "wrote %s\n", filepath.Join(dir, plan.ReadmeFile))

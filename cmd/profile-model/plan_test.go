@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/profile-model/profile-model/internal/dirlock"
 	"github.com/profile-model/profile-model/internal/results"
 	"github.com/profile-model/profile-model/profiling/plan"
 )
@@ -145,6 +147,39 @@ func TestPlanSim(t *testing.T) {
 	after, err := os.ReadFile(filepath.Join(dir, plan.ReadmeFile))
 	require.NoError(t, err)
 	require.Equal(t, string(before), string(after))
+
+	// Hand edits survive: run --resume (before any engine starts) and
+	// report SWEEP_DIR refuse to replace an edited pair or sweep readme
+	// without --force (both once replaced them).
+	pairReadme := results.Run(filepath.Join(dir, "seqs32", "isl256-osl32")).Readme()
+	sweepReadme := filepath.Join(dir, plan.ReadmeFile)
+	edited := map[string]string{}
+	for _, p := range []string{pairReadme, sweepReadme} {
+		data, err := os.ReadFile(p)
+		require.NoError(t, err)
+		edited[p] = string(data) + "\nMy notes.\n"
+		require.NoError(t, os.WriteFile(p, []byte(edited[p]), 0o644))
+	}
+	require.NoError(t, os.Remove(results.Run(filepath.Join(dir, "seqs32", "isl256-osl32")).LevelAnalysis(8)))
+	stderr.Reset()
+	err = run(context.Background(), append([]string{"run", "--resume", dir}, planSimArgs(t)...), &stdout, &stderr)
+	require.ErrorContains(t, err, pairReadme+" was edited since the report wrote it")
+	require.ErrorContains(t, err, sweepReadme+" was edited since the report wrote it")
+	require.ErrorContains(t, err, "--force")
+	require.NotContains(t, stderr.String(), "starting sim")
+	err = run(context.Background(), []string{"report", dir}, &stdout, &stderr)
+	require.ErrorContains(t, err, sweepReadme+" was edited since the report wrote it")
+	for p, want := range edited {
+		got, err := os.ReadFile(p)
+		require.NoError(t, err)
+		require.Equal(t, want, string(got), "%s kept", p)
+	}
+	require.NoError(t, run(context.Background(), append([]string{"run", "--resume", dir, "--force"}, planSimArgs(t)...), &stdout, &stderr), stderr.String())
+	for p, want := range edited {
+		got, err := os.ReadFile(p)
+		require.NoError(t, err)
+		require.NotEqual(t, want, string(got), "%s replaced with --force", p)
+	}
 }
 
 var batchPrefix = regexp.MustCompile(`/conc\d+_`)
@@ -317,4 +352,31 @@ func TestPlanDryRunAndUsage(t *testing.T) {
 			require.ErrorContains(t, err, tt.want)
 		})
 	}
+}
+
+// TestPlanResumeLocked: a second resume of a sweep that a process is
+// writing refuses at once, naming the holder, and changes nothing (two
+// resumes once both ran and left sweep.json inconsistent); report too.
+func TestPlanResumeLocked(t *testing.T) {
+	planFile := writePlan(t, `{"name": "small", `+smallPlanHead+`}`)
+	out := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	require.NoError(t, run(context.Background(), append([]string{"run", "--plan", planFile, "--out", out}, planSimArgs(t)...), &stdout, &stderr), stderr.String())
+	dir := onlyDir(t, out)
+	before, err := os.ReadFile(plan.IndexFile(dir))
+	require.NoError(t, err)
+	unlock, err := dirlock.Lock(dir, "run --resume "+dir)
+	require.NoError(t, err)
+	defer unlock()
+	for _, args := range [][]string{append([]string{"run", "--resume", dir}, planSimArgs(t)...), {"report", dir}} {
+		err = run(context.Background(), args, &stdout, &stderr)
+		require.ErrorIs(t, err, dirlock.ErrHeld, "%v", args)
+		require.ErrorContains(t, err, fmt.Sprintf("pid %d", os.Getpid()))
+		require.ErrorContains(t, err, "profile-model run --resume "+dir)
+	}
+	after, err := os.ReadFile(plan.IndexFile(dir))
+	require.NoError(t, err)
+	require.Equal(t, string(before), string(after), "sweep.json untouched")
+	unlock()
+	require.NoError(t, run(context.Background(), append([]string{"run", "--resume", dir}, planSimArgs(t)...), &stdout, &stderr), stderr.String())
 }

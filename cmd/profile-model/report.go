@@ -2,10 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"os"
 
+	"github.com/profile-model/profile-model/internal/dirlock"
+	"github.com/profile-model/profile-model/profiling"
 	"github.com/profile-model/profile-model/profiling/engine"
 	"github.com/profile-model/profile-model/profiling/plan"
 	"github.com/profile-model/profile-model/profiling/report"
@@ -19,8 +23,9 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	peaks := fs.String("peaks", "", "GPU peaks `FILE` for the roofline (default: the built-in table; format: docs/roofline.md)")
 	cleanup := fs.Bool("cleanup", false, "when the run was killed and its engine still runs, stop the engine's process group")
 	force := fs.Bool("force", false, "replace readme.md and the charts even when edited since the last report wrote them (report.sha256)")
+	reanalyse := fs.Bool("reanalyse", false, "first analyse every level again from its traces on disk (levels/conc{N}/, run.json): a run interrupted before a level's analysis was done")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: profile-model report RUN_DIR [--config config.json] [--peaks FILE] [--force] [--cleanup]\n       profile-model report SWEEP_DIR\n\n"+
+		fmt.Fprintln(stderr, "usage: profile-model report RUN_DIR [--config config.json] [--peaks FILE] [--force] [--cleanup] [--reanalyse]\n       profile-model report SWEEP_DIR\n\n"+
 			"Writes RUN_DIR/readme.md and its SVG charts from the run directory alone (level results,\n"+
 			"levels/conc{N}/analysis.json, run.json): the traces are not read again. Parts missing from\n"+
 			"the directory are said in the report's warnings. A readme.md or chart edited since the last\n"+
@@ -45,8 +50,25 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return usageError{fmt.Sprintf("report: want one run directory, got %d", len(dirs))}
 	}
 	dir := dirs[0]
+	unlock, err := dirlock.Lock(dir, "report "+dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		// No such directory: reading it says so.
+	case err != nil:
+		return fmt.Errorf("report: %w", err)
+	default:
+		defer unlock()
+	}
 	if plan.IsSweep(dir) {
-		return reportSweep(ctx, dir, stdout)
+		if *reanalyse {
+			return usageError{"report: --reanalyse takes a run directory (each pair of a sweep is one: report SWEEP_DIR/SERVER/BENCH --reanalyse)"}
+		}
+		return reportSweep(ctx, dir, *force, stdout)
+	}
+	if *reanalyse {
+		if err := profiling.Reanalyse(ctx, dir, stderr); err != nil {
+			return fmt.Errorf("report: --reanalyse: %w", err)
+		}
 	}
 	if err := checkAbandoned(ctx, stderr, *cleanup, dir); err != nil {
 		return fmt.Errorf("report: %w", err)

@@ -16,7 +16,7 @@ func runVersion(_ context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: profile-model version\n\nPrint the version, commit and Go version of this build.")
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return usageError{err.Error()}
 	}
 	if fs.NArg() > 0 {

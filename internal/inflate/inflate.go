@@ -163,7 +163,7 @@ func (z *Reader) step(p []byte, op int) int {
 		z.err = z.trailer()
 		z.st = stNextMember
 	case stNextMember:
-		more, err := z.moreInput()
+		more, err := z.skipZeros()
 		switch {
 		case err != nil:
 			z.err = err
@@ -314,6 +314,25 @@ func (z *Reader) moreInput() (bool, error) {
 		return false, z.rerr
 	}
 	return false, nil
+}
+
+// skipZeros skips the zero bytes after a member (padding to a block
+// size, as tape and some writers leave) and reports whether a member
+// follows. Python's gzip module skips them the same way, between members
+// and at the end; a stray non-zero byte is still not a header.
+func (z *Reader) skipZeros() (bool, error) {
+	for {
+		more, err := z.moreInput()
+		if !more || err != nil {
+			return more, err
+		}
+		for z.ip < len(z.in) && z.in[z.ip] == 0 {
+			z.ip++
+		}
+		if z.ip < len(z.in) {
+			return true, nil
+		}
+	}
 }
 
 // header reads a gzip member header (RFC 1952 2.3).

@@ -140,6 +140,42 @@ func TestMembers(t *testing.T) {
 	}
 }
 
+// TestZeroPadding: zero bytes after a member, before another or at the
+// end, are skipped as Python's gzip module skips them; the members around
+// them are read whole and checked.
+func TestZeroPadding(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	a, b := corpusLike(rng, 3000), corpusLike(rng, 2000)
+	za, zb := gz(t, a, 6), gz(t, b, 6)
+	zeros := func(n int) []byte { return make([]byte, n) }
+	join := func(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
+	for name, c := range map[string]struct {
+		z    []byte
+		want []byte
+	}{
+		"1 zero after":         {join(za, zeros(1)), a},
+		"10 zeros after":       {join(za, zeros(10)), a},
+		"a block of zeros":     {join(za, zeros(512<<10)), a},
+		"zeros between":        {join(za, zeros(512), zb), append(append([]byte{}, a...), b...)},
+		"zeros between, after": {join(za, zeros(7), zb, zeros(3)), append(append([]byte{}, a...), b...)},
+	} {
+		got, err := readAll(newReader(bytes.NewReader(c.z)), 4096)
+		if err != nil || !bytes.Equal(got, c.want) {
+			t.Errorf("%s: %d bytes, %v; want %d bytes, no error", name, len(got), err, len(c.want))
+		}
+	}
+	// The checksum of a member before the padding is still checked.
+	bad := join(za, zeros(16))
+	bad[len(za)-8] ^= 1
+	if _, err := readAll(newReader(bytes.NewReader(bad)), 4096); !errors.Is(err, ErrChecksum) {
+		t.Errorf("bad CRC before zeros: %v, want ErrChecksum", err)
+	}
+	// A non-zero byte after the zeros is not a member.
+	if _, err := readAll(newReader(bytes.NewReader(join(za, zeros(4), []byte("x")))), 4096); err == nil {
+		t.Error("a stray byte after zeros: no error")
+	}
+}
+
 func TestBadInput(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	data := corpusLike(rng, 200<<10)

@@ -1,6 +1,7 @@
 package inflate
 
 import (
+	"bufio"
 	"bytes"
 	stdgzip "compress/gzip"
 	"crypto/sha256"
@@ -92,12 +93,38 @@ func readRandomTo(t testing.TB, r io.Reader, rng *rand.Rand, max int, sink func(
 }
 
 // stdDecode is the standard library's reading of z, all members.
+//
+// It reads member by member and skips the zero bytes after each one, as
+// Python's gzip module does and this package does (the standard library's
+// multistream reader calls them a bad header).
 func stdDecode(z []byte) ([]byte, error) {
-	r, err := stdgzip.NewReader(bytes.NewReader(z))
-	if err != nil {
-		return nil, err
+	br := bufio.NewReader(bytes.NewReader(z))
+	var out []byte
+	for first := true; ; first = false {
+		if !first {
+			b, err := br.ReadByte()
+			for err == nil && b == 0 {
+				b, err = br.ReadByte()
+			}
+			if err == io.EOF {
+				return out, nil
+			}
+			if err != nil {
+				return out, err
+			}
+			_ = br.UnreadByte()
+		}
+		r, err := stdgzip.NewReader(br)
+		if err != nil {
+			return out, err
+		}
+		r.Multistream(false)
+		data, err := io.ReadAll(r)
+		out = append(out, data...)
+		if err != nil {
+			return out, err
+		}
 	}
-	return io.ReadAll(r)
 }
 
 // decodeRandom reads z with this package, the input in random pieces and

@@ -6,19 +6,22 @@
 // MiniMax-M2, Mixtral). Multimodal configs keep the language model's
 // figures under text_config; they are read from there.
 //
-// Reading is tolerant: unknown keys are ignored, missing keys leave their
-// field zero, and a key whose value has the wrong type is skipped with a
-// note (Config.Notes). Only a document that is not a JSON object is an
-// error.
+// Reading is tolerant of what it does not need: unknown keys are ignored
+// and missing keys leave their field zero. A key it reads whose value has
+// the wrong type (a string where a count belongs), or more key-value heads
+// than attention heads, is an error naming the field: left blank, it would
+// blank or inflate the roofline without a word.
 package modelconfig
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"slices"
 	"strings"
+
+	"github.com/profile-model/profile-model/internal/sidefile"
 )
 
 // Config is the part of a config.json the tool uses. Zero means absent.
@@ -89,9 +92,9 @@ type Quantization struct {
 
 // Load reads a config.json file.
 func Load(path string) (*Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := sidefile.Read(context.Background(), path, "the model config", sidefile.Small)
 	if err != nil {
-		return nil, fmt.Errorf("reading model config: %w", err)
+		return nil, err
 	}
 	c, err := Parse(data)
 	if err != nil {
@@ -110,7 +113,16 @@ func Parse(data []byte) (*Config, error) {
 		}
 		return nil, fmt.Errorf("not a model config.json (a JSON object expected): %w", err)
 	}
-	return fromRaw(raw, ""), nil
+	c := fromRaw(raw, "")
+	if len(c.Notes) > 0 {
+		// A field of the wrong type left blank would blank the roofline of
+		// the positions it sizes, without a word: say which, and stop.
+		return nil, fmt.Errorf("%s: fix the field or leave it out", strings.Join(c.Notes, "; "))
+	}
+	if h, kv := c.NumAttentionHeads, c.NumKeyValueHeads; h > 0 && kv > h {
+		return nil, fmt.Errorf("num_key_value_heads %d is more than num_attention_heads %d: no model groups queries so; fix the config", kv, h)
+	}
+	return c, nil
 }
 
 // reader decodes keys of one object leniently, collecting notes.
@@ -126,7 +138,7 @@ func (r *reader) value(key string, dst any) bool {
 		return false
 	}
 	if err := json.Unmarshal(v, dst); err != nil {
-		r.notes = append(r.notes, fmt.Sprintf("%s%s: %s is not a %s; ignored", r.prefix, key, short(v), kindOf(dst)))
+		r.notes = append(r.notes, fmt.Sprintf("%s%s: %s is not a %s", r.prefix, key, short(v), kindOf(dst)))
 		return false
 	}
 	return true
@@ -158,7 +170,7 @@ func (r *reader) int(keys ...string) int {
 		var f float64
 		if r.value(k, &f) {
 			if f != math.Trunc(f) || f < 0 || f > math.MaxInt32 {
-				r.notes = append(r.notes, fmt.Sprintf("%s%s: %v is not a count; ignored", r.prefix, k, f))
+				r.notes = append(r.notes, fmt.Sprintf("%s%s: %v is not a count", r.prefix, k, f))
 				continue
 			}
 			return int(f)

@@ -99,30 +99,38 @@ func TestFixtures(t *testing.T) {
 	}
 }
 
-// TestTolerant: a config with missing, unknown or mistyped keys still
-// reads; what could not be read is named in Notes and left unknown.
+// TestTolerant: a config with missing or unknown keys still reads; a key
+// it reads with the wrong type, or more KV heads than heads, is an error
+// naming the field (it was once dropped without a word, leaving the
+// roofline of 9 positions blank).
 func TestTolerant(t *testing.T) {
 	for _, tt := range []struct {
 		name, doc string
 		layers    int
-		notes     []string
+		err       string
 		params    bool
 	}{
-		{"empty object", `{}`, 0, nil, false},
-		{"unknown keys only", `{"foo": {"bar": [1, 2]}, "baz": null}`, 0, nil, false},
+		{"empty object", `{}`, 0, "", false},
+		{"unknown keys only", `{"foo": {"bar": [1, 2]}, "baz": null}`, 0, "", false},
 		{"string where a number belongs", `{"num_hidden_layers": "62", "hidden_size": 3072}`, 0,
-			[]string{`num_hidden_layers: "62" is not a number; ignored`}, false},
-		{"fraction where a count belongs", `{"num_hidden_layers": 2.5}`, 0, []string{"num_hidden_layers: 2.5 is not a count; ignored"}, false},
+			`num_hidden_layers: "62" is not a number`, false},
+		{"fraction where a count belongs", `{"num_hidden_layers": 2.5}`, 0, "num_hidden_layers: 2.5 is not a count", false},
 		{"bad quantization block", `{"num_hidden_layers": 2, "quantization_config": {"quant_method": "fp8", "weight_block_size": "128"}}`, 2,
-			[]string{`quantization_config.weight_block_size: "128" is not a list; ignored`}, false},
-		{"no intermediate size", `{"num_hidden_layers": 2, "hidden_size": 64, "vocab_size": 10, "num_attention_heads": 4}`, 2, nil, false},
-		{"enough for an estimate", `{"num_hidden_layers": 2, "hidden_size": 64, "vocab_size": 10, "num_attention_heads": 4, "intermediate_size": 128, "tie_word_embeddings": true}`, 2, nil, true},
+			`quantization_config.weight_block_size: "128" is not a list`, false},
+		{"two fields", `{"num_key_value_heads": "8", "head_dim": true}`, 0, `num_key_value_heads: "8" is not a number; head_dim: true is not a number`, false},
+		{"more KV heads than heads", `{"num_attention_heads": 8, "num_key_value_heads": 64}`, 0, "num_key_value_heads 64 is more than num_attention_heads 8", false},
+		{"no intermediate size", `{"num_hidden_layers": 2, "hidden_size": 64, "vocab_size": 10, "num_attention_heads": 4}`, 2, "", false},
+		{"enough for an estimate", `{"num_hidden_layers": 2, "hidden_size": 64, "vocab_size": 10, "num_attention_heads": 4, "intermediate_size": 128, "tie_word_embeddings": true}`, 2, "", true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			c, err := Parse([]byte(tt.doc))
+			if tt.err != "" {
+				require.ErrorContains(t, err, tt.err)
+				return
+			}
 			require.NoError(t, err)
 			require.Equal(t, tt.layers, c.NumHiddenLayers)
-			require.Equal(t, tt.notes, c.Notes)
+			require.Empty(t, c.Notes)
 			a := c.Architecture()
 			require.Equal(t, tt.params, a.Params > 0, "params %d", a.Params)
 		})

@@ -65,6 +65,13 @@ type EngineInfo struct {
 	// PGID is the engine's process group (its main process leads it),
 	// recorded as soon as it starts; 0 for engine none.
 	PGID int `json:"pgid,omitempty"`
+	// LeaderCmdline and LeaderStart identify the group's leader (the
+	// engine's main process, pid PGID) as it started: its command line
+	// and its start time ("boot id:clock ticks since boot", from /proc).
+	// Cleanup stops the group only when both still match: a pid reused
+	// by another program is never signalled. Empty where /proc is not.
+	LeaderCmdline string `json:"leader_cmdline,omitempty"`
+	LeaderStart   string `json:"leader_start,omitempty"`
 }
 
 // SweepInfo is the client side of the run.

@@ -22,7 +22,9 @@ type Rooflines struct {
 // their roofline columns.
 func (r *Result) AddRoofline(rl roofline.Level) Rooflines {
 	rl.Decode, rl.Prefill, rl.Device = r.Decode, r.Prefill, r.Summary.Device
-	rl.BS = roofline.MeanBatch(r.Summary.DecodeBSHist)
+	if bs := roofline.MeanBatch(r.Summary.DecodeBSHist); bs > 0 || rl.BS <= 0 {
+		rl.BS = bs // the trace's, when its steps say it; else the caller's
+	}
 	if r.Trace != nil {
 		if c := roofline.ContextOf(r.Trace); c > 0 {
 			rl.Context = c

@@ -104,6 +104,12 @@ func WriteSummaryText(w io.Writer, s tracing.Summary) error {
 	}
 	p("coverage     GPU kernels cover %.3f s of a %.3f s profile window%s; %d of %d steps without kernels\n",
 		covered, c.WindowS, pct, c.StepsWithoutKernels, c.Steps)
+	if out := c.BeforeWindowS + c.AfterWindowS; out > 0 {
+		// The share above compares spans; GPU time outside the window is
+		// not in it, and a reader of "100%" must know.
+		p("             %.3f s of the GPU span lies outside the window (%.3f s before its first step, %.3f s after its last): the GPU runs behind the CPU, or kernels ran outside the profiled steps\n",
+			out, c.BeforeWindowS, c.AfterWindowS)
+	}
 	for _, wmsg := range s.Warnings {
 		p("warning: %s\n", wmsg.Message)
 	}

@@ -35,7 +35,7 @@ func Build(l Level) (*Table, string) {
 	case l.Decode == nil || len(l.Decode.Positions) == 0:
 		return nil, "no decode layer table"
 	case l.BS <= 0:
-		return nil, "no decode batch size in the trace"
+		return nil, "no decode batch size in the trace (its steps carry no batch labels; layers takes it with --bs)"
 	}
 	p, kv, note := l.resolve(l.Decode)
 	if note != "" {

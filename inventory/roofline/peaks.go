@@ -1,14 +1,18 @@
 package roofline
 
 import (
+	"bytes"
+	"context"
 	_ "embed"
 	"encoding/csv"
 	"fmt"
 	"io"
-	"os"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/profile-model/profile-model/internal/sidefile"
 )
 
 // Peak is what one GPU can do at most: dense matrix throughput by input
@@ -58,12 +62,11 @@ func DefaultPeaks() Peaks {
 // LoadPeaks reads a peaks file in the built-in table's format (a GPU
 // benchmark writes one with measured figures).
 func LoadPeaks(path string) (Peaks, error) {
-	f, err := os.Open(path)
+	data, err := sidefile.Read(context.Background(), path, "the peaks table", sidefile.Small)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	return ParsePeaks(f, path)
+	return ParsePeaks(bytes.NewReader(data), path)
 }
 
 // ParsePeaks parses a peaks table; errors name the line and the column.
@@ -84,18 +87,20 @@ func ParsePeaks(r io.Reader, name string) (Peaks, error) {
 		if err == io.EOF {
 			break
 		}
-		line, _ := cr.FieldPos(0)
 		if err != nil {
-			return nil, fmt.Errorf("%s:%d: %w", name, line, err)
+			// A csv.ParseError names its line; FieldPos must not be asked
+			// after a failed Read (it panics on an unterminated quote).
+			return nil, fmt.Errorf("%s: %w", name, err)
 		}
+		line, _ := cr.FieldPos(0)
 		if len(rec) != len(peakHeader) {
 			return nil, fmt.Errorf("%s:%d: %d fields, want %d (%s)", name, line, len(rec), len(peakHeader), strings.Join(peakHeader, ","))
 		}
 		p := Peak{GPU: rec[0], Match: rec[1], Kind: rec[8], Source: rec[9]}
 		for i, dst := range []*float64{&p.BF16, &p.FP8, &p.FP4, &p.Vector, &p.HBM, &p.MemGB} {
 			v, err := strconv.ParseFloat(rec[2+i], 64)
-			if err != nil || v < 0 {
-				return nil, fmt.Errorf("%s:%d: column %s: %q is not a non-negative number", name, line, peakHeader[2+i], rec[2+i])
+			if err != nil || !(v >= 0) || math.IsInf(v, 1) {
+				return nil, fmt.Errorf("%s:%d: column %s: %q is not a finite non-negative number", name, line, peakHeader[2+i], rec[2+i])
 			}
 			*dst = v
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/profile-model/profile-model/internal/diag"
 	"github.com/profile-model/profile-model/internal/modelconfig"
@@ -39,6 +40,10 @@ type Table struct {
 	// Missing says why a position has no point ("pos 7 MoE_sort (sort):
 	// work not modelled").
 	Missing []string `json:"missing,omitempty"`
+	// Refused says why a position's figures were left out as impossible:
+	// not numbers, or faster than the peak allows where the work is not
+	// an estimate ("pos 5 QKV (154% of the roof: ...)").
+	Refused []string `json:"refused,omitempty"`
 }
 
 // Compute puts every position of the decode table t whose role's work is
@@ -59,9 +64,38 @@ func Compute(t *inventory.LayerTable, a *modelconfig.Architecture, s Step, p Pea
 			out.Missing = append(out.Missing, fmt.Sprintf("pos %d %s", pos.Pos, labels[i]))
 			continue
 		}
-		out.Points = append(out.Points, point(pos, labels[i], w, s, p))
+		pt := point(pos, labels[i], w, s, p)
+		// MoE positions count the experts uniform routing touches and
+		// attention the mean context: skew or shorter contexts put them
+		// above 100% (the report says so); other work is what the step
+		// must move at least.
+		estimated := strings.Contains(pos.Category, "MoE") || pos.Role == inventory.RoleAttention
+		if bad := impossible(pt, p, estimated); bad != "" {
+			// Printed, the figure would be believed.
+			out.Refused = append(out.Refused, fmt.Sprintf("pos %d %s (%s)", pos.Pos, labels[i], bad))
+			continue
+		}
+		out.Points = append(out.Points, pt)
 	}
 	return out
+}
+
+// maxEstimatedPct is the most % of roofline an estimated position (MoE,
+// attention) may show: skewed routing or short contexts explain a few
+// times the roof, not more.
+const maxEstimatedPct = 1000
+
+// impossible says why a point cannot be right, "" when it can.
+func impossible(pt Point, p Peak, estimated bool) string {
+	for _, v := range []float64{pt.PctRoof, pt.TFLOPS, pt.TBS, pt.GainUS} {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return "not a number: check the config and the peaks"
+		}
+	}
+	if pt.PctRoof > 100 && (!estimated || pt.PctRoof > maxEstimatedPct) {
+		return fmt.Sprintf("%.3g%% of the roof: faster than %s's peak allows, so the config, the batch size or the role does not match what ran, or the peak is too low", pt.PctRoof, p.GPU)
+	}
+	return ""
 }
 
 // mlaUnsure are the roles the layer's structure gives the GEMMs around

@@ -149,6 +149,65 @@ func TestPeaks(t *testing.T) {
 	}
 }
 
+// TestImpossiblePoints: a position measured faster than the peak allows
+// (the config or batch is not what ran: 127% with more KV heads than
+// heads, 2.2e7% once) or whose figures are not numbers gets no point, and
+// Missing says why, instead of a percentage that would be believed.
+func TestImpossiblePoints(t *testing.T) {
+	p := Peak{GPU: "toy", BF16: 0.001, Vector: 0.001, HBM: 0.001}
+	a := &modelconfig.Architecture{Hidden: 64, Heads: 4, KVHeads: 2, HeadDim: 16, Intermediate: 128}
+	tab := &inventory.LayerTable{Positions: []inventory.Position{
+		{Pos: 3, ShortName: "GEMM", Category: dense, Role: "gate_up", AvgUS: 131.072}, // 50%
+		{Pos: 5, ShortName: "GEMM", Category: dense, Role: "down", AvgUS: 16.384},     // 32.768 µs of compute: 200%
+	}}
+	r := Compute(tab, a, Step{Tokens: 2, Context: 10, Weights: "bf16", KVCache: "bf16"}, p)
+	if len(r.Points) != 1 || r.Points[0].Pos != 3 || len(r.Refused) != 1 {
+		t.Fatalf("points %+v, refused %q", r.Points, r.Refused)
+	}
+	if m := r.Refused[0]; !strings.Contains(m, "pos 5") || !strings.Contains(m, "200% of the roof") || !strings.Contains(m, "faster than toy's peak") {
+		t.Errorf("refused %q", m)
+	}
+	// MoE expert GEMMs are estimated (uniform routing): above 100% they
+	// stay, as the report explains; beyond 1000% no skew explains them.
+	moeTab := &inventory.LayerTable{Positions: []inventory.Position{{Pos: 7, ShortName: "GEMM", Category: moe, Role: "gate_up", AvgUS: 10}}}
+	moeArch := &modelconfig.Architecture{Hidden: 64, Heads: 4, KVHeads: 2, HeadDim: 16, MoE: true, Experts: 8, TopK: 2, ExpertIntermediate: 32}
+	moeStep := Step{Tokens: 4, Context: 10, Weights: "fp8", KVCache: "fp8"}
+	if r := Compute(moeTab, moeArch, moeStep, p); len(r.Points) != 1 || r.Points[0].PctRoof <= 100 {
+		t.Errorf("MoE at %v µs: points %+v, refused %q", moeTab.Positions[0].AvgUS, r.Points, r.Refused)
+	}
+	moeTab.Positions[0].AvgUS = 1
+	if r := Compute(moeTab, moeArch, moeStep, p); len(r.Points) != 0 || len(r.Refused) != 1 {
+		t.Errorf("MoE at 1 µs: points %+v, refused %q", r.Points, r.Refused)
+	}
+	nan := p
+	nan.HBM = math.NaN()
+	r = Compute(tab, a, Step{Tokens: 2, Context: 10, Weights: "bf16", KVCache: "bf16"}, nan)
+	if len(r.Points) != 0 || len(r.Refused) != 2 || !strings.Contains(r.Refused[0], "not a number") {
+		t.Errorf("NaN peak: points %+v, refused %q", r.Points, r.Refused)
+	}
+}
+
+// TestPeaksMalformed: a peaks file that is not CSV, or holds numbers no
+// GPU has, is an error naming the file and line, never a panic (an
+// unterminated quote once panicked in csv.Reader.FieldPos).
+func TestPeaksMalformed(t *testing.T) {
+	head := strings.Join(peakHeader, ",") + "\n"
+	for name, c := range map[string]struct{ doc, want string }{
+		"unterminated quote":                  {head + "\"X,X,1,1,0,1,1,80,spec,me\n", "line 2"},
+		"unterminated quote in a later field": {head + "X,\"X,1,1,0,1,1,80,spec,me\n", "line 2"},
+		"quote in a field":                    {head + "X,X\"y,1,1,0,1,1,80,spec,me\n", "line 2"},
+		"NaN peak":                            {head + "X,X,NaN,1,0,1,1,80,spec,me\n", "p.csv:2: column bf16_tflops"},
+		"infinite bandwidth":                  {head + "X,X,1,1,0,1,+Inf,80,spec,me\n", "p.csv:2: column hbm_tbs"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := ParsePeaks(strings.NewReader(c.doc), "p.csv")
+			if err == nil || !strings.Contains(err.Error(), "p.csv") || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("got %v, want an error with p.csv and %q", err, c.want)
+			}
+		})
+	}
+}
+
 // TestCaptureDimsMatch: on the SGLang Qwen3-8B decode trace with its
 // capture trace (input dims recorded), the analytical shape of every GEMM
 // position equals the captured one.

@@ -225,13 +225,25 @@ func (cfg *SweepConfig) defaults() error {
 	if len(cfg.Concurrencies) == 0 {
 		return errors.New("no concurrency levels")
 	}
+	if cfg.ISL > MaxTokens || cfg.OSL > MaxTokens {
+		return fmt.Errorf("isl %d, osl %d: at most %d", cfg.ISL, cfg.OSL, MaxTokens)
+	}
+	if len(cfg.Concurrencies) > MaxConcurrencies {
+		return fmt.Errorf("%d concurrency levels: at most %d", len(cfg.Concurrencies), MaxConcurrencies)
+	}
 	for _, c := range cfg.Concurrencies {
-		if c < 1 {
-			return fmt.Errorf("concurrency %d: must be at least 1", c)
+		if c < 1 || c > MaxConcurrency {
+			return fmt.Errorf("concurrency %d: must be 1 to %d", c, MaxConcurrency)
+		}
+		if _, err := LevelPrompts(c, cfg.NumPromptsMul, cfg.NumPrompts); err != nil {
+			return err
 		}
 	}
 	if cfg.NumPromptsMul < 1 {
 		cfg.NumPromptsMul = 1
+	}
+	if cfg.Warmups < 0 || cfg.Warmups > MaxWarmups {
+		return fmt.Errorf("warmups %d: must be 0 to %d", cfg.Warmups, MaxWarmups)
 	}
 	if cfg.ProfileSteps < 0 || cfg.ProfileFor < 0 {
 		return errors.New("profile-steps and profile-seconds must not be negative")

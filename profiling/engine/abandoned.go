@@ -20,11 +20,13 @@ const StatusAbandoned = "abandoned"
 // Abandoned looks at the run directory dir: when its run.json says the
 // run is still running but the profile-model process that runs it (on
 // this host) is gone, the run was killed, and run.json is marked
-// abandoned. When the engine's process group recorded there still runs
-// (a process of it names the model: a group id reused by another program
-// is not touched), it says so and how to stop it, or, with cleanup, stops
-// it (SIGTERM, then SIGKILL after defaultStopGrace); for a run marked
-// abandoned before too. It returns what it found, "" when dir holds no
+// abandoned. When the engine's process group recorded there still runs,
+// led by the very process run started (same command line and start time:
+// a group id reused by another program is never touched), it says so and
+// how to stop it, or, with cleanup, stops it (SIGTERM, then SIGKILL after
+// defaultStopGrace); for a run marked abandoned before too. A group that
+// run.json does not identify (recorded before it did, or without /proc)
+// is only named, never signalled. It returns what it found, "" when dir holds no
 // such run.
 func Abandoned(ctx context.Context, dir string, cleanup bool) (string, error) {
 	path := results.Run(dir).RunInfo()
@@ -40,10 +42,14 @@ func Abandoned(ctx context.Context, dir string, cleanup bool) (string, error) {
 		return "", nil
 	}
 	pgid := info.Engine.PGID
-	engineLeft := GroupAlive(pgid) && groupNames(pgid, info.Engine.Model)
+	alive := GroupAlive(pgid)
+	engineLeft := alive && leaderIs(pgid, info.Engine.LeaderCmdline, info.Engine.LeaderStart)
+	// Recorded without its leader's identity: the group may be the
+	// engine's or a later one's; cleanup cannot tell, so it stops nothing.
+	unknown := alive && !engineLeft && (info.Engine.LeaderCmdline == "" || info.Engine.LeaderStart == "")
 	var msg string
 	switch {
-	case info.Status == StatusAbandoned && engineLeft:
+	case info.Status == StatusAbandoned && (engineLeft || unknown):
 		msg = fmt.Sprintf("%s: run abandoned earlier", dir)
 	case info.Status != "running" || processAlive(info.PID, "profile-model"):
 		return "", nil
@@ -56,6 +62,8 @@ func Abandoned(ctx context.Context, dir string, cleanup bool) (string, error) {
 		msg = fmt.Sprintf("%s: run abandoned (its profile-model process %d is gone); run.json now says so", dir, info.PID)
 	}
 	switch {
+	case unknown:
+		return msg + fmt.Sprintf("; process group %d still runs, but run.json does not identify its engine (command line and start time), so --cleanup leaves it alone: check it with `ps -g %d` and stop it with `kill -- -%d` if it is the engine", pgid, pgid, pgid), nil
 	case !engineLeft:
 		return msg, nil
 	case !cleanup:

@@ -44,18 +44,49 @@ func processAlive(pid int, name string) bool {
 	return true
 }
 
-// groupNames tells whether a running process of group pgid has name in
-// its command line (true where /proc cannot say).
-func groupNames(pgid int, name string) bool {
-	if _, err := os.Stat("/proc/self/cmdline"); err != nil {
-		return true
+// Identity is what tells process pid from a later one given its pid: its
+// command line (arguments joined by spaces) and its start time, "boot
+// id:clock ticks since boot" from /proc; ok is false where /proc cannot
+// say, or the process is gone or a zombie.
+func Identity(pid int) (cmdline, start string, ok bool) {
+	if pid <= 0 {
+		return "", "", false
 	}
-	for _, pid := range groupMembers(pgid) {
-		if cmd, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline"); err == nil && strings.Contains(string(cmd), name) {
-			return true
-		}
+	p := "/proc/" + strconv.Itoa(pid)
+	cmd, err := os.ReadFile(p + "/cmdline")
+	if err != nil || len(cmd) == 0 {
+		return "", "", false
 	}
-	return false
+	stat, err := os.ReadFile(p + "/stat")
+	if err != nil {
+		return "", "", false
+	}
+	boot, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return "", "", false
+	}
+	// "pid (comm) state ppid ...": starttime is field 22, the 20th after comm.
+	i := strings.LastIndexByte(string(stat), ')')
+	if i < 0 {
+		return "", "", false
+	}
+	f := strings.Fields(string(stat[i+1:]))
+	if len(f) < 20 || f[0] == "Z" || f[0] == "X" {
+		return "", "", false
+	}
+	cmdline = strings.TrimRight(strings.ReplaceAll(string(cmd), "\x00", " "), " ")
+	return cmdline, strings.TrimSpace(string(boot)) + ":" + f[19], true
+}
+
+// leaderIs tells whether group pgid's leader is the process recorded:
+// same command line and same start time. Unknown (nothing recorded, or
+// /proc cannot say) is not a match.
+func leaderIs(pgid int, cmdline, start string) bool {
+	if cmdline == "" || start == "" {
+		return false
+	}
+	c, s, ok := Identity(pgid)
+	return ok && c == cmdline && s == start
 }
 
 // groupMembers lists the processes of group pgid that still run. Zombies

@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"io/fs"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"github.com/go-json-experiment/json"
 
 	"github.com/profile-model/profile-model/internal/results"
+	"github.com/profile-model/profile-model/internal/sidefile"
 	"github.com/profile-model/profile-model/profiling/diff"
 	"github.com/profile-model/profile-model/profiling/plan"
 )
@@ -99,7 +101,7 @@ func planRuns(dir string) ([]RunDir, error) {
 	}
 	// plan.json holds absolute paths of the machine that ran it, which
 	// plan.Load would check: only the name is needed here.
-	data, err := os.ReadFile(plan.PlanFile(dir))
+	data, err := sidefile.Read(context.Background(), plan.PlanFile(dir), "the sweep plan", sidefile.Small)
 	if err != nil {
 		return nil, fmt.Errorf("%s: a sweep directory without its plan: %w", dir, err)
 	}

@@ -282,8 +282,12 @@ func TestCompareNoise(t *testing.T) {
 		return out
 	}
 
+	// The levels carry TPOT alone: judge that unit only.
+	tpotOnly := DefaultThresholds
+	tpotOnly.ThroughputUnits, tpotOnly.LatencyUnits = nil, []string{"tpot-p50-ms"}
+
 	// One run a side, 30% slower: reported, not a regression.
-	r := Compare(level(10), level(13), DefaultThresholds)
+	r := Compare(level(10), level(13), tpotOnly)
 	require.False(t, r.Regressed(), "%+v", r.Findings)
 	require.Len(t, r.Unconfirmed, 1)
 	require.Equal(t, 1.0, *r.Unconfirmed[0].P, "the U test cannot separate one value from one")
@@ -296,7 +300,7 @@ func TestCompareNoise(t *testing.T) {
 
 	// Five repeats a side with ±3% noise and a planted 10% rise, against a
 	// 5% threshold: flagged.
-	th := DefaultThresholds
+	th := tpotOnly
 	th.LatencyRise = 5
 	r = Compare(level(scaled(1, []int{0, 1, 2, 3, 4})...), level(scaled(1.1, []int{3, 0, 4, 1, 2})...), th)
 	require.True(t, r.Regressed())
@@ -317,6 +321,38 @@ func TestCompareNoise(t *testing.T) {
 	require.False(t, r.Regressed(), "%+v", r.Findings)
 	require.Len(t, r.Unconfirmed, 1)
 	require.Greater(t, *r.Unconfirmed[0].P, 0.05)
+}
+
+// TestCompareIncomplete: a comparison that compared no level, names a
+// unit no level has, or has a NaN threshold cannot say "no regression"
+// (it once did, with exit status 0).
+func TestCompareIncomplete(t *testing.T) {
+	base := summary("a", 4, 1, map[string]float64{"out-tok/s": 100, "ttft-p50-ms": 10, "tpot-p50-ms": 5})
+	require.NoError(t, Compare(base, base, DefaultThresholds).Incomplete())
+	for name, c := range map[string]struct {
+		cur  *Summary
+		t    func(*Thresholds)
+		want string
+	}{
+		"no level compared": {summary("b", 4, 1, map[string]float64{"out-tok/s": 100}), nil, "no level was compared"},
+		"other levels":      {summary("a", 8, 1, map[string]float64{"out-tok/s": 100}), nil, "baseline only: a level 4; new only: a level 8"},
+		"unknown unit":      {base, func(t *Thresholds) { t.ThroughputUnits = []string{"out-tok/sec"} }, `unit "out-tok/sec" is in no level compared (their units: out-tok/s, tpot-p50-ms, ttft-p50-ms)`},
+		"NaN threshold":     {base, func(t *Thresholds) { t.LatencyRise = math.NaN() }, "latency rise threshold is not a number"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			th := DefaultThresholds
+			if c.t != nil {
+				c.t(&th)
+			}
+			r := Compare(base, c.cur, th)
+			require.False(t, r.Regressed())
+			require.ErrorContains(t, r.Incomplete(), c.want)
+			var b strings.Builder
+			require.NoError(t, r.WriteMarkdown(&b, "old", "new"))
+			require.NotContains(t, b.String(), "No regression")
+			require.Contains(t, b.String(), "**Not judged**")
+		})
+	}
 }
 
 func TestCompareFailedAndMissing(t *testing.T) {

@@ -55,9 +55,15 @@ const (
 // PlanTimeout is the timeout, in minutes, of a plan's job that runs it
 // count times.
 func PlanTimeout(p *PlanFile, count int) int {
-	d := time.Duration(max(count, 1)*planTimeMargin)*p.Estimate() + planSetup
-	return int(math.Ceil(d.Minutes()/5)) * 5
+	// In float64 minutes, capped: a long plan must not wrap into a short
+	// (or negative) timeout.
+	m := float64(max(count, 1)*planTimeMargin)*p.Estimate().Minutes() + planSetup.Minutes()
+	return int(math.Ceil(min(m, maxPlanMinutes)/5)) * 5
 }
+
+// maxPlanMinutes caps PlanTimeout far beyond any runner's timeout, so that
+// the comparison with it still fails.
+const maxPlanMinutes = 1 << 30
 
 // PlanEntryOf is the job of one plan: it runs profile-model run --plan on
 // the plan's file $COUNT times, each repeat into

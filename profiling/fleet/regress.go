@@ -2,8 +2,10 @@ package fleet
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -86,6 +88,7 @@ type Regression struct {
 	// Notes say what was not compared and why.
 	Notes []string `json:"notes"`
 
+	units   map[string]bool   // the units of the levels compared
 	engines map[string]string // sweep → engine, for the re-run commands
 	plans   map[string]string // sweep → plan, for a plan's pairs
 }
@@ -137,7 +140,7 @@ func (r *Regression) Jobs() []string {
 // (sweeps matched by name, levels by concurrency).
 func Compare(base, cur *Summary, t Thresholds) *Regression {
 	r := &Regression{Thresholds: t, Findings: []Finding{}, Unconfirmed: []Finding{}, Missing: []string{}, NewOnly: []string{}, Notes: []string{},
-		engines: map[string]string{}, plans: map[string]string{}}
+		units: map[string]bool{}, engines: map[string]string{}, plans: map[string]string{}}
 	for _, s := range append(slices.Clone(base.Sweeps), cur.Sweeps...) {
 		r.engines[s.Sweep] = s.Engine
 		if s.Plan != "" {
@@ -190,6 +193,7 @@ func (r *Regression) compareLevel(sweep string, bl, cl *LevelSummary, base, cur 
 		if !ok {
 			continue
 		}
+		r.units[bm.Unit] = true
 		f := Finding{Sweep: sweep, Conc: bl.Conc, Unit: bm.Unit, Old: bm.Median, New: cm.Median}
 		if bm.Median != 0 {
 			f.Pct = (cm.Median - bm.Median) / math.Abs(bm.Median) * 100
@@ -224,6 +228,36 @@ func (r *Regression) compareLevel(sweep string, bl, cl *LevelSummary, base, cur 
 			r.Unconfirmed = append(r.Unconfirmed, f)
 		}
 	}
+}
+
+// Incomplete says why the comparison cannot stand for "no regression":
+// no level was compared, a threshold is not a number, or a unit the
+// thresholds name is in no level compared (a typo would compare nothing
+// and pass). nil when it can.
+func (r *Regression) Incomplete() error {
+	t := r.Thresholds
+	var errs []error
+	for _, v := range []struct {
+		name string
+		v    float64
+	}{{"throughput drop", t.ThroughputDrop}, {"latency rise", t.LatencyRise}, {"kernel rise", t.KernelRise}, {"kernel min µs", t.KernelMinUS}} {
+		if math.IsNaN(v.v) {
+			errs = append(errs, fmt.Errorf("the %s threshold is not a number", v.name))
+		}
+	}
+	if r.Compared == 0 {
+		list := func(v []string) string { return cmp.Or(strings.Join(v, ", "), "none") }
+		errs = append(errs, fmt.Errorf("no level was compared: no sweep and concurrency of the baseline is in the new results (baseline only: %s; new only: %s)",
+			list(r.Missing), list(r.NewOnly)))
+	} else {
+		known := slices.Sorted(maps.Keys(r.units))
+		for _, u := range append(slices.Clone(t.ThroughputUnits), t.LatencyUnits...) {
+			if !r.units[u] {
+				errs = append(errs, fmt.Errorf("unit %q is in no level compared (their units: %s)", u, strings.Join(known, ", ")))
+			}
+		}
+	}
+	return errors.Join(errs...)
 }
 
 func isKernelUnit(u string) bool { return u == LayerUnit || strings.HasSuffix(u, "-us/layer") }
@@ -297,7 +331,10 @@ func (r *Regression) WriteMarkdown(w io.Writer, baseName, curName string) error 
 		"Medians over each level's repeats; a change beyond its threshold is a regression when the U test of the repeats gives p < %g; %d levels compared.\n\n",
 		strings.Join(t.ThroughputUnits, ", "), pctOff(t.ThroughputDrop), strings.Join(t.LatencyUnits, ", "), pctOff(t.LatencyRise),
 		pctOff(t.KernelRise), num(t.KernelMinUS), t.Alpha, r.Compared)
+	incomplete := r.Incomplete()
 	switch {
+	case incomplete != nil && !r.Regressed():
+		fmt.Fprintf(&b, "**Not judged**: %s.\n", strings.ReplaceAll(incomplete.Error(), "\n", "; "))
 	case !r.Regressed() && len(r.Unconfirmed) == 1:
 		b.WriteString("**No regression** (1 change beyond a threshold is not significant: below).\n")
 	case !r.Regressed() && len(r.Unconfirmed) > 1:

@@ -7,15 +7,16 @@
 package fleet
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"maps"
-	"os"
 	"slices"
 	"strings"
 
 	"github.com/go-json-experiment/json"
 
+	"github.com/profile-model/profile-model/internal/sidefile"
 	"github.com/profile-model/profile-model/profiling/engine"
 )
 
@@ -46,9 +47,9 @@ const DefaultRunnerMap = "fixtures/runners.json"
 
 // LoadRunnerMap reads and checks a runner map.
 func LoadRunnerMap(path string) (*RunnerMap, error) {
-	data, err := os.ReadFile(path)
+	data, err := sidefile.Read(context.Background(), path, "the runner map", sidefile.Small)
 	if err != nil {
-		return nil, fmt.Errorf("reading the runner map: %w", err)
+		return nil, err
 	}
 	return ParseRunnerMap(data, path)
 }

@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/go-json-experiment/json"
 
+	"github.com/profile-model/profile-model/internal/sidefile"
 	"github.com/profile-model/profile-model/profiling/engine"
 )
 
@@ -53,7 +55,7 @@ func LoadSweepFiles(dir string) ([]*SweepFile, error) {
 	}
 	var out []*SweepFile
 	for _, p := range paths {
-		data, err := os.ReadFile(p)
+		data, err := sidefile.Read(context.Background(), p, "the sweep declaration", sidefile.Small)
 		if err != nil {
 			return nil, err
 		}

@@ -94,7 +94,11 @@ func DryRun(w io.Writer, p *Plan, o RunOptions) error {
 			fmt.Fprintf(w, "  %s/%s: %s\n", d.Server, d.Bench, d.Why)
 		}
 	}
-	fmt.Fprintf(w, "\nestimate: about %s for %d levels and %d engine starts", roundDur(est.remaining()), est.levelsLeft(), len(est.servers))
+	about := "about " + roundDur(est.remaining()).String()
+	if est.remaining() >= MaxEstimate {
+		about = "more than " + MaxEstimate.String()
+	}
+	fmt.Fprintf(w, "\nestimate: %s for %d levels and %d engine starts", about, est.levelsLeft(), len(est.servers))
 	if est.measured > 0 {
 		fmt.Fprintf(w, " (scaled by the %.0f s the levels on disk took against their model)\n", est.measured)
 	} else {

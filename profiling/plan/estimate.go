@@ -102,12 +102,30 @@ func requestModel(spec engine.Spec, w Workload, conc int) time.Duration {
 	if spec.Kind == engine.Sim {
 		tpot, prefill = AssumedSimTPOT, AssumedSimPrefillPerToken
 	}
-	wave := time.Duration(w.OSL)*tpot + time.Duration(w.ISL*min(conc, prompts))*prefill
-	d := time.Duration(waves * float64(wave))
+	// In float64: the bounds allow levels of centuries, beyond a Duration.
+	wave := float64(w.OSL)*float64(tpot) + float64(w.ISL)*float64(min(conc, prompts))*float64(prefill)
+	d := waves * wave
 	if spec.Kind == engine.Sim && spec.TimeScale > 0 {
-		d = time.Duration(float64(d) / spec.TimeScale)
+		d /= spec.TimeScale
 	}
-	return d
+	return clampEstimate(d)
+}
+
+// MaxEstimate caps every estimate: a plan within the bounds can model
+// more than a Duration holds, and adding such times must not wrap into a
+// negative one.
+const MaxEstimate = 1_000_000 * time.Hour
+
+func clampEstimate(ns float64) time.Duration {
+	if !(ns < float64(MaxEstimate)) {
+		return MaxEstimate
+	}
+	return time.Duration(max(ns, 0))
+}
+
+// addEstimate is a + b, at most MaxEstimate.
+func addEstimate(a, b time.Duration) time.Duration {
+	return clampEstimate(float64(a) + float64(b))
 }
 
 func exportModel(spec engine.Spec) time.Duration {
@@ -133,12 +151,13 @@ func (e *estimator) remaining() time.Duration {
 	var d time.Duration
 	for _, l := range e.levels {
 		if !l.done {
-			d += time.Duration(float64(l.req)*e.scale()) + l.fixed
+			d = addEstimate(d, clampEstimate(float64(l.req)*e.scale()))
+			d = addEstimate(d, l.fixed)
 		}
 	}
 	for name, s := range e.servers {
 		if !e.started[name] {
-			d += s
+			d = addEstimate(d, s)
 		}
 	}
 	return d

@@ -16,9 +16,11 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/profile-model/profile-model/internal/atomicfile"
+	"github.com/profile-model/profile-model/internal/dirlock"
 	"github.com/profile-model/profile-model/internal/results"
 	"github.com/profile-model/profile-model/profiling"
 	"github.com/profile-model/profile-model/profiling/engine"
+	"github.com/profile-model/profile-model/profiling/report"
 )
 
 // RunOptions say how a sweep runs beyond where things are.
@@ -31,8 +33,11 @@ type RunOptions struct {
 	Resume string
 	// FailFast stops the sweep at the first pair that fails; otherwise
 	// the failure is recorded and the sweep goes on.
-	FailFast     bool
-	ForceGPU     bool          // start even when another process holds GPU memory
+	FailFast bool
+	ForceGPU bool // start even when another process holds GPU memory
+	// Force replaces the reports (readme.md, charts) of the sweep and its
+	// pairs even when edited since a report wrote them.
+	Force        bool
 	ReadyTimeout time.Duration // 0: the engine package's default
 	Tool         string        // version line recorded in sweep.json and run.json
 	// Log receives one line per phase and the progress; nil discards.
@@ -102,6 +107,15 @@ func Run(ctx context.Context, p *Plan, o RunOptions) (*Result, error) {
 		}
 		s.say("sweep directory %s", s.dir)
 	}
+	what := "run --plan " + s.p.Path()
+	if o.Resume != "" {
+		what = "run --resume " + o.Resume
+	}
+	unlock, err := dirlock.Lock(s.dir, what)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	res := &Result{Dir: s.dir}
 	pairs, dropped := s.p.Pairs()
 	s.index = s.freshIndex(pairs, dropped)
@@ -112,6 +126,13 @@ func Run(ctx context.Context, p *Plan, o RunOptions) (*Result, error) {
 	work := make([]pairWork, len(pairs))
 	for i, pr := range pairs {
 		work[i] = s.survey(pr, &s.index.Pairs[i])
+	}
+	if o.Resume != "" && !o.NoReport {
+		// Refused before any engine starts: a readme edited since its
+		// report would otherwise be found only after hours of levels.
+		if err := s.checkEdits(work); err != nil {
+			return res, err
+		}
 	}
 	s.est = newEstimator(s.p, o.Options, work)
 	s.say("%d pairs, %d of %d levels to run; about %s", len(pairs), s.est.levelsLeft(), s.est.levelsAll(), roundDur(s.est.remaining()))
@@ -180,7 +201,7 @@ func Run(ctx context.Context, p *Plan, o RunOptions) (*Result, error) {
 	}
 	if !o.NoReport {
 		s.say("sweep report")
-		if err := WriteReport(ctx, s.dir); err != nil {
+		if err := WriteReport(ctx, s.dir, o.Force); err != nil {
 			return res, s.end(StatusFailed, fmt.Errorf("writing the sweep report: %w", err))
 		}
 	}
@@ -189,6 +210,36 @@ func Run(ctx context.Context, p *Plan, o RunOptions) (*Result, error) {
 	}
 	s.say("done: %s (%s)", s.dir, roundDur(time.Since(s.start)))
 	return res, nil
+}
+
+// checkEdits says which reports of the sweep and of its pairs were edited
+// since a report wrote them (or never were a report's): the resume would
+// replace them; Force allows it.
+func (s *sweep) checkEdits(work []pairWork) error {
+	var errs []error
+	owned, err := report.OpenOwned(s.dir, s.o.Force)
+	if err == nil {
+		err = owned.Check(ReadmeFile, ParetoChart)
+	}
+	if err != nil {
+		errs = append(errs, err)
+	}
+	for _, w := range work {
+		if _, err := os.Stat(w.dir); err != nil {
+			continue // never run: nothing to keep
+		}
+		owned, err := report.OpenOwned(w.dir, s.o.Force)
+		if err == nil {
+			err = owned.CheckAll()
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("--resume would replace files edited since their report: %w\n(save your edits under another name, or pass --force to replace them)", errors.Join(errs...))
+	}
+	return nil
 }
 
 // end records how the sweep ended and returns err.

@@ -1,11 +1,14 @@
 package plan
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/profile-model/profile-model/internal/sidefile"
 )
 
 // IndexSchemaVersion is the version of sweep.json this package writes.
@@ -95,7 +98,7 @@ func IsSweep(dir string) bool {
 
 // LoadIndex reads sweep.json.
 func LoadIndex(path string) (*Index, error) {
-	data, err := os.ReadFile(path)
+	data, err := sidefile.Read(context.Background(), path, "the sweep index", sidefile.Small)
 	if err != nil {
 		return nil, err
 	}

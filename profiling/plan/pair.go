@@ -134,7 +134,7 @@ func (s *sweep) runPair(ctx context.Context, eng *engineRun, w pairWork, e *Pair
 			}
 		}
 	}
-	for _, p := range []string{run.Summary(), run.Bench(), run.Readme()} {
+	for _, p := range []string{run.Summary(), run.Bench()} {
 		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return s.finish(ctx, w, e, nil, err)
 		}
@@ -282,7 +282,7 @@ func (s *sweep) rebuild(w pairWork, prior *results.RunInfo, runErr error, allVal
 	if s.o.NoReport || len(rows) == 0 {
 		return nil
 	}
-	rep, err := report.Build(w.dir, report.Options{})
+	rep, err := report.Build(w.dir, report.Options{Force: s.o.Force})
 	if err != nil {
 		return fmt.Errorf("the report of %s: %w", w.pair.Name(), err)
 	}

@@ -9,6 +9,7 @@ package plan
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/go-json-experiment/json"
 
+	"github.com/profile-model/profile-model/internal/sidefile"
 	"github.com/profile-model/profile-model/profiling"
 	"github.com/profile-model/profile-model/profiling/bench"
 	"github.com/profile-model/profile-model/profiling/engine"
@@ -124,9 +126,9 @@ var (
 
 // Load reads and checks a plan file.
 func Load(path string) (*Plan, error) {
-	data, err := os.ReadFile(path)
+	data, err := sidefile.Read(context.Background(), path, "the sweep plan", sidefile.Small)
 	if err != nil {
-		return nil, fmt.Errorf("reading the sweep plan: %w", err)
+		return nil, err
 	}
 	return Parse(data, path)
 }
@@ -187,6 +189,12 @@ func (p *Plan) check() error {
 		if _, err := os.Stat(p.rel(p.ModelConfig)); err != nil {
 			bad("model_config: %v (a path relative to the plan)", err)
 		}
+	}
+	p.checkBounds(bad)
+	if len(errs) > 0 {
+		// Out-of-range sizes stop here: pairing 3000 × 3000 variants, or
+		// levels of 2^62 prompts, is what the bounds prevent.
+		return errors.Join(errs...)
 	}
 	seen := map[string]bool{}
 	for i, s := range p.Servers {

@@ -18,6 +18,7 @@ import (
 	"github.com/profile-model/profile-model/internal/results"
 	"github.com/profile-model/profile-model/internal/svgchart"
 	"github.com/profile-model/profile-model/profiling/diff"
+	"github.com/profile-model/profile-model/profiling/report"
 )
 
 // Files of the sweep report.
@@ -109,12 +110,26 @@ func Frontier(pts []Point) []Point {
 
 // WriteReport writes the sweep directory's readme.md, pareto.svg and one
 // diff per pair of server variants that differ in one setting
-// (diffs/A-vs-B.bench.md), from the files of the sweep alone.
-func WriteReport(ctx context.Context, dir string) error {
+// (diffs/A-vs-B.bench.md), from the files of the sweep alone. A readme.md
+// or pareto.svg edited since a report wrote it (report.sha256) is
+// replaced only with force.
+func WriteReport(ctx context.Context, dir string, force bool) (err error) {
 	p, x, err := openSweep(dir)
 	if err != nil {
 		return err
 	}
+	owned, err := report.OpenOwned(dir, force)
+	if err != nil {
+		return err
+	}
+	if err := owned.Check(ReadmeFile, ParetoChart); err != nil {
+		return err
+	}
+	defer func() {
+		if serr := owned.Save(); err == nil {
+			err = serr
+		}
+	}()
 	pts := Points(dir, p, x)
 	front := Frontier(pts)
 	var b bytes.Buffer
@@ -179,7 +194,7 @@ func WriteReport(ctx context.Context, dir string) error {
 		if err != nil {
 			return err
 		}
-		if err := atomicfile.Write(filepath.Join(dir, ParetoChart), svg); err != nil {
+		if err := owned.Write(ParetoChart, svg); err != nil {
 			return err
 		}
 		fmt.Fprintf(&b, "![Pareto frontier](%s)\n\n", ParetoChart)
@@ -198,7 +213,7 @@ func WriteReport(ctx context.Context, dir string) error {
 	if err := settingDiffs(ctx, &b, dir, p, x); err != nil {
 		return err
 	}
-	return atomicfile.Write(filepath.Join(dir, ReadmeFile), b.Bytes())
+	return owned.Write(ReadmeFile, b.Bytes())
 }
 
 // simTimeScale is the time scale of the simulated engine of the first

@@ -5,6 +5,8 @@ import (
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/profile-model/profile-model/internal/results"
 )
 
 // Limits for what limits the highest level (see the package documentation).
@@ -109,7 +111,11 @@ func (v *view) catShare(cat string) []float64 {
 }
 
 func (v *view) throughputScaling() string {
-	ls := v.levelsWithRows()
+	// Not an interrupted level, nor one that measured nothing: its part
+	// of the load (0 tok/s) is not a fall.
+	ls := slices.DeleteFunc(v.levelsWithRows(), func(l *level) bool {
+		return l.Row.OutTokS <= 0 || l.Result != nil && l.Result.Status == results.StatusInterrupted
+	})
 	if len(ls) < 2 {
 		return ""
 	}

@@ -40,6 +40,26 @@ func (v *view) rooflines() ([]*roofline.Table, string) {
 	return out, note
 }
 
+// whyNoRoofline says why no level has a roofline, never "".
+func (v *view) whyNoRoofline() string {
+	switch {
+	case v.roofNote != "":
+		return v.roofNote
+	case len(v.lv) == 0:
+		return "no level has a trace analysis (levels/conc{N}/analysis.json); if the run was interrupted before, `profile-model report RUN_DIR --reanalyse` analyses the traces on disk"
+	}
+	var refused []string
+	for _, t := range v.roofs {
+		if t != nil {
+			refused = append(refused, t.Refused...)
+		}
+	}
+	if len(refused) > 0 {
+		return "every position's figures were left out as impossible: " + joinCode(refused)
+	}
+	return "no position of the analysed levels has its work modelled (their roles are not known)"
+}
+
 func (v *view) hasRoofline() bool {
 	return slices.ContainsFunc(v.roofs, func(t *roofline.Table) bool { return t != nil && len(t.Points) > 0 })
 }
@@ -49,7 +69,7 @@ func (v *view) hasRoofline() bool {
 func (v *view) rooflineSection(b *md) {
 	b.p("## Roofline per position\n\n")
 	if !v.hasRoofline() {
-		b.p("Not computed: %s.\n\n", v.roofNote)
+		b.p("Not computed: %s.\n\n", v.whyNoRoofline())
 		return
 	}
 	li := len(v.roofs) - 1
@@ -68,6 +88,9 @@ func (v *view) rooflineSection(b *md) {
 	pointTable(b, t)
 	if len(t.Missing) > 0 {
 		b.p("Not modelled (no FLOP or byte count for the role): %s.\n\n", joinCode(t.Missing))
+	}
+	if len(t.Refused) > 0 {
+		b.p("Left out as impossible: %s.\n\n", joinCode(t.Refused))
 	}
 	var over []string
 	for _, p := range t.Points {

@@ -89,3 +89,71 @@ func (s sums) write(dir string) error {
 	}
 	return atomicfile.Write(results.Run(dir).ReportSums(), b.Bytes())
 }
+
+// Owned are the files a report wrote in a directory (its report.sha256):
+// a run directory's readme.md and charts, or a sweep directory's. A file
+// edited since, or never written by a report, is replaced only by force.
+type Owned struct {
+	dir   string
+	force bool
+	sums  sums
+	wrote bool
+}
+
+// OpenOwned reads dir's report.sha256 (none yet: an empty list).
+func OpenOwned(dir string, force bool) (*Owned, error) {
+	s, err := readSums(dir)
+	if err != nil {
+		return nil, err
+	}
+	return &Owned{dir: dir, force: force, sums: s}, nil
+}
+
+// Check says why a file of dir named by base name may not be replaced,
+// nil when it may (absent, unchanged since a report wrote it, or force).
+func (o *Owned) Check(names ...string) error {
+	if o.force {
+		return nil
+	}
+	var errs []error
+	for _, n := range names {
+		if err := o.sums.unchanged(filepath.Join(o.dir, n)); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// CheckAll checks readme.md and every file report.sha256 lists.
+func (o *Owned) CheckAll() error {
+	readme := filepath.Base(results.Run(o.dir).Readme())
+	names := []string{readme}
+	for n := range o.sums {
+		if n != readme {
+			names = append(names, n)
+		}
+	}
+	slices.Sort(names[1:])
+	return o.Check(names...)
+}
+
+// Write writes data as dir's file name, after Check, and records it.
+func (o *Owned) Write(name string, data []byte) error {
+	if err := o.Check(name); err != nil {
+		return err
+	}
+	if err := atomicfile.Write(filepath.Join(o.dir, name), data); err != nil {
+		return err
+	}
+	o.sums[name] = sha256.Sum256(data)
+	o.wrote = true
+	return nil
+}
+
+// Save writes report.sha256 when a file was written.
+func (o *Owned) Save() error {
+	if !o.wrote {
+		return nil
+	}
+	return o.sums.write(o.dir)
+}

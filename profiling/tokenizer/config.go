@@ -1,14 +1,16 @@
 package tokenizer
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/profile-model/profile-model/internal/sidefile"
 )
 
 // rebuildsPostProcessor says whether transformers' tokenizer class rebuilds
@@ -39,12 +41,12 @@ type configJSON struct {
 // classes that rebuild the post-processor.
 func (t *Tokenizer) applyConfig(dir string) error {
 	path := filepath.Join(dir, "tokenizer_config.json")
-	data, err := os.ReadFile(path)
+	data, err := sidefile.Read(context.Background(), path, "the tokenizer config", sidefile.Small)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("tokenizer: %w", err)
+		return err
 	}
 	var c configJSON
 	if err := json.Unmarshal(data, &c, jsontext.AllowDuplicateNames(true)); err != nil {

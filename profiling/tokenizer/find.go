@@ -1,11 +1,14 @@
 package tokenizer
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/profile-model/profile-model/internal/sidefile"
 )
 
 // errNotFound says no tokenizer.json was found for a model; the bench then
@@ -76,12 +79,9 @@ func hubCache(getenv func(string) string) string {
 // in the snapshot whose tokenizer.json is newest.
 func snapshotFile(repo string) (string, bool) {
 	snaps := filepath.Join(repo, "snapshots")
-	if ref, err := os.ReadFile(filepath.Join(repo, "refs", "main")); err == nil {
-		rev := strings.TrimSpace(string(ref))
-		if rev != "" && !strings.ContainsAny(rev, `/\`) {
-			if p, ok := tokenizerFile(filepath.Join(snaps, rev)); ok {
-				return p, true
-			}
+	if snap, ok := sidefile.HubSnapshot(context.Background(), repo); ok {
+		if p, ok := tokenizerFile(snap); ok {
+			return p, true
 		}
 	}
 	entries, err := os.ReadDir(snaps)

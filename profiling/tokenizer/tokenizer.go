@@ -1,6 +1,7 @@
 package tokenizer
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -11,6 +12,8 @@ import (
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/profile-model/profile-model/internal/sidefile"
 )
 
 // Tokenizer counts tokens the way the served model's tokenizer does. It is
@@ -37,9 +40,9 @@ func Load(path string) (*Tokenizer, error) {
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
 		path = filepath.Join(path, "tokenizer.json")
 	}
-	data, err := os.ReadFile(path)
+	data, err := sidefile.Read(context.Background(), path, "the tokenizer", sidefile.Large)
 	if err != nil {
-		return nil, fmt.Errorf("tokenizer: %w", err)
+		return nil, err
 	}
 	t, err := parse(data, path)
 	if err != nil {
