@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -27,6 +28,7 @@ import (
 	"github.com/profile-model/profile-model/profiling/bench"
 	"github.com/profile-model/profile-model/profiling/engine"
 	"github.com/profile-model/profile-model/profiling/sim"
+	"github.com/profile-model/profile-model/profiling/telemetry"
 	"github.com/profile-model/profile-model/profiling/tokenizer"
 )
 
@@ -55,7 +57,23 @@ type Plan struct {
 	Report func(ctx context.Context, runDir string) error
 	// Now names the run directory; nil: time.Now.
 	Now func() time.Time
+	// Telemetry samples the GPUs' power, clocks and memory over each
+	// level: TelemetryAuto ("") with the simulated engine's own telemetry
+	// or the first of amd-smi, rocm-smi and nvidia-smi found (none: a
+	// note), TelemetryOn (none found: an error) or TelemetryOff.
+	Telemetry       string
+	TelemetryPeriod time.Duration // 0: telemetry.DefaultPeriod
+	// GPUPrice is the price of a GPU-hour in US dollars, for the report's
+	// cost per million tokens; 0: none.
+	GPUPrice float64
 }
+
+// Telemetry settings of a Plan.
+const (
+	TelemetryAuto = "auto"
+	TelemetryOn   = "on"
+	TelemetryOff  = "off"
+)
 
 // CorpusPrefix marks a path of the reference corpus in a sweep
 // declaration's or a plan's kernel tables ("corpus:atom-minimax-m2.5/...").
@@ -129,6 +147,9 @@ func Run(ctx context.Context, p Plan) (*Result, error) {
 	if err != nil {
 		return r.finish("failed", err)
 	}
+	if err := r.setTelemetry(ctx, srv); err != nil {
+		return r.finish("failed", err)
+	}
 	if status, err := r.sweep(ctx, srv); err != nil {
 		return r.finish(status, err)
 	}
@@ -194,6 +215,14 @@ func newRunner(p Plan) (*runner, error) {
 	}
 	r.run = results.Run(dir)
 	r.res = &Result{Dir: dir}
+	switch p.Telemetry {
+	case "", TelemetryAuto, TelemetryOn, TelemetryOff:
+	default:
+		return nil, fmt.Errorf("telemetry %q: want auto, on or off", p.Telemetry)
+	}
+	if p.GPUPrice < 0 || math.IsNaN(p.GPUPrice) || math.IsInf(p.GPUPrice, 0) {
+		return nil, fmt.Errorf("GPU price %v: give US dollars per GPU-hour, 0 or more", p.GPUPrice)
+	}
 	r.say("run directory %s", dir)
 	r.info = r.newRunInfo(notes)
 	r.res.Info = r.info
@@ -235,9 +264,10 @@ func (r *runner) newRunInfo(notes []string) *results.RunInfo {
 			NumPromptsMul: cfg.NumPromptsMul,
 			Seed:          cfg.Seed,
 		},
-		Notes: notes,
-		PID:   os.Getpid(),
-		Host:  hostname(),
+		Notes:    notes,
+		GPUPrice: r.p.GPUPrice,
+		PID:      os.Getpid(),
+		Host:     hostname(),
 	}
 }
 
@@ -374,6 +404,41 @@ func (r *runner) stopEngine(ctx context.Context, srv *engine.Server) {
 	if err := srv.Stop(stopCtx); err != nil {
 		r.say("stopping the engine: %v", err)
 	}
+}
+
+// setTelemetry picks where each level's GPU readings come from: the
+// simulated engine's /debug/telemetry, else the first GPU tool on PATH, on
+// the GPUs the engine uses; run.json says which, or why none.
+func (r *runner) setTelemetry(ctx context.Context, srv *engine.Server) error {
+	mode := cmp.Or(r.p.Telemetry, TelemetryAuto)
+	if mode == TelemetryOff {
+		return nil
+	}
+	var src telemetry.Source
+	if r.spec.Kind == engine.Sim {
+		src = telemetry.Source{Tool: telemetry.Sim, URL: srv.URL() + "/debug/telemetry"}
+	} else {
+		var warn string
+		if src, warn = telemetry.Find(ctx, nil, nil); src.Tool == "" {
+			if mode == TelemetryOn {
+				return errors.New(warn + " (--telemetry off runs without it)")
+			}
+			r.info.Telemetry = warn
+			r.say("note: %s", warn)
+			return r.saveInfo()
+		}
+	}
+	src.Devices = r.spec.Devices(os.Environ())
+	if r.spec.Kind == engine.Sim {
+		src.Devices = nil // the simulated engine reports its own ranks only
+	}
+	src.Period = r.p.TelemetryPeriod
+	r.info.Telemetry = src.Describe()
+	r.say("GPU telemetry: %s", r.info.Telemetry)
+	r.cfg.Telemetry = func(ctx context.Context, conc int, phase string) func() (*results.Telemetry, []string) {
+		return src.Start(ctx).Stop
+	}
+	return r.saveInfo()
 }
 
 // sweep runs the profiled sweep against the engine; each level's traces

@@ -27,7 +27,7 @@ type Telemetry struct {
 type GPUTelemetry struct {
 	Index          int     `json:"index"`
 	Samples        int     `json:"samples"`
-	Missing        bool    `json:"missing,omitempty"`
+	Missing        bool    `json:"missing,omitzero"`
 	MeanPowerW     float64 `json:"mean_power_w"`
 	PeakPowerW     float64 `json:"peak_power_w"`
 	MeanSMClockMHz float64 `json:"mean_sm_clock_mhz"`

@@ -200,6 +200,7 @@ func (s *Server) handler() http.Handler {
 	mux.HandleFunc("POST /stop_profile", s.post(jsonOrEmpty(s.ready(s.stopProfile))))
 	mux.HandleFunc("GET /metrics", s.ready(s.metrics))
 	mux.HandleFunc("GET /server_info", s.ready(s.serverInfo))
+	mux.HandleFunc("GET /debug/telemetry", s.ready(s.telemetry))
 	// FastAPI's replies to a wrong method and to an unknown path.
 	for _, p := range []string{"/health", "/v1/models", "/v1/completions", "/v1/chat/completions", "/start_profile", "/stop_profile", "/metrics", "/server_info"} {
 		mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {

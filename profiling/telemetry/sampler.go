@@ -147,6 +147,27 @@ func (r *Recording) add(rd Round) {
 func (r *Recording) poll(ctx context.Context) {
 	tick := time.NewTicker(r.src.period())
 	defer tick.Stop()
+	if r.src.Tool == Sim {
+		// Its last reading closes the phase's window: the time since the
+		// previous one is in no other.
+		defer func() {
+			at := time.Now()
+			if ss, err := r.src.read(context.Background()); err == nil {
+				r.add(Round{At: at, Samples: ss})
+			}
+		}()
+		// The simulated engine averages since its last reading: the first
+		// covers the time before the phase and only starts its window.
+		_, _ = r.src.read(ctx)
+		r.mu.Lock()
+		r.start = time.Now()
+		r.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
 	for {
 		at := time.Now()
 		ss, err := r.src.read(ctx)
@@ -240,6 +261,9 @@ func (r *Recording) Stop() (*results.Telemetry, []string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	t := Summarize(r.src.Tool, r.src.period(), r.start, end, r.src.Devices, r.rounds)
+	if len(r.rounds) == 0 && r.bad == 0 && r.src.Tool == Sim {
+		return nil, nil // a phase shorter than one period: nothing to say
+	}
 	var warns []string
 	if r.bad > 0 {
 		warns = append(warns, fmt.Sprintf("%d GPU readings of %s failed or did not read (first: %s)", r.bad, r.src.Tool, r.first))

@@ -20,6 +20,7 @@ type Round struct {
 // (nil: every GPU seen) its means, peaks and time at each limit, and the
 // summed power at each round. A reading's limits count until the GPU's
 // next reading (at most two periods; the last one period, cut at end).
+// The rounds are in the order they were read.
 func Summarize(tool string, period time.Duration, start, end time.Time, devs []int, rounds []Round) *results.Telemetry {
 	t := &results.Telemetry{Tool: tool, PeriodMS: float64(period.Milliseconds()), DurationS: end.Sub(start).Seconds(), Rounds: len(rounds)}
 	by := map[int][]Sample{}
@@ -80,7 +81,10 @@ func summarizeGPU(idx int, ss []Sample, period time.Duration, end time.Time) res
 		}
 		dt := period
 		if i+1 < len(ss) {
-			dt = min(ss[i+1].At.Sub(s.At), 2*period)
+			// A clock that went back (a tool's local time) counts a period.
+			if next := ss[i+1].At.Sub(s.At); next > 0 {
+				dt = min(next, 2*period)
+			}
 		} else if rest := end.Sub(s.At); rest < dt {
 			dt = rest
 		}
