@@ -2,6 +2,8 @@ package analysis
 
 import (
 	"strings"
+
+	"github.com/profile-model/profile-model/internal/results"
 )
 
 // Energy groups of a decode step: the layer roles whose GPU time the
@@ -85,6 +87,53 @@ func (f *LevelFile) DecodeShares() []GroupShare {
 		if s > 0 {
 			out = append(out, GroupShare{g, s})
 		}
+	}
+	return out
+}
+
+// GroupEnergy is the energy per output token of a decode step apportioned
+// to one group, in joules.
+type GroupEnergy struct {
+	Group string
+	J     float64
+}
+
+// DecodeTokenEnergy is a level's energy per decode-step token: the GPUs'
+// mean power over the profiled window (the level's mean without one)
+// times the decode step's time, over the step's batch. False without
+// telemetry, a timed decode step or a batch size.
+func (f *LevelFile) DecodeTokenEnergy(l *results.Level) (float64, bool) {
+	if f == nil || l == nil || l.Telemetry == nil || f.StepTime.Timed == 0 || f.StepTime.StepUS <= 0 {
+		return 0, false
+	}
+	bs := f.DecodeBS()
+	if bs <= 0 {
+		bs = l.DecodeBS
+	}
+	if bs <= 0 {
+		return 0, false
+	}
+	t := l.Telemetry
+	w := t.MeanPowerW()
+	if win := l.Window; win != nil {
+		w = t.MeanPowerBetween(max(win.StartS, 0), win.StopS)
+	}
+	j := w * f.StepTime.StepUS / 1e6 / float64(bs)
+	return j, j > 0
+}
+
+// RoleEnergy apportions a level's energy per decode-step token among the
+// groups by their share of the step's time (DecodeShares): an
+// apportionment, not a measurement, since no tool reads a kernel's own
+// energy. Nil without telemetry or a decode table.
+func (f *LevelFile) RoleEnergy(l *results.Level) []GroupEnergy {
+	perTok, ok := f.DecodeTokenEnergy(l)
+	if !ok {
+		return nil
+	}
+	var out []GroupEnergy
+	for _, s := range f.DecodeShares() {
+		out = append(out, GroupEnergy{s.Group, perTok * s.Share})
 	}
 	return out
 }

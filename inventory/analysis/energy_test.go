@@ -5,6 +5,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/profile-model/profile-model/internal/results"
 	"github.com/profile-model/profile-model/inventory"
 )
 
@@ -37,6 +38,23 @@ func TestDecodeShares(t *testing.T) {
 	}
 	require.InDelta(t, 1, sum, 1e-12)
 	require.Nil(t, (&LevelFile{}).DecodeShares())
+
+	// 500 W in the profiled window (the level's mean is 600 W) over the
+	// 1000 µs step of batch 8: 62.5 mJ per token.
+	f.Summary.DecodeBS = 8
+	l := &results.Level{Telemetry: &results.Telemetry{GPUs: []results.GPUTelemetry{{Samples: 2, MeanPowerW: 600}},
+		Power: []results.PowerPoint{{T: 1, W: 500}, {T: 5, W: 700}}}, Window: &results.ProfileWindow{StartS: 0, StopS: 2}}
+	perTok, ok := f.DecodeTokenEnergy(l)
+	require.True(t, ok)
+	require.InDelta(t, 500*1000e-6/8, perTok, 1e-12)
+	roles := f.RoleEnergy(l)
+	require.Len(t, roles, len(want))
+	require.Equal(t, GroupExperts, roles[1].Group)
+	require.InDelta(t, perTok*0.7*30/70, roles[1].J, 1e-12)
+	l.Window = nil
+	perTok, _ = f.DecodeTokenEnergy(l)
+	require.InDelta(t, 600*1000e-6/8, perTok, 1e-12)
+	require.Nil(t, f.RoleEnergy(&results.Level{}), "no telemetry")
 
 	require.Equal(t, GroupComm, EnergyGroup("All-reduce / collectives"))
 	require.Equal(t, GroupAttention, EnergyGroup("Flash attention (prefill)"))

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/profile-model/profile-model/internal/results"
 	"github.com/profile-model/profile-model/profiling/diff"
 )
 
@@ -27,6 +28,11 @@ type Thresholds struct {
 
 	ThroughputUnits []string
 	LatencyUnits    []string
+	// EnergyRise: an energy unit (EnergyUnits: joules per output token,
+	// from the GPUs' telemetry) that rises by more than this; levels
+	// without telemetry have none to compare.
+	EnergyRise  float64
+	EnergyUnits []string
 }
 
 // DefaultThresholds are ATOM's nightly practice (5% throughput, 10%
@@ -35,6 +41,8 @@ var DefaultThresholds = Thresholds{
 	ThroughputDrop: 5, LatencyRise: 10, KernelRise: 10, KernelMinUS: 1,
 	ThroughputUnits: []string{"out-tok/s"},
 	LatencyUnits:    []string{"ttft-p50-ms", "tpot-p50-ms"},
+	EnergyRise:      10,
+	EnergyUnits:     []string{results.UnitJPerToken},
 }
 
 // Finding is one metric of one level beyond its threshold.
@@ -45,7 +53,7 @@ type Finding struct {
 	Old   float64 `json:"old"`
 	New   float64 `json:"new"`
 	Pct   float64 `json:"pct"` // change in percent of Old; 0 when Old is 0
-	// Kind is "throughput", "latency", "kernel" or "failed" (the level
+	// Kind is "throughput", "latency", "energy", "kernel" or "failed" (the level
 	// completed in the baseline and not in the new results).
 	Kind string `json:"kind"`
 	// Kernel is, for a kernel finding, the kernel of the category whose
@@ -68,6 +76,7 @@ type Regression struct {
 	// Notes say what was not compared and why.
 	Notes []string `json:"notes"`
 
+	energy  bool              // some level had energy units on both sides
 	engines map[string]string // sweep → engine, for the re-run commands
 	plans   map[string]string // sweep → plan, for a plan's pairs
 }
@@ -185,6 +194,11 @@ func (r *Regression) compareLevel(sweep string, bl, cl *LevelSummary, base, cur 
 			if t.LatencyRise >= 0 && bm.Median > 0 && f.Pct > t.LatencyRise {
 				f.Kind = "latency"
 			}
+		case slices.Contains(t.EnergyUnits, bm.Unit):
+			r.energy = true
+			if t.EnergyRise >= 0 && bm.Median > 0 && f.Pct > t.EnergyRise {
+				f.Kind = "energy"
+			}
 		case isKernelUnit(bm.Unit):
 			if bl.DecodeBS != cl.DecodeBS {
 				continue // noted once below
@@ -271,6 +285,10 @@ func (r *Regression) WriteMarkdown(w io.Writer, baseName, curName string) error 
 		"Medians over each level's repeats; %d levels compared.\n\n",
 		strings.Join(t.ThroughputUnits, ", "), pctOff(t.ThroughputDrop), strings.Join(t.LatencyUnits, ", "), pctOff(t.LatencyRise),
 		pctOff(t.KernelRise), num(t.KernelMinUS), r.Compared)
+	if r.energy {
+		// Only results with GPU telemetry say it: others read as before.
+		fmt.Fprintf(&b, "Energy (%s, from the GPUs' telemetry) rise > %s.\n\n", strings.Join(t.EnergyUnits, ", "), pctOff(t.EnergyRise))
+	}
 	if !r.Regressed() {
 		b.WriteString("**No regression.**\n")
 	} else {

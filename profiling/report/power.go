@@ -170,25 +170,8 @@ func (v *view) energyTrend(ls []*level) string {
 		f4(first.JPerOutToken), f4(last.JPerOutToken), f2(first.OutTokensPerJ), f2(last.OutTokensPerJ), f1(first.MeanW), f1(last.MeanW), best.Conc)
 }
 
-// decodeStepEnergy is a level's energy per decode step (J) and per token
-// of it: the GPUs' mean power over the profiled window times the decode
-// step's time, over the step's batch. False without telemetry or timed
-// decode steps.
-func (v *view) decodeStepEnergy(l *level) (stepJ, perToken float64, ok bool) {
-	if l.Result == nil || l.Result.Telemetry == nil || l.File == nil || l.File.StepTime.Timed == 0 || l.BS() <= 0 {
-		return 0, 0, false
-	}
-	t := l.Result.Telemetry
-	w := t.MeanPowerW()
-	if win := l.Result.Window; win != nil {
-		w = t.MeanPowerBetween(max(win.StartS, 0), win.StopS)
-	}
-	stepJ = w * l.File.StepTime.StepUS / 1e6
-	return stepJ, stepJ / float64(l.BS()), stepJ > 0
-}
-
-// RoleEnergy is the energy per output token of a decode step apportioned
-// to one group, in joules, per level (NaN where a level has none).
+// roleEnergyRow is the energy per decode-step token apportioned to one
+// group, in joules, per level (NaN where a level has none).
 type roleEnergyRow struct {
 	group string
 	j     []float64
@@ -199,20 +182,16 @@ func (v *view) roleEnergyRows(ls []*level) []roleEnergyRow {
 	var rows []roleEnergyRow
 	for _, g := range analysis.EnergyGroups {
 		r := roleEnergyRow{group: g, j: make([]float64, len(ls))}
-		any := false
+		found := false
 		for i, l := range ls {
 			r.j[i] = math.NaN()
-			_, perTok, ok := v.decodeStepEnergy(l)
-			if !ok {
-				continue
-			}
-			for _, s := range l.File.DecodeShares() {
-				if s.Group == g {
-					r.j[i], any = perTok*s.Share, true
+			for _, e := range l.File.RoleEnergy(l.Result) {
+				if e.Group == g {
+					r.j[i], found = e.J, true
 				}
 			}
 		}
-		if any {
+		if found {
 			rows = append(rows, r)
 		}
 	}
@@ -223,7 +202,7 @@ func (v *view) roleEnergyRows(ls []*level) []roleEnergyRow {
 func (v *view) roleEnergy(b *md, ls []*level) {
 	var with []*level
 	for _, l := range ls {
-		if _, _, ok := v.decodeStepEnergy(l); ok && l.File.DecodeShares() != nil {
+		if l.File.RoleEnergy(l.Result) != nil {
 			with = append(with, l)
 		}
 	}
