@@ -192,3 +192,23 @@ func FuzzParseROCmSMI(f *testing.F) {
 		}
 	})
 }
+
+func TestParseProcesses(t *testing.T) {
+	t.Parallel()
+	got, err := ParseAMDSMIProcesses(readFixture(t, "amd-smi-24.5-process.json"))
+	require.NoError(t, err)
+	require.Equal(t, []Process{{GPU: 1, PID: 48213, Name: "python3", UsedMiB: 150323855360.0 / (1 << 20)}}, got)
+	require.Equal(t, "python3 (pid 48213, 140.0 GiB)", got[0].String())
+
+	got, err = ParseNvidiaApps(readFixture(t, "nvidia-smi-compute-apps.csv"), readFixture(t, "nvidia-smi-bus.csv"))
+	require.NoError(t, err)
+	require.Equal(t, []Process{{GPU: 0, PID: 51102, Name: "/usr/bin/python3", UsedMiB: 61245}, {GPU: 1, PID: 51290, Name: "vllm serve, x", UsedMiB: 1024}}, got)
+
+	_, err = ParseNvidiaApps([]byte("00000000:99:00.0, 1, p, 5\n"), readFixture(t, "nvidia-smi-bus.csv"))
+	require.ErrorContains(t, err, "no listed GPU's")
+	_, err = ParseAMDSMIProcesses([]byte("garbage"))
+	require.ErrorContains(t, err, "no JSON")
+	none, err := ParseNvidiaApps([]byte("No running processes found\n"), readFixture(t, "nvidia-smi-bus.csv"))
+	require.NoError(t, err)
+	require.Empty(t, none)
+}
