@@ -415,8 +415,11 @@ func (r *runner) setTelemetry(ctx context.Context, srv *engine.Server) error {
 		return nil
 	}
 	var src telemetry.Source
-	if r.spec.Kind == engine.Sim {
-		src = telemetry.Source{Tool: telemetry.Sim, URL: srv.URL() + "/debug/telemetry"}
+	simURL := srv.URL() + "/debug/telemetry"
+	// A server attached to (engine none) may be the simulated engine, as a
+	// plan's pairs are: it answers with its own GPUs' telemetry.
+	if r.spec.Kind == engine.Sim || r.spec.Kind == engine.None && telemetry.Serves(ctx, simURL) {
+		src = telemetry.Source{Tool: telemetry.Sim, URL: simURL}
 	} else {
 		var warn string
 		if src, warn = telemetry.Find(ctx, nil, nil); src.Tool == "" {
@@ -429,7 +432,7 @@ func (r *runner) setTelemetry(ctx context.Context, srv *engine.Server) error {
 		}
 	}
 	src.Devices = r.spec.Devices(os.Environ())
-	if r.spec.Kind == engine.Sim {
+	if src.Tool == telemetry.Sim {
 		src.Devices = nil // the simulated engine reports its own ranks only
 	}
 	src.Period = r.p.TelemetryPeriod

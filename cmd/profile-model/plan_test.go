@@ -100,6 +100,13 @@ func TestPlanSim(t *testing.T) {
 	require.Contains(t, string(svg), "<svg")
 	require.Contains(t, string(svg), "seqs16@8", "points are labelled server@conc (one bench variant)")
 	require.FileExists(t, filepath.Join(dir, plan.DiffsDir, "seqs16-vs-seqs32.isl256-osl32.md"))
+	// The simulated engine's GPUs were sampled: throughput per GPU against
+	// tokens per joule beside the frontier.
+	require.Contains(t, string(readme), "## Energy\n\n![Throughput per GPU against tokens per joule](energy.svg)")
+	require.Contains(t, string(readme), "Most output tokens per joule: ")
+	esvg, err := os.ReadFile(filepath.Join(dir, plan.EnergyChart))
+	require.NoError(t, err)
+	require.Contains(t, string(esvg), "output tokens per joule (the server")
 
 	// Resumed complete: nothing runs, no engine starts.
 	stderr.Reset()

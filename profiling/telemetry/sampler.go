@@ -310,6 +310,19 @@ func streamExec(ctx context.Context, path string, args ...string) (io.ReadCloser
 	return out, cmd.Wait, nil
 }
 
+// Serves reports whether url answers with GPU readings in amd-smi's shape,
+// as the simulated engine's /debug/telemetry does.
+func Serves(ctx context.Context, url string) bool {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	b, err := httpGet(ctx, url)
+	if err != nil {
+		return false
+	}
+	_, err = ParseAMDSMI(b, time.Now())
+	return err == nil
+}
+
 func httpGet(ctx context.Context, url string) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {

@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"strings"
@@ -207,4 +209,29 @@ func TestSummarize(t *testing.T) {
 	require.InDelta(t, (4900.0/3+2000)/2, mean, 1e-3)
 	require.Equal(t, 1400.0, lo)
 	require.Equal(t, 2000.0, hi)
+}
+
+func TestServes(t *testing.T) {
+	t.Parallel()
+	fixture := readFixture(t, "amd-smi-24.5-list.json")
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/debug/telemetry":
+			w.Write(fixture)
+		case "/garbage":
+			w.Write([]byte("<html>"))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	require.True(t, Serves(context.Background(), srv.URL+"/debug/telemetry"))
+	require.False(t, Serves(context.Background(), srv.URL+"/other"), "a real engine's 404")
+	require.False(t, Serves(context.Background(), srv.URL+"/garbage"))
+	// And the sampler reads it as the simulated engine's.
+	rec := Source{Tool: Sim, URL: srv.URL + "/debug/telemetry", Period: 5 * time.Millisecond}.Start(context.Background())
+	waitRounds(t, rec, 2)
+	tel, warns := rec.Stop()
+	require.Empty(t, warns)
+	require.Equal(t, 738.0+142, tel.MeanPowerW())
 }
