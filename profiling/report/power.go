@@ -117,6 +117,15 @@ func (v *view) powerSection(b *md) {
 		b.p(" Cost is the level's GPU-hours at $%s per GPU-hour over its input tokens, and over its output tokens (each side carries the whole cost, as serving benchmarks quote it).", f2(price))
 	}
 	b.p("\n\n")
+	var warm []string
+	for _, l := range ls {
+		if w := l.Result.WarmupTelemetry; w != nil && w.MeanPowerW() > 0 {
+			warm = append(warm, fmt.Sprintf("%s W before conc %d", f1(w.MeanPowerW()), l.Conc))
+		}
+	}
+	if len(warm) > 0 {
+		b.p("The warm-ups drew %s (mean).\n\n", strings.Join(warm, ", "))
+	}
 	if t := v.energyTrend(ls); t != "" {
 		b.p("%s\n\n", t)
 	}

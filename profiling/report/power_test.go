@@ -113,6 +113,7 @@ func TestPowerSection(t *testing.T) {
 	require.Contains(t, readme, fmt.Sprintf("**Energy per output token falls %s× from conc 4 to conc 32** (%s → %s J",
 		f2(jpt[4]/jpt[32]), f4(jpt[4]), f4(jpt[32])))
 	require.Contains(t, readme, "![Energy per output token against concurrency](energy.svg)")
+	require.Contains(t, readme, "The warm-ups drew 300.0 W before conc 4, 300.0 W before conc 16, 300.0 W before conc 32 (mean).")
 	_, err = os.Stat(filepath.Join(dir, report.EnergyChart))
 	require.NoError(t, err)
 
