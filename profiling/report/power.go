@@ -73,7 +73,7 @@ func (v *view) powerSection(b *md) {
 		return
 	}
 	b.p("## GPU power and energy\n\n")
-	price := v.r.price
+	price, priceFrom := v.price()
 	head := []string{"concurrency", "GPUs", "mean W", "peak W", "energy (J)", "J / output token", "J / request", "output tok / J",
 		"graphics clock MHz (lowest)", "time at a limit", "memory used (GiB)"}
 	align := "rrrrrrrrrlr"
@@ -114,7 +114,7 @@ func (v *view) powerSection(b *md) {
 		b.p(" The run was accelerated %g×: seconds and joules are on the engine's clock.", s)
 	}
 	if price > 0 {
-		b.p(" Cost is the level's GPU-hours at $%s per GPU-hour over its input tokens, and over its output tokens (each side carries the whole cost, as serving benchmarks quote it).", f2(price))
+		b.p(" Cost is the level's GPU-hours at $%s per GPU-hour (%s) over its input tokens, and over its output tokens (each side carries the whole cost, as serving benchmarks quote it).", f2(price), priceFrom)
 	}
 	b.p("\n\n")
 	var warm []string
@@ -133,6 +133,20 @@ func (v *view) powerSection(b *md) {
 		b.p("![Energy per output token against concurrency](%s)\n\n", EnergyChart)
 	}
 	v.roleEnergy(b, ls)
+}
+
+// price is the price of a GPU-hour and where it comes from: --gpu-price
+// (of report, else of run), else the peaks file's line for the GPU.
+func (v *view) price() (float64, string) {
+	if v.r.price > 0 {
+		return v.r.price, "--gpu-price"
+	}
+	if g, _ := v.gpu(); g != "" && v.r.peaks != nil {
+		if p, ok := v.r.peaks.Find(g); ok && p.USDPerHour > 0 {
+			return p.USDPerHour, "the peaks file's price for " + p.GPU
+		}
+	}
+	return 0, ""
 }
 
 func f4(v float64) string { return noNegZero(strconv.FormatFloat(v, 'f', 4, 64)) }

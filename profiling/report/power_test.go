@@ -165,3 +165,28 @@ func TestNoTelemetryNoPowerSection(t *testing.T) {
 	_, err = os.Stat(filepath.Join(dir, report.EnergyChart))
 	require.True(t, os.IsNotExist(err))
 }
+
+// Without --gpu-price, a peaks file's price for the GPU prices the levels.
+func TestPowerPriceFromPeaks(t *testing.T) {
+	dir := runCopy(t)
+	plantTelemetry(t, dir)
+	run := results.Run(dir)
+	info, err := results.LoadRunInfo(run.RunInfo())
+	require.NoError(t, err)
+	info.GPUPrice = 0
+	var b bytes.Buffer
+	require.NoError(t, info.Write(&b))
+	require.NoError(t, os.WriteFile(run.RunInfo(), b.Bytes(), 0o644))
+	peaks := filepath.Join(t.TempDir(), "peaks.csv")
+	require.NoError(t, os.WriteFile(peaks, []byte("gpu,match,bf16_tflops,fp8_tflops,fp4_tflops,vector_tflops,hbm_tbs,memory_gb,kind,source,usd_per_gpu_hour\n"+
+		"MI355X,MI355X,2500,5000,10000,157.3,8,288,spec,test,4\n"), 0o644))
+	_, err = report.Build(dir, report.Options{Peaks: peaks})
+	require.NoError(t, err)
+	readme, err := os.ReadFile(run.Readme())
+	require.NoError(t, err)
+	require.Contains(t, string(readme), "at $4.00 per GPU-hour (the peaks file's price for MI355X)")
+	l, err := results.LoadLevel(run.LevelResult(4))
+	require.NoError(t, err)
+	cells := row(t, string(readme), "4", "1", "400.0")
+	require.Equal(t, strconv.FormatFloat(4*l.DurationS/3600/float64(l.TotalOutputTokens)*1e6, 'f', 4, 64), cells[12])
+}
