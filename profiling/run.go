@@ -13,6 +13,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -418,9 +420,15 @@ func (r *runner) setTelemetry(ctx context.Context, srv *engine.Server) error {
 	simURL := srv.URL() + "/debug/telemetry"
 	// A server attached to (engine none) may be the simulated engine, as a
 	// plan's pairs are: it answers with its own GPUs' telemetry.
-	if r.spec.Kind == engine.Sim || r.spec.Kind == engine.None && telemetry.Serves(ctx, simURL) {
+	switch {
+	case r.spec.Kind == engine.Sim || r.spec.Kind == engine.None && telemetry.Serves(ctx, simURL):
 		src = telemetry.Source{Tool: telemetry.Sim, URL: simURL}
-	} else {
+	case r.spec.Kind == engine.None && !onThisMachine(srv.URL()) && mode == TelemetryAuto:
+		// This machine's GPUs are not the remote server's.
+		r.info.Telemetry = fmt.Sprintf("GPU power, clocks and memory not sampled: the server at %s is not on this machine (--telemetry on samples this machine's GPUs anyway)", srv.URL())
+		r.say("note: %s", r.info.Telemetry)
+		return r.saveInfo()
+	default:
 		var warn string
 		if src, warn = telemetry.Find(ctx, nil, nil); src.Tool == "" {
 			if mode == TelemetryOn {
@@ -442,6 +450,21 @@ func (r *runner) setTelemetry(ctx context.Context, srv *engine.Server) error {
 		return src.Start(ctx).Stop
 	}
 	return r.saveInfo()
+}
+
+// onThisMachine reports whether a server URL names this machine (a
+// loopback address or this host's name).
+func onThisMachine(rawURL string) bool {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return false
+	}
+	h := u.Hostname()
+	if ip := net.ParseIP(h); ip != nil {
+		return ip.IsLoopback() || ip.IsUnspecified()
+	}
+	host, _ := os.Hostname()
+	return h == "localhost" || h != "" && strings.EqualFold(h, host)
 }
 
 // sweep runs the profiled sweep against the engine; each level's traces

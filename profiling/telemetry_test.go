@@ -84,3 +84,14 @@ func TestSimTelemetryPowerCap(t *testing.T) {
 	obs := md[strings.Index(md, "## Key observations"):]
 	require.True(t, strings.HasPrefix(strings.SplitN(obs, "\n- ", 3)[1], "**The GPUs were held by their power cap**: conc 4 at its power cap for "), obs[:400])
 }
+
+func TestOnThisMachine(t *testing.T) {
+	t.Parallel()
+	host, _ := os.Hostname()
+	for u, want := range map[string]bool{
+		"http://127.0.0.1:8000": true, "http://localhost:8000": true, "http://[::1]:8000": true, "http://0.0.0.0:1": true,
+		"http://" + host + ":8000": host != "", "http://10.1.2.3:8000": false, "http://gpu-node-7:8000": false, "::": false,
+	} {
+		require.Equal(t, want, onThisMachine(u), u)
+	}
+}
