@@ -37,8 +37,11 @@ type Source struct {
 	// Reasons is nvidia-smi's throttle-reason field (NvidiaEventReasons
 	// or, before driver R535, NvidiaThrottleReasons).
 	Reasons string
-	Devices []int         // the GPUs the engine uses, by index; nil: all
-	Period  time.Duration // 0: DefaultPeriod
+	// NoThrottle leaves amd-smi's --throttle out: releases before ROCm 6.3
+	// do not know it (the limits then come from power.throttle_status).
+	NoThrottle bool
+	Devices    []int         // the GPUs the engine uses, by index; nil: all
+	Period     time.Duration // 0: DefaultPeriod
 	// Run runs a tool once and returns its stdout; nil: exec with a limit.
 	// Tests replace it.
 	Run func(ctx context.Context, path string, args ...string) ([]byte, error)
@@ -64,6 +67,10 @@ func Find(ctx context.Context, look func(string) (string, error), run func(conte
 			continue
 		}
 		src := Source{Tool: t, Path: path, Run: run}
+		if t == AMDSMI {
+			help, err := run(ctx, path, "metric", "--help")
+			src.NoThrottle = err != nil || !strings.Contains(string(help), "--throttle")
+		}
 		if t == NvidiaSMI {
 			// Drivers before R535 know only the older spelling.
 			src.Reasons = NvidiaEventReasons
@@ -93,9 +100,17 @@ func (s Source) Describe() string {
 	case NvidiaSMI:
 		return "nvidia-smi " + strings.Join(NvidiaArgs(s.Reasons, s.period(), s.Devices), " ")
 	case AMDSMI:
-		return fmt.Sprintf("amd-smi %s every %v", strings.Join(AMDSMIArgs(s.Devices), " "), s.period())
+		return fmt.Sprintf("amd-smi %s every %v", strings.Join(s.amdArgs(), " "), s.period())
 	}
 	return fmt.Sprintf("rocm-smi %s every %v", strings.Join(ROCmSMIArgs, " "), s.period())
+}
+
+func (s Source) amdArgs() []string {
+	args := AMDSMIArgs(s.Devices)
+	if s.NoThrottle {
+		args = slices.DeleteFunc(args, func(a string) bool { return a == "--throttle" })
+	}
+	return args
 }
 
 // Recording is one phase being sampled.
@@ -205,7 +220,7 @@ func (s Source) read(ctx context.Context) ([]Sample, error) {
 	}
 	args := ROCmSMIArgs
 	if s.Tool == AMDSMI {
-		args = AMDSMIArgs(s.Devices)
+		args = s.amdArgs()
 	}
 	b, err := run(ctx, s.Path, args...)
 	if err != nil {

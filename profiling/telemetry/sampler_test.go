@@ -235,3 +235,26 @@ func TestServes(t *testing.T) {
 	require.Empty(t, warns)
 	require.Equal(t, 738.0+142, tel.MeanPowerW())
 }
+
+// amd-smi before ROCm 6.3 knows no --throttle: it is left out.
+func TestFindAMDSMIThrottle(t *testing.T) {
+	t.Parallel()
+	look := func(f string) (string, error) {
+		if f == AMDSMI {
+			return "/x/amd-smi", nil
+		}
+		return "", exec.ErrNotFound
+	}
+	for _, tc := range []struct {
+		help string
+		want bool
+	}{{"  -T, --throttle        Displays throttle accumulators", false}, {"  -u, --usage  Displays engine usage", true}} {
+		src, warn := Find(context.Background(), look, func(_ context.Context, _ string, args ...string) ([]byte, error) {
+			require.Equal(t, []string{"metric", "--help"}, args)
+			return []byte(tc.help), nil
+		})
+		require.Empty(t, warn)
+		require.Equal(t, tc.want, src.NoThrottle)
+		require.Equal(t, !tc.want, strings.Contains(src.Describe(), "--throttle"), src.Describe())
+	}
+}
