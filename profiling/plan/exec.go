@@ -33,6 +33,7 @@ type RunOptions struct {
 	// the failure is recorded and the sweep goes on.
 	FailFast     bool
 	ForceGPU     bool          // start even when another process holds GPU memory
+	GPUPrice     float64       // US dollars per GPU-hour, for each pair's cost per million tokens; 0: none
 	ReadyTimeout time.Duration // 0: the engine package's default
 	Tool         string        // version line recorded in sweep.json and run.json
 	// Log receives one line per phase and the progress; nil discards.

@@ -27,7 +27,10 @@ const (
 	// EnergyChart: throughput per GPU against output tokens per joule,
 	// when the pairs' GPUs were sampled.
 	EnergyChart = "energy.svg"
-	DiffsDir    = "diffs"
+	// CostChart: cost per million output tokens against speed per user,
+	// when the pairs were priced.
+	CostChart = "cost.svg"
+	DiffsDir  = "diffs"
 )
 
 // Point is one measured level of one pair.
@@ -46,7 +49,10 @@ type Point struct {
 	// TokPerJ is the output tokens per joule of the server's GPUs and
 	// MeanW their mean power, from the level's telemetry; 0 without it.
 	TokPerJ, MeanW float64
-	oneBench       bool // the plan has one bench variant: labels name the server alone
+	// CostPerMOut is the cost of the level's GPU-hours per million output
+	// tokens at the pair's --gpu-price; 0 without a price.
+	CostPerMOut float64
+	oneBench    bool // the plan has one bench variant: labels name the server alone
 }
 
 // Label names a point on the chart: pair@conc, or server@conc when the
@@ -68,6 +74,10 @@ func Points(dir string, p *Plan, x *Index) []Point {
 	var out []Point
 	for _, e := range x.Pairs {
 		run := results.Run(filepath.Join(dir, e.Dir))
+		var price float64
+		if info, err := results.LoadRunInfo(run.RunInfo()); err == nil {
+			price = info.GPUPrice
+		}
 		for _, lv := range e.Levels {
 			pt := Point{Pair: e.Name(), Server: e.Server, Conc: lv.Conc, Status: lv.Status, GPUs: max(gpus[e.Server], 1), oneBench: len(p.Benches) == 1}
 			if l, err := results.LoadLevel(run.LevelResult(lv.Conc)); err == nil {
@@ -79,6 +89,9 @@ func Points(dir string, p *Plan, x *Index) []Point {
 				}
 				if e, ok := results.EnergyOf(l); ok {
 					pt.TokPerJ, pt.MeanW = e.OutTokensPerJ, e.MeanW
+				}
+				if price > 0 && l.TotalOutputTokens > 0 {
+					pt.CostPerMOut = price * float64(pt.GPUs) * l.DurationS / 3600 / float64(l.TotalOutputTokens) * 1e6
 				}
 			}
 			out = append(out, pt)
@@ -201,6 +214,9 @@ func WriteReport(ctx context.Context, dir string) error {
 	}
 
 	if err := energySection(&b, dir, pts); err != nil {
+		return err
+	}
+	if err := costSection(&b, dir, pts, front); err != nil {
 		return err
 	}
 
@@ -476,8 +492,8 @@ func energySection(b *bytes.Buffer, dir string, pts []Point) error {
 		return nil
 	}
 	b.WriteString("## Energy\n\n")
-	svg, err := scatterChart("Throughput per GPU against energy", "output tokens per joule (the server's GPUs)", with, nil,
-		func(pt Point) float64 { return pt.TokPerJ })
+	svg, err := scatterChart("Throughput per GPU against energy", "output tokens per joule (the server's GPUs)", perGPUAxis, with, nil,
+		func(pt Point) float64 { return pt.TokPerJ }, perGPU)
 	if err != nil {
 		return err
 	}
@@ -491,27 +507,70 @@ func energySection(b *bytes.Buffer, dir string, pts []Point) error {
 	return nil
 }
 
+// costSection writes "Cost" when the pairs were priced (--gpu-price): the
+// frontier drawn against the cost per million output tokens, which at one
+// price per GPU-hour is the throughput frontier seen from the bill.
+func costSection(b *bytes.Buffer, dir string, pts, front []Point) error {
+	var with []Point
+	for _, pt := range pts {
+		if pt.measured() && pt.CostPerMOut > 0 {
+			with = append(with, pt)
+		}
+	}
+	if len(with) == 0 {
+		return nil
+	}
+	var priced []Point
+	for _, pt := range front {
+		if pt.CostPerMOut > 0 {
+			priced = append(priced, pt)
+		}
+	}
+	b.WriteString("## Cost\n\n")
+	svg, err := scatterChart("Cost against speed per user", "output tokens/s per user (1000 / TPOT p50)", "US dollars per million output tokens", with, priced,
+		perUser, func(pt Point) float64 { return pt.CostPerMOut })
+	if err != nil {
+		return err
+	}
+	if err := atomicfile.Write(filepath.Join(dir, CostChart), svg); err != nil {
+		return err
+	}
+	fmt.Fprintf(b, "![Cost per million output tokens against speed per user](%s)\n\n", CostChart)
+	b.WriteString("Each level's GPU-hours (the server's GPUs × the level's duration) at the pair's price per GPU-hour, over its output tokens; the dashed line joins the frontier's levels.\n\n")
+	var rows [][]string
+	for _, pt := range priced {
+		rows = append(rows, []string{pt.Pair, strconv.Itoa(pt.Conc), f1(pt.PerUser), strconv.FormatFloat(pt.CostPerMOut, 'f', 4, 64)})
+	}
+	table(b, []string{"pair", "conc", "tok/s/user", "$ / M output tokens"}, rows)
+	return nil
+}
+
 // paretoChart draws every measured level (a colour per pair, labelled
 // pair@conc) with the frontier as a line through its points.
 func paretoChart(pts, front []Point) ([]byte, error) {
-	return scatterChart("Throughput per GPU against speed per user", "output tokens/s per user (1000 / TPOT p50)", pts, front,
-		func(pt Point) float64 { return pt.PerUser })
+	return scatterChart("Throughput per GPU against speed per user", "output tokens/s per user (1000 / TPOT p50)", perGPUAxis, pts, front,
+		perUser, perGPU)
 }
 
-// scatterChart draws throughput per GPU against x of every measured level
-// (a colour per pair, labelled pair@conc), with front as a line through
-// its points when given.
-func scatterChart(title, xLabel string, pts, front []Point, x func(Point) float64) ([]byte, error) {
+const perGPUAxis = "output tokens/s per GPU"
+
+func perUser(pt Point) float64 { return pt.PerUser }
+func perGPU(pt Point) float64  { return pt.PerGPU }
+
+// scatterChart draws y against x of every measured level (a colour per
+// pair, labelled pair@conc), with front as a line through its points when
+// given.
+func scatterChart(title, xLabel, yLabel string, pts, front []Point, x, y func(Point) float64) ([]byte, error) {
 	p := &svgchart.Panel{
 		Title: title,
 		X:     svgchart.Axis{Label: xLabel, Min: math.Inf(1), Max: math.Inf(-1)},
-		Y:     svgchart.Axis{Label: "output tokens/s per GPU", Min: math.Inf(1), Max: math.Inf(-1)},
+		Y:     svgchart.Axis{Label: yLabel, Min: math.Inf(1), Max: math.Inf(-1)},
 		// Above and right of the frontier no point lies: the legend goes there.
 		Legend: true, LegendAt: svgchart.TopRight,
 	}
 	frontier := svgchart.Series{Name: "frontier", Colour: "#3c3c3c", Dashed: true, NoMarks: true}
 	for _, pt := range front {
-		frontier.Pts = append(frontier.Pts, [2]float64{x(pt), pt.PerGPU})
+		frontier.Pts = append(frontier.Pts, [2]float64{x(pt), y(pt)})
 	}
 	if front != nil {
 		p.Series = append(p.Series, frontier)
@@ -528,7 +587,7 @@ func scatterChart(title, xLabel string, pts, front []Point, x func(Point) float6
 		sc := svgchart.Series{Name: name, Colour: palette[i%len(palette)], NoLine: true, Radius: 4}
 		for _, pt := range pts {
 			if pt.Pair == name && pt.measured() {
-				xy := [2]float64{x(pt), pt.PerGPU}
+				xy := [2]float64{x(pt), y(pt)}
 				sc.Pts = append(sc.Pts, xy)
 				all = append(all, xy)
 				labels = append(labels, pt.Label())
