@@ -19,11 +19,15 @@ func energySummary(jpt, watts float64) *Summary {
 	return &Summary{Sweeps: []SweepSummary{{Sweep: "s", Engine: "sim", Levels: []LevelSummary{l}}}}
 }
 
-// TestCompareEnergy: joules per output token rising beyond 10% is a
-// regression of its own kind, and the report states the threshold only
-// when the results have telemetry.
+// TestCompareEnergy: with --energy-rise 10, joules per output token rising
+// beyond 10% is a regression of its own kind, and the report states the
+// threshold only when the results have telemetry.
 func TestCompareEnergy(t *testing.T) {
-	r := Compare(energySummary(0.50, 600), energySummary(0.56, 620), DefaultThresholds)
+	// Off by default.
+	require.False(t, Compare(energySummary(0.50, 600), energySummary(5, 620), DefaultThresholds).Regressed())
+	on := DefaultThresholds
+	on.EnergyRise = 10
+	r := Compare(energySummary(0.50, 600), energySummary(0.56, 620), on)
 	require.Len(t, r.Findings, 1)
 	f := r.Findings[0]
 	require.Equal(t, "energy", f.Kind)
@@ -34,14 +38,11 @@ func TestCompareEnergy(t *testing.T) {
 	require.Contains(t, b.String(), "Energy (J/token, from the GPUs' telemetry) rise > 10%.")
 	require.Contains(t, b.String(), "| s | 8 | energy | J/token | 0.50 | 0.56 | +12.0% |")
 
-	require.False(t, Compare(energySummary(0.50, 600), energySummary(0.54, 600), DefaultThresholds).Regressed(), "+8% is within 10%")
-	off := DefaultThresholds
-	off.EnergyRise = -1
-	require.False(t, Compare(energySummary(0.5, 600), energySummary(5, 600), off).Regressed())
+	require.False(t, Compare(energySummary(0.50, 600), energySummary(0.54, 600), on).Regressed(), "+8% is within 10%")
 
 	// Without telemetry the report reads as it did.
 	b.Reset()
-	require.NoError(t, Compare(summary("s", 8, 1, map[string]float64{"out-tok/s": 1}), summary("s", 8, 1, map[string]float64{"out-tok/s": 1}), DefaultThresholds).WriteMarkdown(&b, "old", "new"))
+	require.NoError(t, Compare(summary("s", 8, 1, map[string]float64{"out-tok/s": 1}), summary("s", 8, 1, map[string]float64{"out-tok/s": 1}), on).WriteMarkdown(&b, "old", "new"))
 	require.NotContains(t, b.String(), "Energy")
 }
 

@@ -30,7 +30,8 @@ type Thresholds struct {
 	LatencyUnits    []string
 	// EnergyRise: an energy unit (EnergyUnits: joules per output token,
 	// from the GPUs' telemetry) that rises by more than this; levels
-	// without telemetry have none to compare.
+	// without telemetry have none to compare. Off by default: sampled
+	// power moves with the machine more than a GPU's kernels do.
 	EnergyRise  float64
 	EnergyUnits []string
 }
@@ -41,7 +42,7 @@ var DefaultThresholds = Thresholds{
 	ThroughputDrop: 5, LatencyRise: 10, KernelRise: 10, KernelMinUS: 1,
 	ThroughputUnits: []string{"out-tok/s"},
 	LatencyUnits:    []string{"ttft-p50-ms", "tpot-p50-ms"},
-	EnergyRise:      10,
+	EnergyRise:      -1,
 	EnergyUnits:     []string{results.UnitJPerToken},
 }
 
@@ -285,7 +286,7 @@ func (r *Regression) WriteMarkdown(w io.Writer, baseName, curName string) error 
 		"Medians over each level's repeats; %d levels compared.\n\n",
 		strings.Join(t.ThroughputUnits, ", "), pctOff(t.ThroughputDrop), strings.Join(t.LatencyUnits, ", "), pctOff(t.LatencyRise),
 		pctOff(t.KernelRise), num(t.KernelMinUS), r.Compared)
-	if r.energy {
+	if r.energy && t.EnergyRise >= 0 {
 		// Only results with GPU telemetry say it: others read as before.
 		fmt.Fprintf(&b, "Energy (%s, from the GPUs' telemetry) rise > %s.\n\n", strings.Join(t.EnergyUnits, ", "), pctOff(t.EnergyRise))
 	}
