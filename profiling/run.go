@@ -14,6 +14,8 @@ import (
 	"io"
 	"maps"
 	"math"
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -33,6 +35,7 @@ import (
 	"github.com/profile-model/profile-model/profiling/bench"
 	"github.com/profile-model/profile-model/profiling/engine"
 	"github.com/profile-model/profile-model/profiling/sim"
+	"github.com/profile-model/profile-model/profiling/telemetry"
 	"github.com/profile-model/profile-model/profiling/tokenizer"
 )
 
@@ -61,7 +64,23 @@ type Plan struct {
 	Report func(ctx context.Context, runDir string) error
 	// Now names the run directory; nil: time.Now.
 	Now func() time.Time
+	// Telemetry samples the GPUs' power, clocks and memory over each
+	// level: TelemetryAuto ("") with the simulated engine's own telemetry
+	// or the first of amd-smi, rocm-smi and nvidia-smi found (none: a
+	// note), TelemetryOn (none found: an error) or TelemetryOff.
+	Telemetry       string
+	TelemetryPeriod time.Duration // 0: telemetry.DefaultPeriod
+	// GPUPrice is the price of a GPU-hour in US dollars, for the report's
+	// cost per million tokens; 0: none.
+	GPUPrice float64
 }
+
+// Telemetry settings of a Plan.
+const (
+	TelemetryAuto = "auto"
+	TelemetryOn   = "on"
+	TelemetryOff  = "off"
+)
 
 // CorpusPrefix marks a path of the reference corpus in a sweep
 // declaration's or a plan's kernel tables ("corpus:atom-minimax-m2.5/...").
@@ -140,6 +159,9 @@ func Run(ctx context.Context, p Plan) (*Result, error) {
 	if err != nil {
 		return r.finish("failed", err)
 	}
+	if err := r.setTelemetry(ctx, srv); err != nil {
+		return r.finish("failed", err)
+	}
 	if status, err := r.sweep(ctx, srv); err != nil {
 		return r.finish(status, err)
 	}
@@ -205,6 +227,14 @@ func newRunner(p Plan) (*runner, error) {
 	}
 	r.run = results.Run(dir)
 	r.res = &Result{Dir: dir}
+	switch p.Telemetry {
+	case "", TelemetryAuto, TelemetryOn, TelemetryOff:
+	default:
+		return nil, fmt.Errorf("telemetry %q: want auto, on or off", p.Telemetry)
+	}
+	if p.GPUPrice < 0 || math.IsNaN(p.GPUPrice) || math.IsInf(p.GPUPrice, 0) {
+		return nil, fmt.Errorf("GPU price %v: give US dollars per GPU-hour, 0 or more", p.GPUPrice)
+	}
 	r.say("run directory %s", dir)
 	r.info = r.newRunInfo(notes)
 	r.res.Info = r.info
@@ -247,9 +277,10 @@ func (r *runner) newRunInfo(notes []string) *results.RunInfo {
 			NumPromptsMul: cfg.NumPromptsMul,
 			Seed:          cfg.Seed,
 		},
-		Notes: notes,
-		PID:   os.Getpid(),
-		Host:  hostname(),
+		Notes:    notes,
+		GPUPrice: r.p.GPUPrice,
+		PID:      os.Getpid(),
+		Host:     hostname(),
 	}
 }
 
@@ -413,6 +444,65 @@ func (r *runner) stopEngine(ctx context.Context, srv *engine.Server) {
 	if err := srv.Stop(stopCtx); err != nil {
 		r.say("stopping the engine: %v", err)
 	}
+}
+
+// setTelemetry picks where each level's GPU readings come from: the
+// simulated engine's /debug/telemetry, else the first GPU tool on PATH, on
+// the GPUs the engine uses; run.json says which, or why none.
+func (r *runner) setTelemetry(ctx context.Context, srv *engine.Server) error {
+	mode := cmp.Or(r.p.Telemetry, TelemetryAuto)
+	if mode == TelemetryOff {
+		return nil
+	}
+	var src telemetry.Source
+	simURL := srv.URL() + "/debug/telemetry"
+	// A server attached to (engine none) may be the simulated engine, as a
+	// plan's pairs are: it answers with its own GPUs' telemetry.
+	switch {
+	case r.spec.Kind == engine.Sim || r.spec.Kind == engine.None && telemetry.Serves(ctx, simURL):
+		src = telemetry.Source{Tool: telemetry.Sim, URL: simURL}
+	case r.spec.Kind == engine.None && !onThisMachine(srv.URL()) && mode == TelemetryAuto:
+		// This machine's GPUs are not the remote server's.
+		r.info.Telemetry = fmt.Sprintf("GPU power, clocks and memory not sampled: the server at %s is not on this machine (--telemetry on samples this machine's GPUs anyway)", srv.URL())
+		r.say("note: %s", r.info.Telemetry)
+		return r.saveInfo()
+	default:
+		var warn string
+		if src, warn = telemetry.Find(ctx, nil, nil); src.Tool == "" {
+			if mode == TelemetryOn {
+				return errors.New(warn + " (--telemetry off runs without it)")
+			}
+			r.info.Telemetry = warn
+			r.say("note: %s", warn)
+			return r.saveInfo()
+		}
+	}
+	src.Devices = r.spec.Devices(os.Environ())
+	if src.Tool == telemetry.Sim {
+		src.Devices = nil // the simulated engine reports its own ranks only
+	}
+	src.Period = r.p.TelemetryPeriod
+	r.info.Telemetry = src.Describe()
+	r.say("GPU telemetry: %s", r.info.Telemetry)
+	r.cfg.Telemetry = func(ctx context.Context, conc int, phase string) func() (*results.Telemetry, []string) {
+		return src.Start(ctx).Stop
+	}
+	return r.saveInfo()
+}
+
+// onThisMachine reports whether a server URL names this machine (a
+// loopback address or this host's name).
+func onThisMachine(rawURL string) bool {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return false
+	}
+	h := u.Hostname()
+	if ip := net.ParseIP(h); ip != nil {
+		return ip.IsLoopback() || ip.IsUnspecified()
+	}
+	host, _ := os.Hostname()
+	return h == "localhost" || h != "" && strings.EqualFold(h, host)
 }
 
 // sweep runs the profiled sweep against the engine; each level's traces

@@ -160,6 +160,7 @@ func runRegress(_ context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.Float64Var(&t.LatencyRise, "latency-rise", t.LatencyRise, "flag a latency rise beyond this `PERCENT` (negative: off)")
 	fs.Float64Var(&t.KernelRise, "kernel-rise", t.KernelRise, "flag a rise of the time per decode layer, in total or of a kernel category, beyond this `PERCENT` (negative: off)")
 	fs.Float64Var(&t.KernelMinUS, "kernel-min-us", t.KernelMinUS, "... and by at least this many `µs` per layer")
+	fs.Float64Var(&t.EnergyRise, "energy-rise", t.EnergyRise, "flag a rise of the energy per output token (J/token, from GPU telemetry) beyond this `PERCENT` (default off: sampled power moves with the machine)")
 	throughput := fs.String("throughput-units", strings.Join(t.ThroughputUnits, ","), "comma-separated throughput `UNITS` of bench.txt")
 	latency := fs.String("latency-units", strings.Join(t.LatencyUnits, ","), "comma-separated latency `UNITS` of bench.txt")
 	fs.Float64Var(&t.Alpha, "alpha", t.Alpha, "a change beyond a threshold regresses only when the U test of the repeats gives p below this `LEVEL` (0: no test, the thresholds alone)")

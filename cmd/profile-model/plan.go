@@ -45,6 +45,7 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		timeScale    = fs.Float64("time-scale", 0, "sim: run this many times faster than the modelled GPU (default: the plan's)")
 		readyTimeout = fs.Duration("ready-timeout", 0, "deadline for each engine to serve (default 30m)")
 		force        = fs.Bool("force", false, "start even when another process holds GPU memory; with --resume, also replace the readme.md and charts of the sweep and its pairs edited since their report wrote them")
+		gpuPrice     = fs.Float64("gpu-price", 0, "price of one GPU-hour in `USD`: each level's cost per million output tokens, and the frontier against cost")
 	)
 	fs.Var(&serverEnv, "server-env", "an environment variable `K=V` for every engine (repeat; a variant's own wins)")
 	fs.Usage = func() {
@@ -73,8 +74,12 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		Tool: versionLine(), Log: stderr, BenchLog: stdout, Warn: stderr, Progress: progress(stderr),
 	}
 	o.Exe, o.Port, o.TimeScale, o.Corpus = *serverExe, *port, *timeScale, corpus.Find()
+	o.GPUPrice = *gpuPrice
 	if *timeScale < 0 {
 		return usageError{"run: --time-scale must be positive"}
+	}
+	if *gpuPrice < 0 {
+		return usageError{"run: --gpu-price must not be negative"}
 	}
 	if len(serverEnv) > 0 {
 		o.Env = map[string]string{}

@@ -57,7 +57,7 @@ func TestPlanSim(t *testing.T) {
 	out := t.TempDir()
 	planFile := filepath.Join("..", "..", "fixtures", "sweeps", "plans", "sim-server-settings.json")
 	var stdout, stderr bytes.Buffer
-	args := append([]string{"run", "--plan", planFile, "--out", out}, planSimArgs(t)...)
+	args := append([]string{"run", "--plan", planFile, "--out", out, "--gpu-price", "2"}, planSimArgs(t)...)
 	require.NoError(t, run(context.Background(), args, &stdout, &stderr), stderr.String())
 	dir := onlyDir(t, out)
 	require.FileExists(t, plan.PlanFile(dir))
@@ -102,6 +102,34 @@ func TestPlanSim(t *testing.T) {
 	require.Contains(t, string(svg), "<svg")
 	require.Contains(t, string(svg), "seqs16@8", "points are labelled server@conc (one bench variant)")
 	require.FileExists(t, filepath.Join(dir, plan.DiffsDir, "seqs16-vs-seqs32.isl256-osl32.md"))
+	// The simulated engine's GPUs were sampled: throughput per GPU against
+	// tokens per joule beside the frontier.
+	require.Contains(t, string(readme), "## Energy\n\n![Throughput per GPU against tokens per joule](energy.svg)")
+	require.Contains(t, string(readme), "Most output tokens per joule: ")
+	esvg, err := os.ReadFile(filepath.Join(dir, plan.EnergyChart))
+	require.NoError(t, err)
+	require.Contains(t, string(esvg), "output tokens per joule (the server")
+	// Priced at $2 per GPU-hour: the frontier's levels against cost, each
+	// figure its level's GPU-hours over its output tokens.
+	_, costPart, ok := strings.Cut(string(readme), "## Cost\n\n")
+	require.True(t, ok, "a Cost section")
+	require.Contains(t, costPart, "![Cost per million output tokens against speed per user](cost.svg)")
+	costRows := 0
+	for _, line := range strings.Split(costPart, "\n") {
+		cells := strings.Split(strings.Trim(line, "| "), " | ")
+		if len(cells) != 4 || !strings.Contains(cells[0], "/") || cells[0] == "pair" {
+			continue
+		}
+		server, _, _ := strings.Cut(cells[0], "/")
+		conc, err := strconv.Atoi(cells[1])
+		require.NoError(t, err)
+		l, err := results.LoadLevel(results.Run(filepath.Join(dir, server, "isl256-osl32")).LevelResult(conc))
+		require.NoError(t, err)
+		require.Equal(t, strconv.FormatFloat(2*l.DurationS/3600/float64(l.TotalOutputTokens)*1e6, 'f', 4, 64), cells[3], line)
+		costRows++
+	}
+	require.Positive(t, costRows)
+	require.FileExists(t, filepath.Join(dir, plan.CostChart))
 
 	// Resumed complete: nothing runs, no engine starts.
 	stderr.Reset()

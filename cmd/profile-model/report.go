@@ -21,6 +21,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.SetOutput(stderr)
 	config := fs.String("config", "", "the model's config.json `FILE` (default: the copy in the run directory, config.json)")
 	peaks := fs.String("peaks", "", "GPU peaks `FILE` for the roofline (default: the built-in table; format: docs/roofline.md)")
+	gpuPrice := fs.Float64("gpu-price", 0, "price of one GPU-hour in `USD` for the cost per million tokens (default: the run's --gpu-price)")
 	cleanup := fs.Bool("cleanup", false, "when the run was killed and its engine still runs, stop the engine's process group")
 	force := fs.Bool("force", false, "replace readme.md and the charts even when edited since the last report wrote them (report.sha256)")
 	reanalyse := fs.Bool("reanalyse", false, "first analyse every level again from its traces on disk (levels/conc{N}/, run.json): a run interrupted before a level's analysis was done")
@@ -50,6 +51,9 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return usageError{fmt.Sprintf("report: want one run directory, got %d", len(dirs))}
 	}
 	dir := dirs[0]
+	if *gpuPrice < 0 {
+		return usageError{fmt.Sprintf("report: --gpu-price %v: give US dollars per GPU-hour", *gpuPrice)}
+	}
 	unlock, err := dirlock.Lock(dir, "report "+dir)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
@@ -73,7 +77,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := checkAbandoned(ctx, stderr, *cleanup, dir); err != nil {
 		return fmt.Errorf("report: %w", err)
 	}
-	rep, err := report.Build(dir, report.Options{ModelConfig: *config, Peaks: *peaks, Force: *force})
+	rep, err := report.Build(dir, report.Options{ModelConfig: *config, Peaks: *peaks, Force: *force, GPUPrice: *gpuPrice})
 	if err != nil {
 		return err
 	}

@@ -53,6 +53,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		configPath   = fs.String("config", "", "the model's `config.json` (default: found in the model's directory when it is a local path)")
 		out          = fs.String("out", "runs", "`DIR` that receives one new run directory, <model>-<UTC time>")
 		cleanup      = fs.Bool("cleanup", false, "stop the engines that killed runs in --out left behind (without it, run says how)")
+		telem        = fs.String("telemetry", "auto", "sample the GPUs' power, clocks and memory over each level: auto (the simulated engine's own, else amd-smi, rocm-smi or nvidia-smi when on PATH), on (fail without a tool) or off")
+		telemPeriod  = fs.Duration("telemetry-period", 0, "between two GPU readings (default 200ms)")
+		gpuPrice     = fs.Float64("gpu-price", 0, "price of one GPU-hour in `USD`: the report gives each level's cost per million input and output tokens")
 	)
 	// Read before parsing (isPlanRun); defined here for -h.
 	fs.String("plan", "", "run the sweep plan `FILE` instead: server × bench variants into one sweep directory (run --plan FILE -h lists its flags; docs/sweeps.md)")
@@ -152,6 +155,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	res, err := profiling.Run(ctx, profiling.Plan{
 		Engine: spec, Sweep: cfg, Out: *out, TraceDir: *traceDir, ModelConfig: *configPath,
 		ForceGPU: *force, ReadyTimeout: *readyTimeout, Tool: versionLine(), Log: stderr,
+		Telemetry: *telem, TelemetryPeriod: *telemPeriod, GPUPrice: *gpuPrice,
 		Report: func(_ context.Context, dir string) error {
 			rep, err := report.Build(dir, report.Options{})
 			if err == nil {

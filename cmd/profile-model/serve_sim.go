@@ -81,6 +81,7 @@ func runServeSim(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs.BoolVar(&cfg.TwoStreams, "two-streams", false, "run two kernels of each layer (the post-attention copy and the router GEMM) on a second stream that overlaps the main one, also in the capture traces")
 	fs.IntVar(&cfg.ReasoningTokens, "reasoning-tokens", 0, "a thinking model: the first N tokens of each chat reply stream as reasoning_content")
 	fs.IntVar(&cfg.MergeFrames, "merge-frames", 0, "put K tokens in every frame (ATOM merges only when the client falls behind; the simulator always does, for reproducible numbers)")
+	fs.Float64Var(&cfg.PowerCapW, "power-cap-w", 0, "cap each simulated GPU's power at this many watts: steps that would draw more lower the graphics clock, and GET /debug/telemetry reports the power limit (0: no cap)")
 	fs.IntVar(&cfg.EmptyTokenEvery, "empty-token-every", 0, "every Nth token streams as empty text, its text coming with the next (a UTF-8 character split by the detokenizer)")
 	fs.BoolVar(&cfg.MixedSteps, "mixed-steps", false, "waiting prompts join the running decodes in one step, labelled decode[bs=N tok=T p=P d=D]")
 	profTimeout := fs.Duration("profiler-timeout", 0, "how long /stop_profile waits for the export before answering 500 (default $ATOM_PROFILER_TIMEOUT seconds, else 300s)")

@@ -92,6 +92,10 @@ const (
 	// ClientLag: the benchmark client sent requests late (it could not
 	// keep up), so the server saw less load than asked for.
 	ClientLag Code = "client_lag"
+	// Telemetry: the GPUs' power, clocks and memory could not be sampled
+	// over a level, or only in part (a tool missing, a GPU missing from its
+	// output, unreadable lines).
+	Telemetry Code = "telemetry"
 )
 
 // Warning is one thing a user should know about a result.

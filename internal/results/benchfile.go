@@ -62,7 +62,19 @@ type BenchResult struct {
 // higherIsBetter lists the units where a larger value is better (throughput);
 // benchstat reads this from the file's unit metadata. Every other unit
 // (latencies, times) is better lower, benchstat's default.
-var higherIsBetter = []string{"req/s", "out-tok/s", "total-tok/s"}
+var higherIsBetter = []string{"req/s", "out-tok/s", "total-tok/s", UnitTokPerJ}
+
+// The benchmark units of a level's GPU telemetry, benchstat's spelling:
+// summed mean and peak power, joules per output token and per request,
+// output tokens per joule (better higher), seconds at a clock limit.
+const (
+	UnitPowerMean = "W-mean"
+	UnitPowerPeak = "W-peak"
+	UnitJPerToken = "J/token"
+	UnitJPerReq   = "J/req"
+	UnitTokPerJ   = "tok/J"
+	UnitThrottleS = "throttle-s"
+)
 
 // BenchResultOf is the benchmark line of a completed level.
 func BenchResultOf(l *Level, isl, osl int) BenchResult {
@@ -81,6 +93,18 @@ func BenchResultOf(l *Level, isl, osl int) BenchResult {
 	if l.DecodeBS > 0 {
 		add(float64(l.DecodeBS), "decode-bs")
 	}
+	if e, ok := EnergyOf(l); ok {
+		add(e.MeanW, UnitPowerMean)
+		add(e.PeakW, UnitPowerPeak)
+		if e.OutTokens > 0 {
+			add(e.JPerOutToken, UnitJPerToken)
+			add(e.OutTokensPerJ, UnitTokPerJ)
+		}
+		if l.Completed > 0 {
+			add(e.JPerRequest, UnitJPerReq)
+		}
+		add(e.ThrottleS, UnitThrottleS)
+	}
 	return r
 }
 
@@ -89,6 +113,11 @@ func BenchResultOf(l *Level, isl, osl int) BenchResult {
 func WriteBench(w io.Writer, rs []BenchResult) error {
 	bw := benchfmt.NewWriter(w)
 	for _, u := range higherIsBetter {
+		// tok/J's line only in files that have it: files without
+		// telemetry stay as they were.
+		if u == UnitTokPerJ && !hasUnit(rs, u) {
+			continue
+		}
 		if err := bw.Write(&benchfmt.UnitMetadata{UnitMetadataKey: benchfmt.UnitMetadataKey{Unit: u, Key: "better"}, OrigUnit: u, Value: "higher"}); err != nil {
 			return err
 		}
@@ -103,6 +132,17 @@ func WriteBench(w io.Writer, rs []BenchResult) error {
 		}
 	}
 	return nil
+}
+
+func hasUnit(rs []BenchResult, unit string) bool {
+	for _, r := range rs {
+		for _, m := range r.Metrics {
+			if m.Unit == unit {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // WriteBenchNotes writes notes as comment lines ("# ..."), which benchfmt

@@ -152,6 +152,10 @@ type Level struct {
 	Server *ServerMetrics
 	// Window is the part of the level the trace covers; nil unless profiled.
 	Window *ProfileWindow
+	// Telemetry is the GPUs' power, clocks and memory over the measured
+	// requests, WarmupTelemetry over the warm-up before them; nil when not
+	// sampled.
+	Telemetry, WarmupTelemetry *Telemetry
 
 	Profile    bool
 	TraceFiles []string
@@ -272,6 +276,12 @@ func (l *Level) document() object {
 	}
 	if l.Window != nil {
 		o.add("profile_window", l.Window.document())
+	}
+	if l.Telemetry != nil {
+		o.add("gpu_telemetry", l.Telemetry)
+	}
+	if l.WarmupTelemetry != nil {
+		o.add("warmup_gpu_telemetry", l.WarmupTelemetry)
 	}
 	o.add("profile", l.Profile)
 	o.add("trace_files", l.TraceFiles)
@@ -453,6 +463,12 @@ func parseLevel(data []byte) (*Level, error) {
 		get("profile_window", &w)
 		pw := ProfileWindow(w)
 		l.Window = &pw
+	}
+	for key, dst := range map[string]**Telemetry{"gpu_telemetry": &l.Telemetry, "warmup_gpu_telemetry": &l.WarmupTelemetry} {
+		if v, ok := raw[key]; ok && string(v) != "null" {
+			*dst = &Telemetry{}
+			get(key, *dst)
+		}
 	}
 	get("profile", &l.Profile)
 	get("trace_files", &l.TraceFiles)

@@ -32,6 +32,12 @@ type RunInfo struct {
 	ModelConfig string `json:"model_config,omitempty"`
 	// GPU is the GPU memory pre-flight as one line per GPU.
 	GPU string `json:"gpu,omitempty"`
+	// Telemetry says how the GPUs' power, clocks and memory were sampled
+	// over each level (the tool, its arguments and period), or why not.
+	Telemetry string `json:"telemetry,omitempty"`
+	// GPUPrice is the price of one GPU-hour in US dollars (--gpu-price),
+	// which the report turns into cost per million tokens; 0: none given.
+	GPUPrice float64 `json:"gpu_price_usd_per_hour,omitempty"`
 	// Traces says where the level traces are: written by the engine into
 	// traces/ of the run directory, or left in the server's own profiler
 	// directory (engine none) and listed per level.

@@ -42,6 +42,28 @@ type SummaryRow struct {
 	// Server holds the srv_* columns in header order, NaN where empty;
 	// nil when the server's metrics were not read.
 	Server []float64
+	// GPU holds the gpu_* columns (TelemetryHeader) in order; nil when the
+	// level's GPUs were not sampled.
+	GPU []float64
+}
+
+// TelemetryHeader are the columns summary.csv appends, after every other,
+// when a level's GPUs were sampled: the GPUs' summed mean and peak power,
+// their energy over the measured requests, joules per output token and per
+// request, output tokens per joule, the longest time at a clock limit, the
+// peak used memory of a GPU against its capacity, and the graphics clock's
+// mean and lowest reading.
+var TelemetryHeader = []string{"gpu_power_mean_w", "gpu_power_peak_w", "gpu_energy_j", "gpu_j_per_out_tok", "gpu_j_per_req",
+	"gpu_out_tok_per_j", "gpu_throttle_s", "gpu_mem_used_mib", "gpu_mem_total_mib", "gpu_sm_clock_mean_mhz", "gpu_sm_clock_min_mhz"}
+
+// telemetryValues are a level's gpu_* columns; nil without telemetry.
+func telemetryValues(l *Level) []float64 {
+	e, ok := EnergyOf(l)
+	if !ok {
+		return nil
+	}
+	return []float64{e.MeanW, e.PeakW, e.J, e.JPerOutToken, e.JPerRequest, e.OutTokensPerJ, e.ThrottleS,
+		e.MemUsedMiB, e.MemTotalMiB, e.SMClockMeanMHz, e.SMClockMinMHz}
 }
 
 // SummaryRowOf is the summary row of a level result.
@@ -52,7 +74,7 @@ func SummaryRowOf(l *Level) SummaryRow {
 		ReqS: l.RequestThroughput, OutTokS: l.OutputThroughput, TotalTokS: l.TotalTokenThroughput,
 		TTFTP50MS: p(l.TTFT, 50), TTFTP99MS: p(l.TTFT, 99), TPOTP50MS: p(l.TPOT, 50), TPOTP99MS: p(l.TPOT, 99),
 		ITLP50MS: p(l.ITL, 50), E2ELP50MS: p(l.E2EL, 50), DecodeBS: l.DecodeBS,
-		Server: serverValues(l.Server),
+		Server: serverValues(l.Server), GPU: telemetryValues(l),
 	}
 }
 
@@ -62,7 +84,14 @@ func f2(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }
 // two decimals.
 func writeSummary(w io.Writer, rows []SummaryRow) error {
 	cw := csv.NewWriter(w)
-	_ = cw.Write(SummaryHeader)
+	// The gpu_* columns only when a level has them: a run without
+	// telemetry keeps the summary it always had.
+	gpu := slices.ContainsFunc(rows, func(r SummaryRow) bool { return r.GPU != nil })
+	head := SummaryHeader
+	if gpu {
+		head = slices.Concat(SummaryHeader, TelemetryHeader)
+	}
+	_ = cw.Write(head)
 	for _, r := range rows {
 		bs := ""
 		if r.DecodeBS > 0 {
@@ -77,6 +106,15 @@ func writeSummary(w io.Writer, rows []SummaryRow) error {
 				cell = strconv.FormatFloat(r.Server[k], 'f', -1, 64)
 			}
 			rec = append(rec, cell)
+		}
+		if gpu {
+			for k := range TelemetryHeader {
+				cell := ""
+				if k < len(r.GPU) && !math.IsNaN(r.GPU[k]) {
+					cell = strconv.FormatFloat(r.GPU[k], 'f', 4, 64)
+				}
+				rec = append(rec, cell)
+			}
 		}
 		_ = cw.Write(rec)
 	}
@@ -188,6 +226,18 @@ func readSummary(r io.Reader) ([]SummaryRow, error) {
 				row.Server = nanRow()
 			}
 			f(c.name, &row.Server[k])
+		}
+		for k, name := range TelemetryHeader {
+			if _, ok := col[name]; !ok || cell(name) == "" {
+				continue
+			}
+			if row.GPU == nil {
+				row.GPU = make([]float64, len(TelemetryHeader))
+				for j := range row.GPU {
+					row.GPU[j] = math.NaN()
+				}
+			}
+			f(name, &row.GPU[k])
 		}
 		if len(bad) > 0 {
 			return nil, fmt.Errorf("line %d: not a number in %v", line, slices.Compact(bad))

@@ -28,6 +28,10 @@ type Peak struct {
 	MemGB  float64 `json:"memory_gb"` // HBM capacity, 10^9 bytes
 	Kind   string  `json:"kind"`      // "spec" (vendor) or "measured"
 	Source string  `json:"source"`
+	// USDPerHour is the price of one GPU-hour in US dollars, from a peaks
+	// file's optional last column usd_per_gpu_hour; 0: none (the report's
+	// cost per million tokens then needs --gpu-price).
+	USDPerHour float64 `json:"usd_per_gpu_hour,omitempty"`
 }
 
 // Matrix is the matrix peak for a weight dtype ("fp8", "fp4", else BF16),
@@ -46,6 +50,9 @@ func (p Peak) Matrix(dtype string) float64 {
 var builtinPeaks string
 
 var peakHeader = []string{"gpu", "match", "bf16_tflops", "fp8_tflops", "fp4_tflops", "vector_tflops", "hbm_tbs", "memory_gb", "kind", "source"}
+
+// priceColumn is a peaks file's optional last column.
+const priceColumn = "usd_per_gpu_hour"
 
 // Peaks is a table of GPU peaks.
 type Peaks []Peak
@@ -78,8 +85,9 @@ func ParsePeaks(r io.Reader, name string) (Peaks, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	if !slices.Equal(head, peakHeader) {
-		return nil, fmt.Errorf("%s: header %q, want %s", name, strings.Join(head, ","), strings.Join(peakHeader, ","))
+	priced := slices.Equal(head, append(slices.Clip(peakHeader), priceColumn))
+	if !slices.Equal(head, peakHeader) && !priced {
+		return nil, fmt.Errorf("%s: header %q, want %s (and optionally ,%s)", name, strings.Join(head, ","), strings.Join(peakHeader, ","), priceColumn)
 	}
 	var out Peaks
 	for {
@@ -93,8 +101,8 @@ func ParsePeaks(r io.Reader, name string) (Peaks, error) {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
 		line, _ := cr.FieldPos(0)
-		if len(rec) != len(peakHeader) {
-			return nil, fmt.Errorf("%s:%d: %d fields, want %d (%s)", name, line, len(rec), len(peakHeader), strings.Join(peakHeader, ","))
+		if len(rec) != len(head) {
+			return nil, fmt.Errorf("%s:%d: %d fields, want %d (%s)", name, line, len(rec), len(head), strings.Join(head, ","))
 		}
 		p := Peak{GPU: rec[0], Match: rec[1], Kind: rec[8], Source: rec[9]}
 		for i, dst := range []*float64{&p.BF16, &p.FP8, &p.FP4, &p.Vector, &p.HBM, &p.MemGB} {
@@ -103,6 +111,13 @@ func ParsePeaks(r io.Reader, name string) (Peaks, error) {
 				return nil, fmt.Errorf("%s:%d: column %s: %q is not a finite non-negative number", name, line, peakHeader[2+i], rec[2+i])
 			}
 			*dst = v
+		}
+		if priced && rec[10] != "" {
+			v, err := strconv.ParseFloat(rec[10], 64)
+			if err != nil || v < 0 || math.IsInf(v, 0) {
+				return nil, fmt.Errorf("%s:%d: column %s: %q is not a price in US dollars", name, line, priceColumn, rec[10])
+			}
+			p.USDPerHour = v
 		}
 		if p.BF16 <= 0 || p.HBM <= 0 {
 			return nil, fmt.Errorf("%s:%d: %s needs bf16_tflops and hbm_tbs above 0", name, line, p.GPU)

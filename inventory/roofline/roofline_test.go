@@ -424,3 +424,26 @@ func TestAnnotate(t *testing.T) {
 		t.Error("compat CSV has roofline columns")
 	}
 }
+
+// A peaks file may end with a price per GPU-hour, for the report's cost.
+func TestPeaksPrice(t *testing.T) {
+	head := "gpu,match,bf16_tflops,fp8_tflops,fp4_tflops,vector_tflops,hbm_tbs,memory_gb,kind,source"
+	ps, err := ParsePeaks(strings.NewReader(head+",usd_per_gpu_hour\nMI355X,MI355X,2500,5000,10000,157,8,288,spec,me,3.25\nH200,H200,989,1979,0,67,4.8,141,spec,me,\n"), "p.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, _ := ps.Find("AMD Instinct MI355X"); p.USDPerHour != 3.25 {
+		t.Errorf("MI355X price %v, want 3.25", p.USDPerHour)
+	}
+	if p, _ := ps.Find("NVIDIA H200"); p.USDPerHour != 0 {
+		t.Errorf("H200 price %v, want none", p.USDPerHour)
+	}
+	_, err = ParsePeaks(strings.NewReader(head+",usd_per_gpu_hour\nX,X,1,1,0,1,1,80,spec,me,cheap\n"), "p.csv")
+	if err == nil || !strings.Contains(err.Error(), "p.csv:2: column usd_per_gpu_hour") {
+		t.Errorf("bad price: %v", err)
+	}
+	_, err = ParsePeaks(strings.NewReader(head+",price\n"), "p.csv")
+	if err == nil || !strings.Contains(err.Error(), "optionally ,usd_per_gpu_hour") {
+		t.Errorf("bad header: %v", err)
+	}
+}

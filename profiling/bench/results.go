@@ -40,6 +40,7 @@ func levelDoc(cfg *SweepConfig, model string, s shaper, lv *LevelResult) *result
 		OutputLensCounted: m.OutputCounted, InputLensRequested: m.PromptRequested,
 		ReasoningTokens: m.ReasoningTokens, TokensPerFrame: m.TokensPerFrame(), TokensPerFrameMethod: string(m.Split),
 		RequestsResent: m.Resent, Server: lv.Server, Window: lv.Window,
+		Telemetry: lv.Telemetry, WarmupTelemetry: lv.WarmupTelemetry,
 		Profile: cfg.Profile, TraceFiles: lv.TraceFiles, DecodeBS: lv.DecodeBS, Warnings: lv.Warnings,
 	}
 	if cfg.SLO.set() {
@@ -209,6 +210,9 @@ func printLevel(w io.Writer, cfg *SweepConfig, model string, lv *LevelResult) {
 		// The profiler starts a moment before the level's clock: no "-0.00".
 		fmt.Fprintf(w, "profile window: %.2f s to %.2f s of the level (stopped by %s)\n", max(win.StartS, 0), win.StopS, win.StoppedBy)
 	}
+	if lv.Telemetry != nil {
+		printTelemetry(w, levelDoc(cfg, model, shaper{}, lv))
+	}
 	for _, t := range lv.TraceFiles {
 		fmt.Fprintf(w, "trace: %s\n", t)
 	}
@@ -218,4 +222,17 @@ func printLevel(w io.Writer, cfg *SweepConfig, model string, lv *LevelResult) {
 	if lv.ResultFile != "" {
 		fmt.Fprintf(w, "result: %s\n", lv.ResultFile)
 	}
+}
+
+// printTelemetry writes a level's GPU figures in one line.
+func printTelemetry(w io.Writer, l *results.Level) {
+	e, ok := results.EnergyOf(l)
+	if !ok {
+		return
+	}
+	fmt.Fprintf(w, "GPU (%d, %s): %.1f W mean, %.1f W peak, %.4f J/output token, %.3f output tokens/J", e.NumGPUs, l.Telemetry.Tool, e.MeanW, e.PeakW, e.JPerOutToken, e.OutTokensPerJ)
+	for _, t := range e.ThrottleLimits {
+		fmt.Fprintf(w, ", %.1f s at the %s", t.Seconds, t.Limit)
+	}
+	fmt.Fprintln(w)
 }

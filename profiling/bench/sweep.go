@@ -115,6 +115,12 @@ type SweepConfig struct {
 	ScrapeInterval time.Duration
 	metricsURL     string // the /metrics read, once known to answer
 
+	// Telemetry, when set, samples the GPUs over each level's warm-up and,
+	// apart, over its measured requests (phase "warmup", then "level"):
+	// it starts sampling, and the function it returns stops it and returns
+	// what was measured (nil: nothing) with warnings about it.
+	Telemetry func(ctx context.Context, conc int, phase string) (stop func() (*results.Telemetry, []string))
+
 	// ProfileSteps and ProfileFor (with Profile) stop the profiler once
 	// the load is steady (every request slot busy) for about that many
 	// decode steps or that long, instead of at the level's end, to keep
@@ -148,6 +154,9 @@ type LevelResult struct {
 	ResultFile string
 	Server     *results.ServerMetrics // what /metrics said over the level; nil when not read
 	Window     *results.ProfileWindow // the part of the level the trace covers; nil unless profiled
+	// Telemetry is the GPUs' power, clocks and memory over the measured
+	// requests, WarmupTelemetry over the warm-up; nil when not sampled.
+	Telemetry, WarmupTelemetry *results.Telemetry
 }
 
 // SweepResult is what a run produced.
@@ -527,13 +536,35 @@ func (lr *levelRun) warmup() error {
 	}
 	warm := workload{ISL: cfg.ISL, OSL: cfg.OSL, RangeRatio: cfg.RangeRatio, RangeRule: cfg.RangeRule, NumPrompts: cfg.Warmups,
 		Seed: lr.seed + 500_000, FirstIndex: warmupIndex}.Source(lr.s)
+	stop := lr.sample("warmup")
 	outs, _, _ := runLoad(lr.ctx, lr.c, warm, load{MaxConcurrency: min(cfg.Warmups, lr.conc)})
+	lr.lv.WarmupTelemetry = stop()
 	for _, o := range outs {
 		if !o.OK() {
 			return fmt.Errorf("warmup request failed (%s): %s", o.Failure, o.Error)
 		}
 	}
 	return nil
+}
+
+// sample starts sampling the GPUs over a phase of the level, when the
+// sweep samples them; the function it returns stops the sampling, keeps
+// its warnings with the level's and returns what it measured.
+func (lr *levelRun) sample(phase string) func() *results.Telemetry {
+	if lr.cfg.Telemetry == nil {
+		return func() *results.Telemetry { return nil }
+	}
+	stop := lr.cfg.Telemetry(lr.runCtx, lr.conc, phase)
+	return func() *results.Telemetry {
+		t, warns := stop()
+		for _, w := range warns {
+			if phase != "level" {
+				w = "warm-up: " + w
+			}
+			lr.lv.Warnings = append(lr.lv.Warnings, diag.New(diag.Telemetry, w))
+		}
+		return t
+	}
 }
 
 // startProfiler notes the trace directory and starts the profiler.
@@ -580,6 +611,7 @@ func (lr *levelRun) measure() {
 		lr.watch = startWindow(ctx, cfg, lr.c, min(conc, lv.NumPrompts), &lr.inFlight, time.Now(), lr.profStart, lr.stopProfile)
 	}
 	reqs := workload{ISL: cfg.ISL, OSL: cfg.OSL, RangeRatio: cfg.RangeRatio, RangeRule: cfg.RangeRule, NumPrompts: lv.NumPrompts, Seed: lr.seed}.Source(lr.s)
+	stopSampling := lr.sample("level")
 	outs, start, end := runLoad(ctx, lr.c, reqs, load{
 		InFlight:         &lr.inFlight,
 		MaxConcurrency:   conc,
@@ -589,6 +621,7 @@ func (lr *levelRun) measure() {
 		StopOnConnection: true,
 		Progress:         update,
 	})
+	lv.Telemetry = stopSampling()
 	if finish != nil {
 		finish()
 	}

@@ -74,6 +74,10 @@ func (rr *RunReport) BenchResults() (a, b []results.BenchResult) {
 			ra.Metrics = append(ra.Metrics, results.Metric{Value: m.Pair.A, Unit: m.Unit})
 			rb.Metrics = append(rb.Metrics, results.Metric{Value: m.Pair.B, Unit: m.Unit})
 		}
+		for _, m := range l.Energy {
+			ra.Metrics = append(ra.Metrics, results.Metric{Value: m.Pair.A, Unit: m.Unit})
+			rb.Metrics = append(rb.Metrics, results.Metric{Value: m.Pair.B, Unit: m.Unit})
+		}
 		if l.Kernels != nil {
 			ra.Metrics = append(ra.Metrics, l.Kernels.benchMetrics(0)...)
 			rb.Metrics = append(rb.Metrics, l.Kernels.benchMetrics(1)...)

@@ -618,6 +618,14 @@ func (rr *RunReport) WriteMarkdown(w io.Writer, opt MarkdownOptions) error {
 			mw.line("| %s | %s | %s | %s | %s |", m.Name, f2(m.Pair.A), f2(m.Pair.B), signed2(m.Pair.Delta), pct(&m.Pair))
 		}
 		mw.line("")
+		if len(l.Energy) > 0 {
+			mw.line("| energy per decode token by layer role (mJ, apportioned by GPU time) | A | B | Δ | Δ %% |")
+			mw.line("|---|---:|---:|---:|---:|")
+			for _, m := range l.Energy {
+				mw.line("| %s | %s | %s | %s | %s |", m.Name, f2(m.Pair.A), f2(m.Pair.B), signed2(m.Pair.Delta), pct(&m.Pair))
+			}
+			mw.line("")
+		}
 		mw.line("%s", l.Explanation)
 		mw.line("")
 		if w := l.Waterfall; w != nil {

@@ -50,6 +50,10 @@ type LevelReport struct {
 	// levels' analysis files.
 	Waterfall *analysis.Waterfall `json:"waterfall,omitempty"`
 	Notes     []string            `json:"notes"`
+	// Energy is the energy per decode-step token apportioned to each
+	// layer role (mJ; by share of GPU time, not measured per kernel);
+	// absent unless both sides sampled their GPUs.
+	Energy []Metric `json:"energy_per_role,omitempty"`
 }
 
 // Metric is one client metric of a level on both sides.
@@ -83,6 +87,61 @@ func clientMetrics(a, b results.SummaryRow) []Metric {
 	out := make([]Metric, len(ms))
 	for i, m := range ms {
 		out[i] = Metric{Name: m.name, Unit: m.unit, Pair: pair(m.get(a), m.get(b)), HigherIsBetter: m.higher}
+	}
+	// The GPUs' figures when both sides sampled them (summary.csv's gpu_*
+	// columns, in bench.txt's units).
+	if a.GPU != nil && b.GPU != nil {
+		for _, m := range []struct {
+			name, unit string
+			col        int
+			higher     bool
+		}{
+			{"GPU power mean (W)", results.UnitPowerMean, 0, false},
+			{"GPU power peak (W)", results.UnitPowerPeak, 1, false},
+			{"J per output token", results.UnitJPerToken, 3, false},
+			{"J per request", results.UnitJPerReq, 4, false},
+			{"output tokens per J", results.UnitTokPerJ, 5, true},
+			{"time at a clock limit (s)", results.UnitThrottleS, 6, false},
+		} {
+			va, vb := a.GPU[m.col], b.GPU[m.col]
+			if math.IsNaN(va) || math.IsNaN(vb) {
+				continue
+			}
+			out = append(out, Metric{Name: m.name, Unit: m.unit, Pair: pair(va, vb), HigherIsBetter: m.higher})
+		}
+	}
+	return out
+}
+
+// roleEnergy compares the energy per decode-step token apportioned to
+// each layer role (mJ), when both sides have telemetry and an analysis.
+func roleEnergy(dirA, dirB string, conc int, a, b runLevel) []Metric {
+	load := func(dir string, lv runLevel) map[string]float64 {
+		if lv.level == nil || lv.level.Telemetry == nil {
+			return nil
+		}
+		f, err := analysis.LoadLevelFile(results.Run(dir).LevelAnalysis(conc))
+		if err != nil {
+			return nil
+		}
+		out := map[string]float64{}
+		for _, e := range f.RoleEnergy(lv.level) {
+			out[e.Group] = e.J * 1000
+		}
+		return out
+	}
+	ea, eb := load(dirA, a), load(dirB, b)
+	if ea == nil || eb == nil {
+		return nil
+	}
+	var out []Metric
+	for _, g := range analysis.EnergyGroups {
+		va, okA := ea[g]
+		vb, okB := eb[g]
+		if !okA && !okB {
+			continue
+		}
+		out = append(out, Metric{Name: g, Unit: results.CategoryUnit(g) + "-mJ/token", Pair: pair(va, vb)})
 	}
 	return out
 }
@@ -231,6 +290,7 @@ func CompareRuns(ctx context.Context, a, b string, opt Options) (*RunReport, err
 		if bsA, bsB := la[c].row.DecodeBS, lb[c].row.DecodeBS; bsA != bsB && bsA > 0 && bsB > 0 {
 			lr.Notes = append(lr.Notes, fmt.Sprintf("the server ran decode batch size %d in A and %d in B at this concurrency: the kernels ran on different batches", bsA, bsB))
 		}
+		lr.Energy = roleEnergy(a, b, c, la[c], lb[c])
 		lr.Explanation = explain(&lr)
 		if fa[c] != nil && fb[c] != nil {
 			w := analysis.NewWaterfall(waterfallSide("A", fa[c], la[c].level), waterfallSide("B", fb[c], lb[c].level), slope)

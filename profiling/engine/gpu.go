@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/profile-model/profile-model/profiling/telemetry"
 )
 
 // GPUMemory is one GPU's memory use as its vendor tool reports it.
@@ -154,8 +156,12 @@ type GPUReport struct {
 	// Devices are the GPUs the engine will use, by index; nil: all.
 	Devices []int `json:"devices,omitempty"`
 	// Busy are the GPUs of Devices whose used memory exceeds the threshold.
-	Busy []int  `json:"busy,omitempty"`
-	Note string `json:"note,omitempty"` // why nothing was checked, or that a busy GPU was forced
+	Busy []int `json:"busy,omitempty"`
+	// Holders name the processes on the busy GPUs where a tool says
+	// (amd-smi process, nvidia-smi's compute apps): "python3 (pid 4242,
+	// 140.0 GiB) on GPU 1".
+	Holders []string `json:"holders,omitempty"`
+	Note    string   `json:"note,omitempty"` // why nothing was checked, or that a busy GPU was forced
 }
 
 // String is the report in one line per GPU.
@@ -171,6 +177,11 @@ func (r GPUReport) String() string {
 		fmt.Fprintf(&b, "GPU %d: %.1f of %.1f GiB used (%s)", g.Index, gib(g.UsedBytes), gib(g.TotalBytes), r.Tool)
 		if slices.Contains(r.Busy, g.Index) {
 			b.WriteString(" — held by another process")
+			for _, h := range r.Holders {
+				if strings.HasSuffix(h, fmt.Sprintf(" on GPU %d", g.Index)) {
+					b.WriteString(": " + strings.TrimSuffix(h, fmt.Sprintf(" on GPU %d", g.Index)))
+				}
+			}
 		}
 	}
 	if r.Note != "" {
@@ -256,6 +267,57 @@ func runTool(ctx context.Context, path string, args ...string) ([]byte, error) {
 	return out, nil
 }
 
+// holders are the processes on the GPUs busy, as amd-smi (also beside
+// rocm-smi) or nvidia-smi names them; none when no tool says (naming them
+// is a courtesy: the check stands without it).
+func (p GPUProbe) holders(ctx context.Context, tool string, busy []int) []telemetry.Process {
+	look, run := p.LookPath, p.Run
+	if look == nil {
+		look = exec.LookPath
+	}
+	if run == nil {
+		run = runTool
+	}
+	var procs []telemetry.Process
+	switch tool {
+	case ROCmSMI:
+		path, err := look(telemetry.AMDSMI)
+		if err != nil {
+			return nil
+		}
+		out, err := run(ctx, path, telemetry.AMDSMIProcessArgs...)
+		if err != nil {
+			return nil
+		}
+		if procs, err = telemetry.ParseAMDSMIProcesses(out); err != nil {
+			return nil
+		}
+	case NvidiaSMI:
+		path, err := look(NvidiaSMI)
+		if err != nil {
+			return nil
+		}
+		apps, err := run(ctx, path, telemetry.NvidiaAppsArgs...)
+		if err != nil {
+			return nil
+		}
+		buses, err := run(ctx, path, telemetry.NvidiaBusArgs...)
+		if err != nil {
+			return nil
+		}
+		if procs, err = telemetry.ParseNvidiaApps(apps, buses); err != nil {
+			return nil
+		}
+	}
+	var out []telemetry.Process
+	for _, pr := range procs {
+		if slices.Contains(busy, pr.GPU) {
+			out = append(out, pr)
+		}
+	}
+	return out
+}
+
 // defaultGPUThreshold is how much memory a GPU may hold before the engine
 // starts: an idle GPU's driver keeps well under 1 GiB.
 const defaultGPUThreshold int64 = 2 << 30
@@ -294,6 +356,12 @@ func (p Preflight) Check(ctx context.Context, spec Spec) (GPUReport, error) {
 		return r, nil
 	}
 	msg := fmt.Sprintf("another process already holds more than %.1f GiB on GPU %s (%s)", gib(threshold), joinInts(r.Busy), r.Tool)
+	for _, h := range p.Probe.holders(ctx, r.Tool, r.Busy) {
+		r.Holders = append(r.Holders, fmt.Sprintf("%s on GPU %d", h, h.GPU))
+	}
+	if len(r.Holders) > 0 {
+		msg += ": " + strings.Join(r.Holders, ", ")
+	}
 	if p.Force {
 		r.Note = msg + "; going on because of --force"
 		return r, nil

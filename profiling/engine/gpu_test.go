@@ -312,3 +312,43 @@ func TestHasGPUTooling(t *testing.T) {
 		require.Contains(t, []string{ROCmSMI, NvidiaSMI}, tool)
 	}
 }
+
+// A busy GPU's holder is named where the tools say: amd-smi's process
+// list beside rocm-smi, nvidia-smi's compute apps.
+func TestPreflightNamesHolder(t *testing.T) {
+	t.Parallel()
+	amdProcs := `[{"gpu": 0, "process_list": [{"process_info": "N/A"}]},
+	 {"gpu": 1, "process_list": [{"process_info": {"name": "python3", "pid": 48213, "mem_usage": {"value": 150323855360, "unit": "B"}}}]}]`
+	p, _ := fakeProbe(map[string]string{ROCmSMI: string(readTestdata(t, "rocm-smi-2gpu-busy.txt")), "amd-smi": amdProcs}, nil)
+	r, err := Preflight{Probe: p}.Check(t.Context(), Spec{Kind: ATOM, Model: "m", TP: 2})
+	require.ErrorContains(t, err, "on GPU 1 (rocm-smi): python3 (pid 48213, 140.0 GiB) on GPU 1; stop it")
+	require.Equal(t, []string{"python3 (pid 48213, 140.0 GiB) on GPU 1"}, r.Holders)
+	require.Contains(t, r.String(), "GPU 1: 140.0 of 288.0 GiB used (rocm-smi) — held by another process: python3 (pid 48213, 140.0 GiB)")
+
+	// Without amd-smi the check stands, unnamed.
+	p, _ = fakeProbe(map[string]string{ROCmSMI: string(readTestdata(t, "rocm-smi-2gpu-busy.txt"))}, nil)
+	_, err = Preflight{Probe: p}.Check(t.Context(), Spec{Kind: ATOM, Model: "m", TP: 2})
+	require.ErrorContains(t, err, "on GPU 1 (rocm-smi); stop it")
+
+	nv := GPUProbe{
+		LookPath: func(file string) (string, error) {
+			if file == NvidiaSMI {
+				return "/usr/bin/nvidia-smi", nil
+			}
+			return "", exec.ErrNotFound
+		},
+		Run: func(_ context.Context, _ string, args ...string) ([]byte, error) {
+			switch {
+			case strings.HasPrefix(args[0], "--query-compute-apps"):
+				return []byte("00000000:3B:00.0, 51290, vllm, 61245\n"), nil
+			case strings.HasPrefix(args[0], "--query-gpu=index,pci.bus_id"):
+				return []byte("0, 00000000:18:00.0\n1, 00000000:3B:00.0\n"), nil
+			}
+			return readTestdata(t, "nvidia-smi-2gpu-busy.csv"), nil // GPU 0 holds 59.8 GiB
+		},
+	}
+	_, err = Preflight{Probe: nv}.Check(t.Context(), Spec{Kind: VLLM, Model: "m", Env: map[string]string{"CUDA_VISIBLE_DEVICES": "0"}})
+	require.ErrorContains(t, err, "on GPU 0 (nvidia-smi); stop it", "the process on GPU 1 is not GPU 0's")
+	_, err = Preflight{Probe: nv}.Check(t.Context(), Spec{Kind: VLLM, Model: "m", Env: map[string]string{"CUDA_VISIBLE_DEVICES": "1"}})
+	require.NoError(t, err, "GPU 1 is idle")
+}

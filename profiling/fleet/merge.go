@@ -157,6 +157,18 @@ func mergeLevels(runs []*RunResult) []LevelSummary {
 	return out
 }
 
+// hasUnit reports whether a level of s has the unit.
+func (s *Summary) hasUnit(unit string) bool {
+	for _, ss := range s.Sweeps {
+		for i := range ss.Levels {
+			if _, ok := ss.Levels[i].Metric(unit); ok {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 func median(v []float64) float64 {
 	if len(v) == 0 {
 		return 0
@@ -170,10 +182,16 @@ func median(v []float64) float64 {
 	return (s[n/2-1] + s[n/2]) / 2
 }
 
-// summaryUnits are the columns of the merged summary's table.
-var summaryUnits = []struct{ unit, head string }{
-	{"out-tok/s", "out tok/s"}, {"ttft-p50-ms", "TTFT p50 (ms)"}, {"tpot-p50-ms", "TPOT p50 (ms)"}, {LayerUnit, "µs/layer"},
-}
+// summaryUnits are the columns of the merged summary's table;
+// energyUnits are added when a level has them (GPU telemetry).
+var (
+	summaryUnits = []struct{ unit, head string }{
+		{"out-tok/s", "out tok/s"}, {"ttft-p50-ms", "TTFT p50 (ms)"}, {"tpot-p50-ms", "TPOT p50 (ms)"}, {LayerUnit, "µs/layer"},
+	}
+	energyUnits = []struct{ unit, head string }{
+		{results.UnitPowerMean, "GPU W"}, {results.UnitJPerToken, "J/token"}, {results.UnitThrottleS, "s at a clock limit"},
+	}
+)
 
 // WriteMarkdown writes the summary as a table: one row per sweep and
 // level, medians over the repeats.
@@ -184,6 +202,10 @@ func (s *Summary) WriteMarkdown(w io.Writer) error {
 		runs += len(ss.Runs)
 	}
 	fmt.Fprintf(&b, "# Fleet results\n\n%d sweeps, %d runs. Medians over each level's completed repeats.\n\n", len(s.Sweeps), runs)
+	summaryUnits := summaryUnits
+	if s.hasUnit(results.UnitJPerToken) {
+		summaryUnits = append(slices.Clip(summaryUnits), energyUnits...)
+	}
 	b.WriteString("| sweep | engine | level | repeats ok/failed | decode bs |")
 	for _, u := range summaryUnits {
 		b.WriteString(" " + u.head + " |")

@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/perf/benchmath"
 
+	"github.com/profile-model/profile-model/internal/results"
 	"github.com/profile-model/profile-model/profiling/diff"
 )
 
@@ -39,6 +40,12 @@ type Thresholds struct {
 	// side never regresses: the change is reported as unconfirmed. 0
 	// turns the test off: every change beyond a threshold regresses.
 	Alpha float64
+	// EnergyRise: an energy unit (EnergyUnits: joules per output token,
+	// from the GPUs' telemetry) that rises by more than this; levels
+	// without telemetry have none to compare. Off by default: sampled
+	// power moves with the machine more than a GPU's kernels do.
+	EnergyRise  float64
+	EnergyUnits []string
 }
 
 // DefaultThresholds are ATOM's nightly practice (5% throughput, 10%
@@ -48,6 +55,8 @@ var DefaultThresholds = Thresholds{
 	ThroughputUnits: []string{"out-tok/s"},
 	LatencyUnits:    []string{"ttft-p50-ms", "tpot-p50-ms"},
 	Alpha:           0.05,
+	EnergyRise:      -1,
+	EnergyUnits:     []string{results.UnitJPerToken},
 }
 
 // Finding is one metric of one level beyond its threshold.
@@ -58,7 +67,7 @@ type Finding struct {
 	Old   float64 `json:"old"`
 	New   float64 `json:"new"`
 	Pct   float64 `json:"pct"` // change in percent of Old; 0 when Old is 0
-	// Kind is "throughput", "latency", "kernel" or "failed" (the level
+	// Kind is "throughput", "latency", "energy", "kernel" or "failed" (the level
 	// completed in the baseline and not in the new results).
 	Kind string `json:"kind"`
 	// Kernel is, for a kernel finding, the kernel of the category whose
@@ -89,6 +98,7 @@ type Regression struct {
 	Notes []string `json:"notes"`
 
 	units   map[string]bool   // the units of the levels compared
+	energy  bool              // some level had energy units on both sides
 	engines map[string]string // sweep → engine, for the re-run commands
 	plans   map[string]string // sweep → plan, for a plan's pairs
 }
@@ -206,6 +216,11 @@ func (r *Regression) compareLevel(sweep string, bl, cl *LevelSummary, base, cur 
 		case slices.Contains(t.LatencyUnits, bm.Unit):
 			if t.LatencyRise >= 0 && bm.Median > 0 && f.Pct > t.LatencyRise {
 				f.Kind = "latency"
+			}
+		case slices.Contains(t.EnergyUnits, bm.Unit):
+			r.energy = true
+			if t.EnergyRise >= 0 && bm.Median > 0 && f.Pct > t.EnergyRise {
+				f.Kind = "energy"
 			}
 		case isKernelUnit(bm.Unit):
 			if bl.DecodeBS != cl.DecodeBS {
@@ -331,6 +346,10 @@ func (r *Regression) WriteMarkdown(w io.Writer, baseName, curName string) error 
 		"Medians over each level's repeats; a change beyond its threshold is a regression when the U test of the repeats gives p < %g; %d levels compared.\n\n",
 		strings.Join(t.ThroughputUnits, ", "), pctOff(t.ThroughputDrop), strings.Join(t.LatencyUnits, ", "), pctOff(t.LatencyRise),
 		pctOff(t.KernelRise), num(t.KernelMinUS), t.Alpha, r.Compared)
+	if r.energy && t.EnergyRise >= 0 {
+		// Only results with GPU telemetry say it: others read as before.
+		fmt.Fprintf(&b, "Energy (%s, from the GPUs' telemetry) rise > %s.\n\n", strings.Join(t.EnergyUnits, ", "), pctOff(t.EnergyRise))
+	}
 	incomplete := r.Incomplete()
 	switch {
 	case incomplete != nil && !r.Regressed():

@@ -38,6 +38,7 @@ type RunOptions struct {
 	// Force replaces the reports (readme.md, charts) of the sweep and its
 	// pairs even when edited since a report wrote them.
 	Force        bool
+	GPUPrice     float64       // US dollars per GPU-hour, for each pair's cost per million tokens; 0: none
 	ReadyTimeout time.Duration // 0: the engine package's default
 	Tool         string        // version line recorded in sweep.json and run.json
 	// Log receives one line per phase and the progress; nil discards.

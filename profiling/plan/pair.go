@@ -162,6 +162,7 @@ func (s *sweep) runPair(ctx context.Context, eng *engineRun, w pairWork, e *Pair
 		TraceDir:    absPath(eng.traces()),
 		ModelConfig: s.p.rel(s.p.ModelConfig),
 		Tool:        s.o.Tool,
+		GPUPrice:    s.o.GPUPrice,
 		Log:         attachFilter{s.o.Log},
 		Now:         s.o.Now,
 	})

@@ -25,7 +25,13 @@ import (
 const (
 	ReadmeFile  = "readme.md"
 	ParetoChart = "pareto.svg"
-	DiffsDir    = "diffs"
+	// EnergyChart: throughput per GPU against output tokens per joule,
+	// when the pairs' GPUs were sampled.
+	EnergyChart = "energy.svg"
+	// CostChart: cost per million output tokens against speed per user,
+	// when the pairs were priced.
+	CostChart = "cost.svg"
+	DiffsDir  = "diffs"
 )
 
 // Point is one measured level of one pair.
@@ -41,7 +47,13 @@ type Point struct {
 	OutTokS, PerGPU, PerUser float64
 	TTFTP50MS, TPOTP50MS     float64
 	DecodeBS                 int
-	oneBench                 bool // the plan has one bench variant: labels name the server alone
+	// TokPerJ is the output tokens per joule of the server's GPUs and
+	// MeanW their mean power, from the level's telemetry; 0 without it.
+	TokPerJ, MeanW float64
+	// CostPerMOut is the cost of the level's GPU-hours per million output
+	// tokens at the pair's --gpu-price; 0 without a price.
+	CostPerMOut float64
+	oneBench    bool // the plan has one bench variant: labels name the server alone
 }
 
 // Label names a point on the chart: pair@conc, or server@conc when the
@@ -63,6 +75,10 @@ func Points(dir string, p *Plan, x *Index) []Point {
 	var out []Point
 	for _, e := range x.Pairs {
 		run := results.Run(filepath.Join(dir, e.Dir))
+		var price float64
+		if info, err := results.LoadRunInfo(run.RunInfo()); err == nil {
+			price = info.GPUPrice
+		}
 		for _, lv := range e.Levels {
 			pt := Point{Pair: e.Name(), Server: e.Server, Conc: lv.Conc, Status: lv.Status, GPUs: max(gpus[e.Server], 1), oneBench: len(p.Benches) == 1}
 			if l, err := results.LoadLevel(run.LevelResult(lv.Conc)); err == nil {
@@ -71,6 +87,12 @@ func Points(dir string, p *Plan, x *Index) []Point {
 				pt.PerGPU = r.OutTokS / float64(pt.GPUs)
 				if r.TPOTP50MS > 0 {
 					pt.PerUser = 1000 / r.TPOTP50MS
+				}
+				if e, ok := results.EnergyOf(l); ok {
+					pt.TokPerJ, pt.MeanW = e.OutTokensPerJ, e.MeanW
+				}
+				if price > 0 && l.TotalOutputTokens > 0 {
+					pt.CostPerMOut = price * float64(pt.GPUs) * l.DurationS / 3600 / float64(l.TotalOutputTokens) * 1e6
 				}
 			}
 			out = append(out, pt)
@@ -204,6 +226,13 @@ func WriteReport(ctx context.Context, dir string, force bool) (err error) {
 			rows = append(rows, []string{pt.Pair, strconv.Itoa(pt.Conc), f1(pt.PerUser), f1(pt.PerGPU), strconv.Itoa(pt.DecodeBS)})
 		}
 		table(&b, []string{"pair", "conc", "tok/s/user", "out tok/s/GPU", "decode bs"}, rows)
+	}
+
+	if err := energySection(&b, dir, pts); err != nil {
+		return err
+	}
+	if err := costSection(&b, dir, pts, front); err != nil {
+		return err
 	}
 
 	b.WriteString("## What each server setting changes in the kernels\n\n")
@@ -466,21 +495,104 @@ func table(w io.Writer, head []string, rows [][]string) {
 // palette colours the pairs, in order.
 var palette = []string{"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"}
 
+// energySection writes "Energy" when the pairs' GPUs were sampled: the
+// throughput per GPU against the output tokens per joule of every level,
+// to pick the level that serves most per joule beside the one that
+// serves most per second.
+func energySection(b *bytes.Buffer, dir string, pts []Point) error {
+	var with []Point
+	for _, pt := range pts {
+		if pt.measured() && pt.TokPerJ > 0 {
+			with = append(with, pt)
+		}
+	}
+	if len(with) == 0 {
+		return nil
+	}
+	b.WriteString("## Energy\n\n")
+	svg, err := scatterChart("Throughput per GPU against energy", "output tokens per joule (the server's GPUs)", perGPUAxis, with, nil,
+		func(pt Point) float64 { return pt.TokPerJ }, perGPU)
+	if err != nil {
+		return err
+	}
+	if err := atomicfile.Write(filepath.Join(dir, EnergyChart), svg); err != nil {
+		return err
+	}
+	fmt.Fprintf(b, "![Throughput per GPU against tokens per joule](%s)\n\n", EnergyChart)
+	best := slices.MaxFunc(with, func(a, b Point) int { return cmp.Compare(a.TokPerJ, b.TokPerJ) })
+	fmt.Fprintf(b, "Most output tokens per joule: %s (%s tok/J at %s W, %s out tok/s/GPU). Each level's GPUs were sampled over its requests (its run's readme has the power, clocks and energy per layer role).\n\n",
+		best.Label(), f2(best.TokPerJ), f1(best.MeanW), f1(best.PerGPU))
+	return nil
+}
+
+// costSection writes "Cost" when the pairs were priced (--gpu-price): the
+// frontier drawn against the cost per million output tokens, which at one
+// price per GPU-hour is the throughput frontier seen from the bill.
+func costSection(b *bytes.Buffer, dir string, pts, front []Point) error {
+	var with []Point
+	for _, pt := range pts {
+		if pt.measured() && pt.CostPerMOut > 0 {
+			with = append(with, pt)
+		}
+	}
+	if len(with) == 0 {
+		return nil
+	}
+	var priced []Point
+	for _, pt := range front {
+		if pt.CostPerMOut > 0 {
+			priced = append(priced, pt)
+		}
+	}
+	b.WriteString("## Cost\n\n")
+	svg, err := scatterChart("Cost against speed per user", "output tokens/s per user (1000 / TPOT p50)", "US dollars per million output tokens", with, priced,
+		perUser, func(pt Point) float64 { return pt.CostPerMOut })
+	if err != nil {
+		return err
+	}
+	if err := atomicfile.Write(filepath.Join(dir, CostChart), svg); err != nil {
+		return err
+	}
+	fmt.Fprintf(b, "![Cost per million output tokens against speed per user](%s)\n\n", CostChart)
+	b.WriteString("Each level's GPU-hours (the server's GPUs × the level's duration) at the pair's price per GPU-hour, over its output tokens; the dashed line joins the frontier's levels.\n\n")
+	var rows [][]string
+	for _, pt := range priced {
+		rows = append(rows, []string{pt.Pair, strconv.Itoa(pt.Conc), f1(pt.PerUser), strconv.FormatFloat(pt.CostPerMOut, 'f', 4, 64)})
+	}
+	table(b, []string{"pair", "conc", "tok/s/user", "$ / M output tokens"}, rows)
+	return nil
+}
+
 // paretoChart draws every measured level (a colour per pair, labelled
 // pair@conc) with the frontier as a line through its points.
 func paretoChart(pts, front []Point) ([]byte, error) {
+	return scatterChart("Throughput per GPU against speed per user", "output tokens/s per user (1000 / TPOT p50)", perGPUAxis, pts, front,
+		perUser, perGPU)
+}
+
+const perGPUAxis = "output tokens/s per GPU"
+
+func perUser(pt Point) float64 { return pt.PerUser }
+func perGPU(pt Point) float64  { return pt.PerGPU }
+
+// scatterChart draws y against x of every measured level (a colour per
+// pair, labelled pair@conc), with front as a line through its points when
+// given.
+func scatterChart(title, xLabel, yLabel string, pts, front []Point, x, y func(Point) float64) ([]byte, error) {
 	p := &svgchart.Panel{
-		Title: "Throughput per GPU against speed per user",
-		X:     svgchart.Axis{Label: "output tokens/s per user (1000 / TPOT p50)", Min: math.Inf(1), Max: math.Inf(-1)},
-		Y:     svgchart.Axis{Label: "output tokens/s per GPU", Min: math.Inf(1), Max: math.Inf(-1)},
+		Title: title,
+		X:     svgchart.Axis{Label: xLabel, Min: math.Inf(1), Max: math.Inf(-1)},
+		Y:     svgchart.Axis{Label: yLabel, Min: math.Inf(1), Max: math.Inf(-1)},
 		// Above and right of the frontier no point lies: the legend goes there.
 		Legend: true, LegendAt: svgchart.TopRight,
 	}
 	frontier := svgchart.Series{Name: "frontier", Colour: "#3c3c3c", Dashed: true, NoMarks: true}
 	for _, pt := range front {
-		frontier.Pts = append(frontier.Pts, [2]float64{pt.PerUser, pt.PerGPU})
+		frontier.Pts = append(frontier.Pts, [2]float64{x(pt), y(pt)})
 	}
-	p.Series = append(p.Series, frontier)
+	if front != nil {
+		p.Series = append(p.Series, frontier)
+	}
 	var pairs []string
 	for _, pt := range pts {
 		if pt.measured() && !slices.Contains(pairs, pt.Pair) {
@@ -493,7 +605,7 @@ func paretoChart(pts, front []Point) ([]byte, error) {
 		sc := svgchart.Series{Name: name, Colour: palette[i%len(palette)], NoLine: true, Radius: 4}
 		for _, pt := range pts {
 			if pt.Pair == name && pt.measured() {
-				xy := [2]float64{pt.PerUser, pt.PerGPU}
+				xy := [2]float64{x(pt), y(pt)}
 				sc.Pts = append(sc.Pts, xy)
 				all = append(all, xy)
 				labels = append(labels, pt.Label())

@@ -23,6 +23,9 @@ func (v *view) charts() []chart {
 		out = append(out, chart{LatencyChart, v.latencyChart}, chart{ThroughputChart, v.throughputChart},
 			chart{ThroughputTPOTChart, v.throughputTPOTChart})
 	}
+	if len(v.energyLevels()) > 1 {
+		out = append(out, chart{EnergyChart, v.energyChart})
+	}
 	if len(v.cats) > 0 {
 		out = append(out, chart{LayerTimeChart, v.layerTimeChart})
 	}

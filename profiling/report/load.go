@@ -54,6 +54,7 @@ type run struct {
 	arch   *modelconfig.Architecture // nil when no model config was found
 	levels []*level                  // by concurrency
 	peaks  roofline.Peaks            // the GPU peaks file given, nil: the built-in table
+	price  float64                   // US dollars per GPU-hour; 0: none
 	notes  []string                  // what could not be read, for the warnings section
 }
 
@@ -68,6 +69,7 @@ func loadRun(dir string, opt Options) (*run, error) {
 	rd := results.Run(dir)
 	r := &run{dir: dir}
 	r.info, r.notes = loadRunInfo(rd.RunInfo())
+	r.price = cmp.Or(opt.GPUPrice, r.info.GPUPrice)
 	byConc := map[int]*level{}
 	get := func(conc int) *level {
 		if byConc[conc] == nil {

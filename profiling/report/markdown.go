@@ -63,6 +63,7 @@ func (v *view) markdown() []byte {
 	v.observationsSection(&b)
 	v.modelSection(&b)
 	v.throughputSection(&b)
+	v.powerSection(&b)
 	v.reconciliationSection(&b)
 	v.waterfallSection(&b)
 	v.inventorySection(&b)
@@ -391,17 +392,34 @@ func (v *view) workload() string {
 func (v *view) throughputSection(b *md) {
 	b.p("## Throughput\n\n")
 	var rows [][]string
+	// With telemetry, the headline table carries power and energy per
+	// token too (the section below has the rest).
+	power := len(v.energyLevels()) > 0
 	for _, l := range v.r.levels {
+		var row []string
 		if !l.HaveRow {
-			rows = append(rows, []string{strconv.Itoa(l.Conc), bsCell(l), dash, dash, dash, dash, dash, dash, dash, dash, dash})
-			continue
+			row = []string{strconv.Itoa(l.Conc), bsCell(l), dash, dash, dash, dash, dash, dash, dash, dash, dash}
+		} else {
+			r := l.Row
+			row = []string{strconv.Itoa(l.Conc), bsCell(l), strconv.Itoa(r.Completed), strconv.Itoa(r.Failed),
+				f2(r.ReqS), f1(r.OutTokS), f1(r.TotalTokS), f2(r.TTFTP50MS), f2(r.TTFTP99MS), f2(r.TPOTP50MS), f2(r.TPOTP99MS)}
 		}
-		r := l.Row
-		rows = append(rows, []string{strconv.Itoa(l.Conc), bsCell(l), strconv.Itoa(r.Completed), strconv.Itoa(r.Failed),
-			f2(r.ReqS), f1(r.OutTokS), f1(r.TotalTokS), f2(r.TTFTP50MS), f2(r.TTFTP99MS), f2(r.TPOTP50MS), f2(r.TPOTP99MS)})
+		if power {
+			if e, ok := v.energy(l); ok {
+				row = append(row, f1(e.MeanW), f4(e.JPerOutToken))
+			} else {
+				row = append(row, dash, dash)
+			}
+		}
+		rows = append(rows, row)
 	}
-	b.table([]string{"concurrency", "decode bs", "completed", "failed", "req/s", "output tok/s", "total tok/s",
-		"TTFT p50 (ms)", "TTFT p99 (ms)", "TPOT p50 (ms)", "TPOT p99 (ms)"}, "rrrrrrrrrrr", rows)
+	head := []string{"concurrency", "decode bs", "completed", "failed", "req/s", "output tok/s", "total tok/s",
+		"TTFT p50 (ms)", "TTFT p99 (ms)", "TPOT p50 (ms)", "TPOT p99 (ms)"}
+	align := "rrrrrrrrrrr"
+	if power {
+		head, align = append(head, "GPU W (mean)", "J / output token"), align+"rr"
+	}
+	b.table(head, align, rows)
 	b.p("The decode batch size is the most frequent one in the level's trace (what the GPU ran), not the client's concurrency.\n\n")
 	if sc := v.timeScale(); sc != 1 {
 		b.p("The run was accelerated %g× (simulated engine): throughputs and latencies here are scaled back to the engine's clock, the trace's.\n\n", sc)

@@ -26,6 +26,7 @@ func (v *view) observations() []string {
 	// The abnormal first: a capped batch, saturation, lost events and
 	// structural kernel changes are what an engineer acts on; cosmetic
 	// kernel instances last.
+	add(v.throttling())
 	add(v.batchCap())
 	add(v.saturation())
 	add(v.lostEvents())

@@ -28,6 +28,9 @@ type Options struct {
 	// Force replaces the report's files even when they were edited since
 	// the last report wrote them, or were not written by it.
 	Force bool
+	// GPUPrice is the price of a GPU-hour in US dollars for the cost per
+	// million tokens, instead of the one run.json records; 0: run.json's.
+	GPUPrice float64
 }
 
 // Report is what Build wrote.

@@ -139,6 +139,12 @@ type Config struct {
 	// KeepAlive closes a connection idle this long, as ATOM's server does
 	// (uvicorn's keep-alive timeout); 0: 5 s.
 	KeepAlive time.Duration
+	// PowerCapW caps each simulated GPU's power (GET /debug/telemetry):
+	// a step that would draw more runs at the cap with its graphics clock
+	// lowered in proportion, and the reading says the power limit held it.
+	// The step times are not stretched: the trace stays the kernel model's.
+	// 0: no cap.
+	PowerCapW float64
 	// KVBlocks is the number of KV-cache blocks of 16 tokens /metrics
 	// reports usage against; 0: 65536.
 	KVBlocks int
@@ -212,6 +218,9 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	if cfg.TimeScale == 0 {
 		cfg.TimeScale = 1
+	}
+	if cfg.PowerCapW != 0 && !(cfg.PowerCapW > simIdleW && cfg.PowerCapW < 1e5) {
+		return cfg, fmt.Errorf("power cap %g W: give watts above the simulated GPU's idle power of %g W", cfg.PowerCapW, simIdleW)
 	}
 	if cfg.Release == "" {
 		cfg.Release = ReleaseCurrent

@@ -131,6 +131,7 @@ type engine struct {
 	counts stepCounts
 
 	gauges engineMetrics // what /metrics reports; written by the engine goroutine
+	meter  gpuMeter      // what /debug/telemetry reports
 }
 
 // kvBlockSize is the tokens per KV-cache block /metrics counts in.
@@ -416,6 +417,7 @@ func (e *engine) step(ctx context.Context) error {
 	dur := e.backend.Run(s)
 	e.virt = s.Start + int64(dur)
 	e.count(s)
+	e.meter.step(s.Kind, s.BS, float64(dur), e.cfg.PowerCapW, e.gauges.kvBlocks.Load())
 
 	// The tokens of the previous step reach their clients OutputLag of the
 	// way into this step: the engine streams them while this step runs.

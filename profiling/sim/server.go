@@ -215,6 +215,7 @@ func (s *Server) handler() http.Handler {
 		paths = append(paths, "/metrics")
 	}
 	mux.HandleFunc("GET /server_info", s.ready(s.serverInfo))
+	mux.HandleFunc("GET /debug/telemetry", s.ready(s.telemetry))
 	// FastAPI's replies to a wrong method and to an unknown path.
 	for _, p := range paths {
 		mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
