@@ -21,7 +21,7 @@ import (
 )
 
 // helpFixture is the help text of kind's engine that its stand-in
-// parses: the complete one written from the engine's argument parser
+// parses: the newest complete one written from the engine's argument parser
 // when this checkout has it, else the minimal one with just the options
 // these tests pass.
 func helpFixture(tb testing.TB, kind engine.Kind) string {
@@ -37,7 +37,8 @@ func helpFixture(tb testing.TB, kind engine.Kind) string {
 			}
 			return -1
 		}
-		return strings.Compare(a, b)
+		// The newest release first (vllm-0.27.1 before vllm-0.12.0).
+		return strings.Compare(b, a)
 	})
 	require.NotEmpty(tb, all, "no help fixture for %s", kind)
 	abs, err := filepath.Abs(all[0])
@@ -85,25 +86,31 @@ func TestStandInSweeps(t *testing.T) {
 		t.Run(fmt.Sprintf("%s/tp%d", tc.sweep, tc.tp), func(t *testing.T) {
 			t.Parallel()
 			s := sweepNamed(t, tc.sweep)
-			runDir := filepath.Join(t.TempDir(), "run")
-			p, err := s.Plan(runDir, SweepOptions{Port: freePort(t), Concurrencies: []int{4, 8}})
-			require.NoError(t, err)
-			p.Engine.TP = tc.tp
-			p.Sweep.NumPromptsMul = 2 // the declared 4 adds time, not checks
-			p.Sweep.ExportTimeout = time.Minute
-			standIn(t, &p, map[string]string{
-				enginetest.MetricsRefreshEnv: "300ms",
-				enginetest.RankLagEnv:        "3s", // longer than rank 0's analysis takes
-			})
-			if p.Engine.Kind == engine.VLLM {
-				// vLLM takes its profiler directory from --profiler-config
-				// only since February 2026 (the launch side passes it).
-				p.Engine.ExtraArgs = append(p.Engine.ExtraArgs, "--profiler-config",
-					fmt.Sprintf(`{"profiler":"torch","torch_profiler_dir":%q}`, results.Run(runDir).Traces()))
-			}
+			var p Plan
+			var res *Result
+			var err error
 			var log bytes.Buffer
-			p.Log, p.Sweep.Log = &log, &log
-			res, err := Run(context.Background(), p)
+			var runDir string
+			// A port chosen free can be taken by a parallel test before the
+			// engine binds it: choose again.
+			for try := 1; ; try++ {
+				runDir = filepath.Join(t.TempDir(), "run")
+				p, err = s.Plan(runDir, SweepOptions{Port: freePort(t), Concurrencies: []int{4, 8}})
+				require.NoError(t, err)
+				p.Engine.TP = tc.tp
+				p.Sweep.NumPromptsMul = 2 // the declared 4 adds time, not checks
+				p.Sweep.ExportTimeout = time.Minute
+				standIn(t, &p, map[string]string{
+					enginetest.MetricsRefreshEnv: "300ms",
+					enginetest.RankLagEnv:        "3s", // longer than rank 0's analysis takes
+				})
+				log.Reset()
+				p.Log, p.Sweep.Log = &log, &log
+				res, err = Run(context.Background(), p)
+				if err == nil || try == 3 || !portLost(err) {
+					break
+				}
+			}
 			require.NoError(t, err, "its log:\n%s", log.String())
 			require.Equal(t, "ok", res.Info.Status)
 			if p.Engine.Kind == engine.ATOM && os.Getenv("ATOM_PROFILER_TIMEOUT") == "" {

@@ -163,7 +163,9 @@ func (h help) parseArgs(args []string, stdout, stderr io.Writer) (vals map[strin
 	var unknown []string
 	for i := 0; i < len(args); i++ {
 		a := args[i]
-		if a == "-h" || a == "--help" {
+		// vLLM's parser also takes --help=all (argparse_utils.py) and
+		// prints every group; the fixture is that listing.
+		if a == "-h" || a == "--help" || strings.HasPrefix(a, "--help=") {
 			io.WriteString(stdout, h.text)
 			return nil, 0
 		}
