@@ -24,6 +24,10 @@ type Peak struct {
 	MemGB  float64 `json:"memory_gb"` // HBM capacity, 10^9 bytes
 	Kind   string  `json:"kind"`      // "spec" (vendor) or "measured"
 	Source string  `json:"source"`
+	// Link is the GPU's peer bandwidth in one direction, GB/s (10^9 B/s),
+	// what a tensor-parallel all-reduce can use; 0 when the file does not
+	// say (the optional link_gbs column).
+	Link float64 `json:"link_gbs,omitempty"`
 }
 
 // Matrix is the matrix peak for a weight dtype ("fp8", "fp4", else BF16),
@@ -75,8 +79,11 @@ func ParsePeaks(r io.Reader, name string) (Peaks, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	if !slices.Equal(head, peakHeader) {
-		return nil, fmt.Errorf("%s: header %q, want %s", name, strings.Join(head, ","), strings.Join(peakHeader, ","))
+	// link_gbs is an optional last column: files written before it (and
+	// the GPU benchmark's, which does not measure links) lack it.
+	withLink := slices.Equal(head, append(slices.Clone(peakHeader), "link_gbs"))
+	if !slices.Equal(head, peakHeader) && !withLink {
+		return nil, fmt.Errorf("%s: header %q, want %s[,link_gbs]", name, strings.Join(head, ","), strings.Join(peakHeader, ","))
 	}
 	var out Peaks
 	for {
@@ -88,8 +95,8 @@ func ParsePeaks(r io.Reader, name string) (Peaks, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s:%d: %w", name, line, err)
 		}
-		if len(rec) != len(peakHeader) {
-			return nil, fmt.Errorf("%s:%d: %d fields, want %d (%s)", name, line, len(rec), len(peakHeader), strings.Join(peakHeader, ","))
+		if len(rec) != len(head) {
+			return nil, fmt.Errorf("%s:%d: %d fields, want %d (%s)", name, line, len(rec), len(head), strings.Join(head, ","))
 		}
 		p := Peak{GPU: rec[0], Match: rec[1], Kind: rec[8], Source: rec[9]}
 		for i, dst := range []*float64{&p.BF16, &p.FP8, &p.FP4, &p.Vector, &p.HBM, &p.MemGB} {
@@ -98,6 +105,13 @@ func ParsePeaks(r io.Reader, name string) (Peaks, error) {
 				return nil, fmt.Errorf("%s:%d: column %s: %q is not a non-negative number", name, line, peakHeader[2+i], rec[2+i])
 			}
 			*dst = v
+		}
+		if withLink {
+			v, err := strconv.ParseFloat(rec[10], 64)
+			if err != nil || v < 0 {
+				return nil, fmt.Errorf("%s:%d: column link_gbs: %q is not a non-negative number", name, line, rec[10])
+			}
+			p.Link = v
 		}
 		if p.BF16 <= 0 || p.HBM <= 0 {
 			return nil, fmt.Errorf("%s:%d: %s needs bf16_tflops and hbm_tbs above 0", name, line, p.GPU)

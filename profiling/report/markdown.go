@@ -400,9 +400,20 @@ func (v *view) throughputSection(b *md) {
 		rows = append(rows, []string{strconv.Itoa(l.Conc), bsCell(l), strconv.Itoa(r.Completed), strconv.Itoa(r.Failed),
 			f2(r.ReqS), f1(r.OutTokS), f1(r.TotalTokS), f2(r.TTFTP50MS), f2(r.TTFTP99MS), f2(r.TPOTP50MS), f2(r.TPOTP99MS)})
 	}
-	b.table([]string{"concurrency", "decode bs", "completed", "failed", "req/s", "output tok/s", "total tok/s",
-		"TTFT p50 (ms)", "TTFT p99 (ms)", "TPOT p50 (ms)", "TPOT p99 (ms)"}, "rrrrrrrrrrr", rows)
+	head, align := []string{"concurrency", "decode bs", "completed", "failed", "req/s", "output tok/s", "total tok/s",
+		"TTFT p50 (ms)", "TTFT p99 (ms)", "TPOT p50 (ms)", "TPOT p99 (ms)"}, "rrrrrrrrrrr"
+	sol := v.hasSOL()
+	if sol {
+		head, align = append(head, "SOL step (ms)", "step ÷ SOL"), align+"rr"
+		for i, l := range v.r.levels {
+			rows[i] = append(rows[i], v.solCells(l)...)
+		}
+	}
+	b.table(head, align, rows)
 	b.p("The decode batch size is the most frequent one in the level's trace (what the GPU ran), not the client's concurrency.\n\n")
+	if sol {
+		v.solNote(b)
+	}
 	if sc := v.timeScale(); sc != 1 {
 		b.p("The run was accelerated %g× (simulated engine): throughputs and latencies here are scaled back to the engine's clock, the trace's.\n\n", sc)
 	}
