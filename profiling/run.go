@@ -55,6 +55,11 @@ type Plan struct {
 	Report func(ctx context.Context, runDir string) error
 	// Now names the run directory; nil: time.Now.
 	Now func() time.Time
+	// OverheadCheck runs the first level again without the profiler and
+	// writes overhead.json; OverheadPct is the TPOT difference (percent)
+	// it flags, 0: results.DefaultOverheadPct.
+	OverheadCheck bool
+	OverheadPct   float64
 }
 
 // CorpusPrefix marks a path of the reference corpus in a sweep
@@ -131,6 +136,11 @@ func Run(ctx context.Context, p Plan) (*Result, error) {
 	}
 	if status, err := r.sweep(ctx, srv); err != nil {
 		return r.finish(status, err)
+	}
+	if p.OverheadCheck {
+		if err := r.overheadCheck(ctx, srv); err != nil {
+			return r.finish("failed", err)
+		}
 	}
 	if p.Report != nil {
 		// run.json says the run ended before the report reads it, so a

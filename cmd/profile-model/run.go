@@ -53,6 +53,8 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		configPath   = fs.String("config", "", "the model's `config.json` (default: found in the model's directory when it is a local path)")
 		out          = fs.String("out", "runs", "`DIR` that receives one new run directory, <model>-<UTC time>")
 		cleanup      = fs.Bool("cleanup", false, "stop the engines that killed runs in --out left behind (without it, run says how)")
+		overhead     = fs.Bool("overhead-check", false, "run the first level again without the profiler and report the TPOT the profiler costs (overhead.json)")
+		overheadPct  = fs.Float64("overhead-threshold", 5, "with --overhead-check: flag a profiled TPOT more than this many percent above the unprofiled one")
 	)
 	// Read before parsing (isPlanRun); defined here for -h.
 	fs.String("plan", "", "run the sweep plan `FILE` instead: server × bench variants into one sweep directory (run --plan FILE -h lists its flags; docs/sweeps.md)")
@@ -152,6 +154,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	res, err := profiling.Run(ctx, profiling.Plan{
 		Engine: spec, Sweep: cfg, Out: *out, TraceDir: *traceDir, ModelConfig: *configPath,
 		ForceGPU: *force, ReadyTimeout: *readyTimeout, Tool: versionLine(), Log: stderr,
+		OverheadCheck: *overhead, OverheadPct: *overheadPct,
 		Report: func(_ context.Context, dir string) error {
 			rep, err := report.Build(dir, report.Options{})
 			if err == nil {
