@@ -83,6 +83,9 @@ const (
 	// ClientLag: the benchmark client sent requests late (it could not
 	// keep up), so the server saw less load than asked for.
 	ClientLag Code = "client_lag"
+	// ClientBound: the benchmark client read its streams slower than the
+	// server wrote them: its latencies measure the client.
+	ClientBound Code = "client_bound"
 )
 
 // Warning is one thing a user should know about a result.

@@ -148,6 +148,9 @@ type Level struct {
 	Server *ServerMetrics
 	// Window is the part of the level the trace covers; nil unless profiled.
 	Window *ProfileWindow
+	// Client is how busy the benchmark client was over the level; nil
+	// when not measured.
+	Client *ClientLoad
 
 	Profile    bool
 	TraceFiles []string
@@ -267,6 +270,9 @@ func (l *Level) document() object {
 	}
 	if l.Window != nil {
 		o.add("profile_window", l.Window.document())
+	}
+	if l.Client != nil {
+		o.add("client_load", l.Client)
 	}
 	o.add("profile", l.Profile)
 	o.add("trace_files", l.TraceFiles)
@@ -447,6 +453,10 @@ func parseLevel(data []byte) (*Level, error) {
 		get("profile_window", &w)
 		pw := ProfileWindow(w)
 		l.Window = &pw
+	}
+	if _, ok := raw["client_load"]; ok {
+		l.Client = &ClientLoad{}
+		get("client_load", l.Client)
 	}
 	get("profile", &l.Profile)
 	get("trace_files", &l.TraceFiles)

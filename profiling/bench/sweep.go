@@ -113,6 +113,11 @@ type SweepConfig struct {
 	// the traces of long levels small; 0: at the end.
 	ProfileSteps int
 	ProfileFor   time.Duration
+
+	// ClientFrameDelay slows the client by this much at every event it
+	// reads, as a client starved of CPU is: for testing the client-bound
+	// check (results.ClientLoad); 0 in real use.
+	ClientFrameDelay time.Duration
 }
 
 // Level statuses.
@@ -137,6 +142,7 @@ type LevelResult struct {
 	ResultFile string
 	Server     *results.ServerMetrics // what /metrics said over the level; nil when not read
 	Window     *results.ProfileWindow // the part of the level the trace covers; nil unless profiled
+	Client     *results.ClientLoad    // how busy the client was, against the server's pace
 }
 
 // SweepResult is what a run produced.
@@ -283,6 +289,7 @@ func Sweep(ctx context.Context, cfg SweepConfig) (*SweepResult, error) {
 	c.Timeout = cfg.RequestTimeout
 	c.Stall = cfg.stall()
 	c.KeepText = cfg.Details
+	c.FrameDelay = cfg.ClientFrameDelay
 	if c.Model == "" {
 		m, err := fetchModel(ctx, c.HTTP, cfg.URL)
 		if err != nil {
@@ -502,6 +509,7 @@ func (lr *levelRun) measure() {
 		lr.watch = startWindow(ctx, cfg, lr.c, min(conc, lv.NumPrompts), &lr.inFlight, time.Now(), lr.profStart, lr.stopProfile)
 	}
 	reqs := workload{ISL: cfg.ISL, OSL: cfg.OSL, RangeRatio: cfg.RangeRatio, NumPrompts: lv.NumPrompts, Seed: lr.seed}.Source(lr.s)
+	cpu0 := clientCPU()
 	outs, start, end := runLoad(ctx, lr.c, reqs, load{
 		InFlight:         &lr.inFlight,
 		MaxConcurrency:   conc,
@@ -527,6 +535,17 @@ func (lr *levelRun) measure() {
 		lv.Status = statusFailed
 	}
 	if w, ok := lagWarning(outs, lagShareBound); ok {
+		lv.Warnings = append(lv.Warnings, w)
+		fmt.Fprintf(cfg.Warn, "warning: concurrency %d: %s\n", conc, w.Message)
+	}
+	cpu := clientCPU()
+	if cpu >= 0 && cpu0 >= 0 {
+		cpu -= cpu0
+	} else {
+		cpu = -1
+	}
+	lv.Client = clientLoadOf(outs, &lv.Metrics, lv.Server, cpu, end.Sub(start))
+	if w, ok := clientBoundWarning(lv.Client); ok {
 		lv.Warnings = append(lv.Warnings, w)
 		fmt.Fprintf(cfg.Warn, "warning: concurrency %d: %s\n", conc, w.Message)
 	}
