@@ -60,6 +60,7 @@ func count(n int64) string {
 func (v *view) markdown() []byte {
 	var b md
 	v.header(&b)
+	v.trustSection(&b)
 	v.observationsSection(&b)
 	v.modelSection(&b)
 	v.throughputSection(&b)
@@ -409,8 +410,14 @@ func (v *view) throughputSection(b *md) {
 			rows[i] = append(rows[i], v.solCells(l)...)
 		}
 	}
+	for i, l := range v.r.levels {
+		v.applyTrust(l, rows[i], sol)
+	}
 	b.table(head, align, rows)
 	b.p("The decode batch size is the most frequent one in the level's trace (what the GPU ran), not the client's concurrency.\n\n")
+	if left := v.leftOutNotes(); len(left) > 0 {
+		b.p("%s Left out by the trust checks:\n\n%s\n\n", leftOut, strings.Join(left, "\n"))
+	}
 	if sol {
 		v.solNote(b)
 	}
