@@ -73,6 +73,11 @@ type Plan struct {
 	// GPUPrice is the price of a GPU-hour in US dollars, for the report's
 	// cost per million tokens; 0: none.
 	GPUPrice float64
+	// OverheadCheck runs the first level again without the profiler and
+	// writes overhead.json; OverheadPct is the TPOT difference (percent)
+	// it flags, 0: results.DefaultOverheadPct.
+	OverheadCheck bool
+	OverheadPct   float64
 }
 
 // Telemetry settings of a Plan.
@@ -164,6 +169,11 @@ func Run(ctx context.Context, p Plan) (*Result, error) {
 	}
 	if status, err := r.sweep(ctx, srv); err != nil {
 		return r.finish(status, err)
+	}
+	if p.OverheadCheck {
+		if err := r.overheadCheck(ctx, srv); err != nil {
+			return r.finish("failed", err)
+		}
 	}
 	if p.Report != nil {
 		// run.json says the run ended before the report reads it, so a

@@ -41,6 +41,7 @@ type sweepFlags struct {
 	scrape                        *string
 	profSteps                     *int
 	profFor                       *time.Duration
+	frameDelay                    *time.Duration
 	stall                         *time.Duration
 	levelTimeout                  *levelTimeoutFlag
 }
@@ -69,6 +70,7 @@ func addSweepFlags(fs *flag.FlagSet, defaultOSL, defaultMul int, modelHelp strin
 		profSteps:   fs.Int("profile-steps", 0, "profiled levels (bench --profile, every level of run): stop the profiler after about N decode steps of steady load (every slot busy) instead of at the level's end (0: at the end)"),
 		profFor:     fs.Duration("profile-seconds", 0, "profiled levels (bench --profile, every level of run): stop the profiler after this long of steady load, e.g. 20s (0: at the level's end)"),
 		scrape:      fs.String("scrape-metrics", bench.ScrapeAuto, "read the server's /metrics before and after each level and sample its gauges: auto (when /metrics answers with engine metrics), on (required) or off"),
+		frameDelay:  fs.Duration("client-frame-delay", 0, "for testing the client-bound check: the client waits this long at each streamed event, as a client starved of CPU (0: none)"),
 		tokFlag:     fs.String("tokenizer", "", "the served model's `tokenizer.json` (or its directory) for exact prompt lengths; default: found locally from the model name (a model directory or the Hugging Face cache); none: calibrate from the server"),
 	}
 	f.addBounds(fs)
@@ -114,9 +116,13 @@ func (f *sweepFlags) config(cmd string) (bench.SweepConfig, error) {
 		StallTimeout: f.stallTimeout(), LevelTimeout: f.levelTimeout.d,
 		Percentiles: pcts, SLO: slo, Details: *f.details,
 		ScrapeMetrics: *f.scrape, ProfileSteps: *f.profSteps, ProfileFor: *f.profFor,
+		ClientFrameDelay: *f.frameDelay,
 	}
 	if *f.stall < 0 || *f.timeout < 0 || *f.exportWait < 0 {
 		return cfg, usageError{cmd + ": --stall-timeout, --timeout and --export-timeout must not be negative (0 turns the first two off)"}
+	}
+	if *f.frameDelay < 0 {
+		return cfg, usageError{cmd + ": --client-frame-delay must not be negative"}
 	}
 	if *f.profSteps < 0 || *f.profFor < 0 {
 		return cfg, usageError{cmd + ": --profile-steps and --profile-seconds must not be negative"}

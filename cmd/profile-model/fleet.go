@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/profile-model/profile-model/internal/atomicfile"
 	"github.com/profile-model/profile-model/internal/results"
@@ -166,36 +168,65 @@ func runRegress(_ context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.Float64Var(&t.Alpha, "alpha", t.Alpha, "a change beyond a threshold regresses only when the U test of the repeats gives p below this `LEVEL` (0: no test, the thresholds alone)")
 	asJSON := fs.Bool("json", false, "print the findings as JSON instead of Markdown")
 	rerun := fs.String("rerun-file", "", "write the regressed sweeps and plans to `FILE`, comma-separated (for matrix --only)")
+	baseline := fs.String("baseline", "", "compare with the named baseline `NAME` of --baselines instead of a BASELINE folder")
+	saveAs := fs.String("save-baseline", "", "keep RESULTS as the named baseline `NAME` in --baselines (not when they regressed)")
+	baselines := fs.String("baselines", cmp.Or(os.Getenv("PROFILE_MODEL_BASELINES"), "baselines"), "`DIR` of the named baselines (default $PROFILE_MODEL_BASELINES, else baselines)")
+	force := fs.Bool("force", false, "with --save-baseline: replace a baseline of that name")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: profile-model regress [flags] BASELINE RESULTS\n\n"+
+		fmt.Fprintln(stderr, "usage: profile-model regress [flags] BASELINE RESULTS\n"+
+			"       profile-model regress [flags] --baseline NAME RESULTS\n"+
+			"       profile-model regress --save-baseline NAME [--force] RESULTS\n\n"+
 			"Compares RESULTS with BASELINE (each a folder of run directories, as merge reads them), sweep by\n"+
 			"sweep and level by level, on the medians over the repeats: a throughput drop beyond\n"+
 			"--throughput-drop, a latency rise beyond --latency-rise, or a rise of the time per decode layer (in\n"+
 			"total or of a kernel category, with the kernel that rose most) beyond --kernel-rise is a\n"+
 			"regression when the Mann-Whitney U test of the two sides' repeats (benchstat's) gives p < --alpha;\n"+
 			"a change that the repeats cannot tell from noise (one run a side always) is reported, not a\n"+
-			"regression. Prints a Markdown report; exit status 1 when anything regressed.")
+			"regression. Prints a Markdown report; exit status 1 when anything regressed. A named baseline\n"+
+			"(--baseline, --save-baseline) is a merged summary kept as NAME.json in --baselines.")
 		fs.PrintDefaults()
 	}
 	paths, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
 	}
-	if len(paths) != 2 {
+	want := 2
+	if *baseline != "" || (*saveAs != "" && len(paths) == 1) {
+		want = 1
+	}
+	if len(paths) != want {
 		fs.Usage()
+		if *baseline != "" {
+			return usageError{fmt.Sprintf("regress: with --baseline, want RESULTS alone, got %d folders", len(paths))}
+		}
 		return usageError{fmt.Sprintf("regress: want BASELINE and RESULTS, got %d folders", len(paths))}
 	}
 	if !(t.Alpha >= 0 && t.Alpha < 1) {
 		return usageError{fmt.Sprintf("regress: --alpha %g: want a level in [0, 1), e.g. 0.05", t.Alpha)}
 	}
 	t.ThroughputUnits, t.LatencyUnits = splitList(*throughput), splitList(*latency)
-	base, err := fleet.Merge(paths[0])
-	if err != nil {
-		return fmt.Errorf("regress: baseline: %w", err)
-	}
-	cur, err := fleet.Merge(paths[1])
+	resultsDir := paths[len(paths)-1]
+	cur, err := fleet.Merge(resultsDir)
 	if err != nil {
 		return fmt.Errorf("regress: results: %w", err)
+	}
+	if want == 1 && *baseline == "" {
+		// --save-baseline alone: keep the results, compare nothing.
+		return saveBaseline(stderr, *baselines, *saveAs, cur, resultsDir, *force)
+	}
+	var base *fleet.Summary
+	baseName := ""
+	if *baseline != "" {
+		bf, err := fleet.LoadBaseline(*baselines, *baseline)
+		if err != nil {
+			return fmt.Errorf("regress: %w", err)
+		}
+		base, baseName = bf.Summary, fmt.Sprintf("baseline %s (%s)", bf.Name, bf.Created)
+	} else {
+		if base, err = fleet.Merge(paths[0]); err != nil {
+			return fmt.Errorf("regress: baseline: %w", err)
+		}
+		baseName = paths[0]
 	}
 	r := fleet.Compare(base, cur, t)
 	if *rerun != "" {
@@ -209,12 +240,15 @@ func runRegress(_ context.Context, args []string, stdout, stderr io.Writer) erro
 		enc.SetEscapeHTML(false)
 		err = enc.Encode(r)
 	} else {
-		err = r.WriteMarkdown(stdout, paths[0], paths[1])
+		err = r.WriteMarkdown(stdout, baseName, resultsDir)
 	}
 	if err != nil {
 		return err
 	}
 	if r.Regressed() {
+		if *saveAs != "" {
+			fmt.Fprintf(stderr, "profile-model: regress: not saved as baseline %s: the results regressed\n", *saveAs)
+		}
 		fmt.Fprintf(stderr, "profile-model: regress: %d regressions in %d sweeps\n", len(r.Findings), len(r.Rerun()))
 		return errSilent
 	}
@@ -222,6 +256,19 @@ func runRegress(_ context.Context, args []string, stdout, stderr io.Writer) erro
 		// Exit 0 would read as "no regression" to CI.
 		return fmt.Errorf("regress: nothing can be said: %w", err)
 	}
+	if *saveAs != "" {
+		return saveBaseline(stderr, *baselines, *saveAs, cur, resultsDir, *force)
+	}
+	return nil
+}
+
+// saveBaseline keeps the merged results s as the named baseline name.
+func saveBaseline(stderr io.Writer, dir, name string, s *fleet.Summary, source string, force bool) error {
+	path, err := fleet.SaveBaseline(dir, name, s, []string{source}, time.Now(), force)
+	if err != nil {
+		return fmt.Errorf("regress: %w", err)
+	}
+	fmt.Fprintf(stderr, "profile-model: regress: saved %s as baseline %s (%s)\n", source, name, path)
 	return nil
 }
 

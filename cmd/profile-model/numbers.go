@@ -129,7 +129,7 @@ var flagRanges = map[string]bounds{
 	"port": {0, 65535}, "server-port": {0, 65535}, "tp": {1, engine.MaxTP},
 	"max-num-seqs": {0, engine.MaxNumSeqs}, "max-model-len": {0, engine.MaxModelLen}, "max-num-batched-tokens": {1, 1 << 24},
 	"time-scale": {engine.MinTimeScale, engine.MaxTimeScale}, "profiler-buffer-mb": {-1, 1 << 20}, "crash-after-requests": {0, 1 << 30},
-	"stream-error-rate": {0, 1}, "trace-python-per-step": {-1, 1 << 20}, "rank-skew": {0, 1000},
+	"stream-error-rate": {0, 1}, "trace-python-per-step": {-1, 1 << 20}, "rank-skew": {0, 1000}, "profiler-overhead": {0, 100}, "overhead-threshold": {0, 1000},
 	"reasoning-tokens": {0, 1 << 24}, "merge-frames": {0, 1 << 16}, "empty-token-every": {0, 1 << 30},
 	// traces (synth, trim, kernels, layers, diff)
 	"layers": {0, 4096}, "decode-steps": {1, 1 << 24}, "prefill-steps": {0, 1 << 20}, "bs": {1, 1 << 20},

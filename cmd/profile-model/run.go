@@ -56,6 +56,8 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		telem        = fs.String("telemetry", "auto", "sample the GPUs' power, clocks and memory over each level: auto (the simulated engine's own, else amd-smi, rocm-smi or nvidia-smi when on PATH), on (fail without a tool) or off")
 		telemPeriod  = fs.Duration("telemetry-period", 0, "between two GPU readings (default 200ms)")
 		gpuPrice     = fs.Float64("gpu-price", 0, "price of one GPU-hour in `USD`: the report gives each level's cost per million input and output tokens")
+		overhead     = fs.Bool("overhead-check", false, "run the first level again without the profiler and report the TPOT the profiler costs (overhead.json)")
+		overheadPct  = fs.Float64("overhead-threshold", 5, "with --overhead-check: flag a profiled TPOT more than this many percent above the unprofiled one")
 	)
 	// Read before parsing (isPlanRun); defined here for -h.
 	fs.String("plan", "", "run the sweep plan `FILE` instead: server × bench variants into one sweep directory (run --plan FILE -h lists its flags; docs/sweeps.md)")
@@ -156,6 +158,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		Engine: spec, Sweep: cfg, Out: *out, TraceDir: *traceDir, ModelConfig: *configPath,
 		ForceGPU: *force, ReadyTimeout: *readyTimeout, Tool: versionLine(), Log: stderr,
 		Telemetry: *telem, TelemetryPeriod: *telemPeriod, GPUPrice: *gpuPrice,
+		OverheadCheck: *overhead, OverheadPct: *overheadPct,
 		Report: func(_ context.Context, dir string) error {
 			rep, err := report.Build(dir, report.Options{})
 			if err == nil {

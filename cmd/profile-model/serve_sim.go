@@ -71,6 +71,7 @@ func runServeSim(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	capture := fs.String("cudagraph-capture-sizes", "", "CUDA-graph batch sizes, e.g. \"[1,2,4,8,16,32,48,64,128,256]\": decode batches are padded up to the next size (labelled decode[bs=R/G ...]) and run eagerly above the largest; like older ATOM, start fails when one exceeds --max-num-seqs (default: a graph for every batch size)")
 	// ATOM flags a launcher may pass; accepted and ignored.
 	fs.IntVar(&cfg.TP, "tp", 1, "tensor-parallel size: one trace per rank (DIR/rank_<r>/), an all-reduce before each norm of every layer")
+	fs.Float64Var(&cfg.ProfilerOverhead, "profiler-overhead", 0, "while profiling, every step takes 1 + F times as long (host time after it), as the torch profiler slows a real engine")
 	fs.Float64Var(&cfg.RankSkew, "rank-skew", 0, "with --tp: rank r's kernels take 1 + S·r/(tp-1) times as long; the all-reduces wait for the slowest rank")
 	for _, name := range []string{"kv_cache_dtype", "kv-cache-dtype", "level", "gpu-memory-utilization", "port"} {
 		fs.String(name, "", "ignored (ATOM compatibility)")

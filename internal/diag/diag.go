@@ -96,6 +96,9 @@ const (
 	// over a level, or only in part (a tool missing, a GPU missing from its
 	// output, unreadable lines).
 	Telemetry Code = "telemetry"
+	// ClientBound: the benchmark client read its streams slower than the
+	// server wrote them: its latencies measure the client.
+	ClientBound Code = "client_bound"
 )
 
 // Warning is one thing a user should know about a result.

@@ -156,6 +156,9 @@ type Level struct {
 	// requests, WarmupTelemetry over the warm-up before them; nil when not
 	// sampled.
 	Telemetry, WarmupTelemetry *Telemetry
+	// Client is how busy the benchmark client was over the level; nil
+	// when not measured.
+	Client *ClientLoad
 
 	Profile    bool
 	TraceFiles []string
@@ -282,6 +285,9 @@ func (l *Level) document() object {
 	}
 	if l.WarmupTelemetry != nil {
 		o.add("warmup_gpu_telemetry", l.WarmupTelemetry)
+	}
+	if l.Client != nil {
+		o.add("client_load", l.Client)
 	}
 	o.add("profile", l.Profile)
 	o.add("trace_files", l.TraceFiles)
@@ -469,6 +475,10 @@ func parseLevel(data []byte) (*Level, error) {
 			*dst = &Telemetry{}
 			get(key, *dst)
 		}
+	}
+	if _, ok := raw["client_load"]; ok {
+		l.Client = &ClientLoad{}
+		get("client_load", l.Client)
 	}
 	get("profile", &l.Profile)
 	get("trace_files", &l.TraceFiles)

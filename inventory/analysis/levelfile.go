@@ -58,6 +58,11 @@ type LevelFile struct {
 	// prefill step's work from its prompt tokens.
 	PrefillRoofline     *roofline.Table `json:"prefill_roofline,omitempty"`
 	PrefillRooflineNote string          `json:"prefill_roofline_note,omitempty"`
+	// SpeedOfLight is the least time a decode step of the level could
+	// take at the GPU's peaks and its measured step as a multiple of it
+	// (nil when it cannot be computed; SpeedOfLightNote says why).
+	SpeedOfLight     *roofline.SpeedOfLight `json:"speed_of_light,omitempty"`
+	SpeedOfLightNote string                 `json:"speed_of_light_note,omitempty"`
 }
 
 // StepDetail is one step's detailed-annotation fields, as its label wrote

@@ -13,6 +13,10 @@ type Rooflines struct {
 	// DimsWarnings: a capture trace's GEMM dims that disagree with the
 	// model config's shapes.
 	DimsWarnings []diag.Warning
+	// SpeedOfLight is the least time of the level's decode steps (its
+	// measured step filled in by SetRoofline); SOLNote says why it is nil.
+	SpeedOfLight *roofline.SpeedOfLight
+	SOLNote      string
 }
 
 // AddRoofline computes the rooflines of the result's decode and prefill
@@ -34,6 +38,7 @@ func (r *Result) AddRoofline(rl roofline.Level) Rooflines {
 	var out Rooflines
 	out.Decode, out.DecodeNote = roofline.Build(rl)
 	out.Prefill, out.PrefillNote = roofline.BuildPrefill(rl)
+	out.SpeedOfLight, out.SOLNote = rl.SpeedOfLight(r.Summary.DecodeBSHist, 0)
 	out.Decode.Annotate(r.Decode)
 	out.Prefill.Annotate(r.Prefill)
 	if out.Decode != nil && r.Decode.HasCapture() {
@@ -47,4 +52,9 @@ func (f *LevelFile) SetRoofline(rs Rooflines) {
 	f.Roofline, f.RooflineNote = rs.Decode, rs.DecodeNote
 	f.PrefillRoofline, f.PrefillRooflineNote = rs.Prefill, rs.PrefillNote
 	f.Warnings = append(f.Warnings, rs.DimsWarnings...)
+	f.SpeedOfLight, f.SpeedOfLightNote = rs.SpeedOfLight, rs.SOLNote
+	if sol := f.SpeedOfLight; sol != nil && f.StepTime.StepUS > 0 && sol.StepUS > 0 {
+		sol.MeasuredUS = f.StepTime.StepUS
+		sol.Multiple = sol.MeasuredUS / sol.StepUS
+	}
 }

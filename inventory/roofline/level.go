@@ -89,6 +89,9 @@ func (l Level) resolve(t *inventory.LayerTable) (Peak, string, string) {
 // read it when the engine's flags do not say (its default): a quantising
 // cache write or an FP8 attention kernel means fp8, else bf16.
 func kvFromKernels(t *inventory.LayerTable) string {
+	if t == nil {
+		return "bf16"
+	}
 	for _, p := range t.Positions {
 		if p.Role != inventory.RoleKVWrite && p.Role != inventory.RoleAttention {
 			continue

@@ -32,6 +32,10 @@ type Peak struct {
 	// file's optional last column usd_per_gpu_hour; 0: none (the report's
 	// cost per million tokens then needs --gpu-price).
 	USDPerHour float64 `json:"usd_per_gpu_hour,omitempty"`
+	// Link is the GPU's peer bandwidth in one direction, GB/s (10^9 B/s),
+	// what a tensor-parallel all-reduce can use; 0 when the file does not
+	// say (the optional link_gbs column).
+	Link float64 `json:"link_gbs,omitempty"`
 }
 
 // Matrix is the matrix peak for a weight dtype ("fp8", "fp4", else BF16),
@@ -85,9 +89,11 @@ func ParsePeaks(r io.Reader, name string) (Peaks, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	priced := slices.Equal(head, append(slices.Clip(peakHeader), priceColumn))
-	if !slices.Equal(head, peakHeader) && !priced {
-		return nil, fmt.Errorf("%s: header %q, want %s (and optionally ,%s)", name, strings.Join(head, ","), strings.Join(peakHeader, ","), priceColumn)
+	// Optional last columns, in either order: link_gbs (files written
+	// before it, and the GPU benchmark's, which does not measure links,
+	// lack it) and usd_per_gpu_hour.
+	if !slices.Equal(head[:min(len(head), len(peakHeader))], peakHeader) || !optionalColumns(head[len(peakHeader):]) {
+		return nil, fmt.Errorf("%s: header %q, want %s (and optionally ,link_gbs and ,%s)", name, strings.Join(head, ","), strings.Join(peakHeader, ","), priceColumn)
 	}
 	var out Peaks
 	for {
@@ -112,12 +118,20 @@ func ParsePeaks(r io.Reader, name string) (Peaks, error) {
 			}
 			*dst = v
 		}
-		if priced && rec[10] != "" {
-			v, err := strconv.ParseFloat(rec[10], 64)
-			if err != nil || v < 0 || math.IsInf(v, 0) {
-				return nil, fmt.Errorf("%s:%d: column %s: %q is not a price in US dollars", name, line, priceColumn, rec[10])
+		for i, col := range head[len(peakHeader):] {
+			cell := rec[len(peakHeader)+i]
+			if cell == "" {
+				continue
 			}
-			p.USDPerHour = v
+			v, err := strconv.ParseFloat(cell, 64)
+			if err != nil || v < 0 || math.IsInf(v, 0) {
+				return nil, fmt.Errorf("%s:%d: column %s: %q is not a non-negative number", name, line, col, cell)
+			}
+			if col == priceColumn {
+				p.USDPerHour = v
+			} else {
+				p.Link = v
+			}
 		}
 		if p.BF16 <= 0 || p.HBM <= 0 {
 			return nil, fmt.Errorf("%s:%d: %s needs bf16_tflops and hbm_tbs above 0", name, line, p.GPU)
@@ -140,4 +154,17 @@ func (ps Peaks) Find(device string) (Peak, bool) {
 		}
 	}
 	return Peak{}, false
+}
+
+// optionalColumns reports whether cols are peaks files' optional columns,
+// each at most once.
+func optionalColumns(cols []string) bool {
+	seen := map[string]bool{}
+	for _, c := range cols {
+		if c != "link_gbs" && c != priceColumn || seen[c] {
+			return false
+		}
+		seen[c] = true
+	}
+	return true
 }

@@ -91,6 +91,10 @@ type output struct {
 	// from its time in the schedule (or the moment a stream came free)
 	// to Start. Set by Run.
 	SendLag time.Duration
+	// ReadSpan is the time from the first read of the response body to
+	// the end of the last, ReadWait the part of it spent inside the reads
+	// (waiting for bytes): the rest the client was busy elsewhere.
+	ReadSpan, ReadWait time.Duration
 }
 
 // gaps are the gaps between a stream's consecutive tokens, held as varint
@@ -144,7 +148,10 @@ type client struct {
 	Timeout   time.Duration // per request; 0 = none
 	Stall     time.Duration // no byte for this long fails a request (FailStall); 0 = none
 	KeepText  bool          // keep each request's generated text in Output.Text
-	HTTP      *http.Client
+	// FrameDelay makes the client this much slower at each event it
+	// reads (a client starved of CPU), to test the client-bound check.
+	FrameDelay time.Duration
+	HTTP       *http.Client
 
 	tok     tokenizer.Counter // counts each frame's tokens (SetTokenizer); nil: none
 	special int               // what tok counts for an empty text (its added special tokens)
@@ -286,7 +293,8 @@ func (c *client) Do(ctx context.Context, req request) output {
 		out.fail(kind, fmt.Errorf("POST %s: HTTP %d: %s", url, status, bytes.TrimSpace(msg)))
 		return out
 	}
-	first := &firstBytes{ReadCloser: body}
+	timed := &timedBody{ReadCloser: body, clock: c.clock}
+	first := &firstBytes{ReadCloser: timed}
 	body = first
 	br, _ := c.readers.Get().(*bufio.Reader)
 	if br == nil {
@@ -311,6 +319,7 @@ func (c *client) Do(ctx context.Context, req request) output {
 		_, _ = io.Copy(io.Discard, io.LimitReader(br, 64<<10))
 		t.Stop()
 	}
+	timed.record(&out)
 	return out
 }
 
@@ -419,6 +428,9 @@ func (c *client) readStream(ctx context.Context, out *output, sse *sseReader) {
 	total := -1 // usage.completion_tokens
 	for {
 		data, err := sse.Next()
+		if c.FrameDelay > 0 {
+			time.Sleep(c.FrameDelay)
+		}
 		now := c.clock()
 		if err != nil {
 			switch {

@@ -39,7 +39,7 @@ func levelDoc(cfg *SweepConfig, model string, s shaper, lv *LevelResult) *result
 		Shaping:           results.Shaping{Method: s.Method()},
 		OutputLensCounted: m.OutputCounted, InputLensRequested: m.PromptRequested,
 		ReasoningTokens: m.ReasoningTokens, TokensPerFrame: m.TokensPerFrame(), TokensPerFrameMethod: string(m.Split),
-		RequestsResent: m.Resent, Server: lv.Server, Window: lv.Window,
+		RequestsResent: m.Resent, Server: lv.Server, Window: lv.Window, Client: lv.Client,
 		Telemetry: lv.Telemetry, WarmupTelemetry: lv.WarmupTelemetry,
 		Profile: cfg.Profile, TraceFiles: lv.TraceFiles, DecodeBS: lv.DecodeBS, Warnings: lv.Warnings,
 	}

@@ -127,6 +127,11 @@ type SweepConfig struct {
 	// the traces of long levels small; 0: at the end.
 	ProfileSteps int
 	ProfileFor   time.Duration
+
+	// ClientFrameDelay slows the client by this much at every event it
+	// reads, as a client starved of CPU is: for testing the client-bound
+	// check (results.ClientLoad); 0 in real use.
+	ClientFrameDelay time.Duration
 }
 
 // DefaultExportTimeout bounds /stop_profile and the export by default.
@@ -157,6 +162,7 @@ type LevelResult struct {
 	// Telemetry is the GPUs' power, clocks and memory over the measured
 	// requests, WarmupTelemetry over the warm-up; nil when not sampled.
 	Telemetry, WarmupTelemetry *results.Telemetry
+	Client                     *results.ClientLoad // how busy the client was, against the server's pace
 }
 
 // SweepResult is what a run produced.
@@ -324,6 +330,7 @@ func Sweep(ctx context.Context, cfg SweepConfig) (*SweepResult, error) {
 	c.Timeout = cfg.RequestTimeout
 	c.Stall = cfg.stall()
 	c.KeepText = cfg.Details
+	c.FrameDelay = cfg.ClientFrameDelay
 	if c.Model == "" {
 		m, err := fetchModel(ctx, c.HTTP, cfg.URL)
 		if err != nil {
@@ -612,6 +619,7 @@ func (lr *levelRun) measure() {
 	}
 	reqs := workload{ISL: cfg.ISL, OSL: cfg.OSL, RangeRatio: cfg.RangeRatio, RangeRule: cfg.RangeRule, NumPrompts: lv.NumPrompts, Seed: lr.seed}.Source(lr.s)
 	stopSampling := lr.sample("level")
+	cpu0 := clientCPU()
 	outs, start, end := runLoad(ctx, lr.c, reqs, load{
 		InFlight:         &lr.inFlight,
 		MaxConcurrency:   conc,
@@ -638,6 +646,17 @@ func (lr *levelRun) measure() {
 		lv.Status = statusFailed
 	}
 	if w, ok := lagWarning(outs, lagShareBound); ok {
+		lv.Warnings = append(lv.Warnings, w)
+		fmt.Fprintf(cfg.Warn, "warning: concurrency %d: %s\n", conc, w.Message)
+	}
+	cpu := clientCPU()
+	if cpu >= 0 && cpu0 >= 0 {
+		cpu -= cpu0
+	} else {
+		cpu = -1
+	}
+	lv.Client = clientLoadOf(outs, &lv.Metrics, lv.Server, cpu, end.Sub(start))
+	if w, ok := clientBoundWarning(lv.Client); ok {
 		lv.Warnings = append(lv.Warnings, w)
 		fmt.Fprintf(cfg.Warn, "warning: concurrency %d: %s\n", conc, w.Message)
 	}

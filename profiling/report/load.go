@@ -56,6 +56,9 @@ type run struct {
 	peaks  roofline.Peaks            // the GPU peaks file given, nil: the built-in table
 	price  float64                   // US dollars per GPU-hour; 0: none
 	notes  []string                  // what could not be read, for the warnings section
+	// overhead is the run's profiler-overhead check (overhead.json); nil
+	// when it made none.
+	overhead *results.Overhead
 }
 
 // loadRun reads a run directory. Only a directory that cannot be listed, or
@@ -131,6 +134,11 @@ func loadRun(dir string, opt Options) (*run, error) {
 		}
 	}
 	r.loadConfig(opt)
+	if o, oerr := results.ReadOverhead(rd.Overhead()); oerr != nil {
+		r.notes = append(r.notes, oerr.Error())
+	} else {
+		r.overhead = o
+	}
 	if opt.Peaks != "" {
 		if r.peaks, err = roofline.LoadPeaks(opt.Peaks); err != nil {
 			return nil, fmt.Errorf("reading the peaks file: %w", err)

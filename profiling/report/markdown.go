@@ -60,6 +60,7 @@ func count(n int64) string {
 func (v *view) markdown() []byte {
 	var b md
 	v.header(&b)
+	v.trustSection(&b)
 	v.observationsSection(&b)
 	v.modelSection(&b)
 	v.throughputSection(&b)
@@ -413,14 +414,30 @@ func (v *view) throughputSection(b *md) {
 		}
 		rows = append(rows, row)
 	}
-	head := []string{"concurrency", "decode bs", "completed", "failed", "req/s", "output tok/s", "total tok/s",
-		"TTFT p50 (ms)", "TTFT p99 (ms)", "TPOT p50 (ms)", "TPOT p99 (ms)"}
-	align := "rrrrrrrrrrr"
+	head, align := []string{"concurrency", "decode bs", "completed", "failed", "req/s", "output tok/s", "total tok/s",
+		"TTFT p50 (ms)", "TTFT p99 (ms)", "TPOT p50 (ms)", "TPOT p99 (ms)"}, "rrrrrrrrrrr"
+	sol := v.hasSOL()
+	if sol {
+		// Right after the client's columns, where applyTrust finds them.
+		head, align = append(head, "SOL step (ms)", "step ÷ SOL"), align+"rr"
+		for i, l := range v.r.levels {
+			rows[i] = slices.Insert(rows[i], 11, v.solCells(l)...)
+		}
+	}
 	if power {
 		head, align = append(head, "GPU W (mean)", "J / output token"), align+"rr"
 	}
+	for i, l := range v.r.levels {
+		v.applyTrust(l, rows[i], sol)
+	}
 	b.table(head, align, rows)
 	b.p("The decode batch size is the most frequent one in the level's trace (what the GPU ran), not the client's concurrency.\n\n")
+	if left := v.leftOutNotes(); len(left) > 0 {
+		b.p("%s Left out by the trust checks:\n\n%s\n\n", leftOut, strings.Join(left, "\n"))
+	}
+	if sol {
+		v.solNote(b)
+	}
 	if sc := v.timeScale(); sc != 1 {
 		b.p("The run was accelerated %g× (simulated engine): throughputs and latencies here are scaled back to the engine's clock, the trace's.\n\n", sc)
 	}

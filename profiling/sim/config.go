@@ -102,6 +102,11 @@ type Config struct {
 	// ProfilerTimeout bounds how long /stop_profile waits for the export
 	// before it answers 500, as ATOM_PROFILER_TIMEOUT does; 0: 300 s.
 	ProfilerTimeout time.Duration
+	// ProfilerOverhead F: while the profiler records, every step takes
+	// 1 + F times as long, the extra as host time after it (the
+	// profiler's callbacks on the CPU), so that a run with the profiler
+	// off is faster, as on a real engine; 0: the profiler costs nothing.
+	ProfilerOverhead float64
 
 	// Release is the ATOM release whose frames, labels and replies the
 	// server speaks; "": ReleaseCurrent.

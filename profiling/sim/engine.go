@@ -422,6 +422,11 @@ func (e *engine) step(ctx context.Context) error {
 	// The tokens of the previous step reach their clients OutputLag of the
 	// way into this step: the engine streams them while this step runs.
 	total := hostGap + dur.Time()
+	if e.profiling && e.cfg.ProfilerOverhead > 0 {
+		extra := time.Duration(float64(total) * e.cfg.ProfilerOverhead)
+		e.virt += int64(extra)
+		total += extra
+	}
 	early := time.Duration(float64(total) * e.backend.OutputLag())
 	if err := e.pace(ctx, early); err != nil {
 		return err
