@@ -93,7 +93,7 @@ func ParsePeaks(r io.Reader, name string) (Peaks, error) {
 	// before it, and the GPU benchmark's, which does not measure links,
 	// lack it) and usd_per_gpu_hour.
 	if !slices.Equal(head[:min(len(head), len(peakHeader))], peakHeader) || !optionalColumns(head[len(peakHeader):]) {
-		return nil, fmt.Errorf("%s: header %q, want %s (and optionally ,link_gbs and ,%s)", name, strings.Join(head, ","), strings.Join(peakHeader, ","), priceColumn)
+		return nil, fmt.Errorf("%s: header %q, want %s (optionally ,%s and ,link_gbs, in either order)", name, strings.Join(head, ","), strings.Join(peakHeader, ","), priceColumn)
 	}
 	var out Peaks
 	for {

@@ -442,6 +442,22 @@ func TestPeaksPrice(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "p.csv:2: column usd_per_gpu_hour") {
 		t.Errorf("bad price: %v", err)
 	}
+	// With the link bandwidth too, in either order.
+	for _, cols := range []string{",link_gbs,usd_per_gpu_hour", ",usd_per_gpu_hour,link_gbs"} {
+		row := "\nMI355X,MI355X,2500,5000,10000,157,8,288,spec,me,"
+		if strings.HasPrefix(cols, ",link") {
+			row += "400,3.25\n"
+		} else {
+			row += "3.25,400\n"
+		}
+		ps, err := ParsePeaks(strings.NewReader(head+cols+row), "p.csv")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p := ps[0]; p.USDPerHour != 3.25 || p.Link != 400 {
+			t.Errorf("%s: price %v and link %v, want 3.25 and 400", cols, p.USDPerHour, p.Link)
+		}
+	}
 	_, err = ParsePeaks(strings.NewReader(head+",price\n"), "p.csv")
 	if err == nil || !strings.Contains(err.Error(), "optionally ,usd_per_gpu_hour") {
 		t.Errorf("bad header: %v", err)
